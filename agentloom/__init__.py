@@ -1,0 +1,76 @@
+"""AgentLoom: run LLM work reliably.
+
+Declarative YAML workflows of LLM steps and a Python agent loop, on one engine.
+
+Importing this package does no I/O, reads no environment variable and imports no optional
+dependency: public names are resolved on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agentloom._version import __version__
+
+if TYPE_CHECKING:
+    from agentloom.agent import Agent as Agent
+    from agentloom.loop.observer import NullObserver as NullObserver
+    from agentloom.loop.observer import Observer as Observer
+    from agentloom.loop.result import ConversationResult as ConversationResult
+    from agentloom.loop.summary import ConversationStatus as ConversationStatus
+    from agentloom.loop.summary import ConversationSummary as ConversationSummary
+    from agentloom.loop.summary import SummaryOptions as SummaryOptions
+    from agentloom.loop.summary import TurnRecord as TurnRecord
+    from agentloom.tools import tool as tool
+
+_LAZY: dict[str, str] = {
+    # agent API
+    "Agent": "agentloom.agent",
+    "ConversationResult": "agentloom.loop.result",
+    "ConversationSummary": "agentloom.loop.summary",
+    "ConversationStatus": "agentloom.loop.summary",
+    "SummaryOptions": "agentloom.loop.summary",
+    "TurnRecord": "agentloom.loop.summary",
+    "NullObserver": "agentloom.loop.observer",
+    "Observer": "agentloom.loop.observer",
+    "SummaryCollector": "agentloom.loop.collector",
+    "EventTraceObserver": "agentloom.observe.events",
+    "OTelObserver": "agentloom.observe.otel",
+    # tools
+    "tool": "agentloom.tools",
+    "Tool": "agentloom.tools",
+    # workflows
+    "load_workflow": "agentloom.workflow",
+    "run_workflow": "agentloom.workflow",
+    "Runtime": "agentloom.runtime",
+    "batch": "agentloom.scale",
+    # errors
+    "AgentLoomError": "agentloom.errors",
+    "AgentLoopError": "agentloom.errors",
+    "ConfigError": "agentloom.errors",
+    "WorkflowError": "agentloom.errors",
+    "TemplateError": "agentloom.errors",
+    "ProviderError": "agentloom.errors",
+    "ToolError": "agentloom.errors",
+    "LoopBudgetExceeded": "agentloom.errors",
+    "BudgetExceeded": "agentloom.errors",
+    "DeadlineExceeded": "agentloom.errors",
+    "StructuredOutputError": "agentloom.errors",
+    "ReplayMismatch": "agentloom.errors",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentloom' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

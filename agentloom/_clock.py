@@ -1,0 +1,37 @@
+"""Time as a seam. Retry backoff, deadlines and rate limits read `Clock`, so tests swap in
+`agentloom.testing.FakeClock` and a 60-second backoff costs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Monotonic seconds."""
+        ...
+
+    def wall(self) -> float:
+        """Seconds since the epoch (for Retry-After dates and timestamps)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    __slots__ = ()
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wall(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            await asyncio.sleep(seconds)
+
+
+SYSTEM_CLOCK = SystemClock()

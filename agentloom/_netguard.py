@@ -1,0 +1,95 @@
+"""Which network addresses we may reach on a user's behalf.
+
+Attachment downloads and the `http_request` tool fetch URLs that come from templates, and
+so, indirectly, from model output or user data. A URL at a private, loopback, link-local
+or otherwise non-public address could reach services behind the user's firewall (SSRF).
+The check runs on the *resolved* address of every hop, so a public name that resolves to
+127.0.0.1, a decimal IP (`http://2130706433/`) or a redirect to loopback are all refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+
+class AddressRefused(Exception):
+    """The URL's host resolves to an address the policy does not allow."""
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AddressPolicy:
+    """`allow_private` lets every non-public address through (intranet use); `allowed`
+    names specific hosts, IPs or networks (`127.0.0.1`, `10.0.0.0/8`) that may be reached
+    even though they are not public."""
+
+    allow_private: bool = False
+    allowed: tuple[str, ...] = field(default_factory=tuple)
+
+    def _allowed_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        nets = []
+        for entry in self.allowed:
+            try:
+                nets.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                continue
+        return nets
+
+    def permits(self, host: str, address: str) -> bool:
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.is_global and not ip.is_multicast:
+            return True
+        if self.allow_private:
+            return True
+        if host.lower() in {a.lower() for a in self.allowed}:
+            return True
+        return any(ip in net for net in self._allowed_networks())
+
+
+def parse_host(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise AddressRefused(f"URL has no host: {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.hostname, port
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """All addresses a host resolves to (IP literals in any form, decimal included)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+async def check_url(url: str, policy: AddressPolicy) -> list[str]:
+    """Resolve the URL's host and refuse it unless every address is permitted.
+
+    Returns the resolved addresses. Raises AddressRefused with a readable reason."""
+    host, port = parse_host(url)
+    try:
+        addresses = await resolve(host, port)
+    except OSError as exc:
+        raise AddressRefused(f"cannot resolve {host!r}: {exc}") from exc
+    denied = [a for a in addresses if not policy.permits(host, a)]
+    if denied:
+        raise AddressRefused(
+            f"refused {url!r}: {host} resolves to a private, loopback or link-local "
+            f"address ({', '.join(denied)})"
+        )
+    return addresses
+
+
+def host_matches(host: str, domains: Iterable[str]) -> bool:
+    """`api.example.com` matches `example.com` and `api.example.com`, not `badexample.com`."""
+    host = host.lower().rstrip(".")
+    for domain in domains:
+        d = domain.lower().lstrip(".").rstrip(".")
+        if host == d or host.endswith("." + d):
+            return True
+    return False

@@ -1,0 +1,189 @@
+"""One error taxonomy for the whole library.
+
+    AgentLoomError                      base of everything we raise on purpose
+    ├── ConfigError                     misuse: bad arguments, unknown provider, missing key
+    │   └── WorkflowError               a workflow file problem, with file:line and field
+    │       └── TemplateError           "Prompt template error": broken braces, unknown refs
+    ├── ProviderError                   a model call failed; facts as attributes:
+    │                                   provider, model, status, phase, request_sent,
+    │                                   retryable, headers (lowercased), retry_after
+    ├── ToolError                       raised by a tool: its message goes back to the model
+    ├── StructuredOutputError           no valid JSON after the re-asks
+    ├── BudgetExceeded                  a run's cost/token budget would be crossed
+    ├── DeadlineExceeded                a deadline passed (run or step)
+    ├── LoopBudgetExceeded              the agent loop ran out (kind, limit, actual)
+    ├── ReplayMismatch                  strict replay found no record for a call
+    └── AgentLoopError                  a failed agent run; carries `.summary`
+
+Code branches on attributes (`err.retryable`, `err.phase`), never on class names spread
+over modules and never on message text. Retry code reads `retryable` and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from agentloom.loop.summary import ConversationSummary
+
+Phase: TypeAlias = Literal["connect", "tls", "proxy", "send", "read", "status", "body", "local"]
+"""Where a call failed. `local` means before anything reached the network (e.g. an
+attachment the provider can't take)."""
+
+
+class AgentLoomError(Exception):
+    """Base of every error AgentLoom raises on purpose."""
+
+    retryable: bool = False
+
+
+class ConfigError(AgentLoomError):
+    """The caller asked for something that cannot work; fixing the input fixes it."""
+
+
+class WorkflowError(ConfigError):
+    """A problem in a workflow file. `str()` is `file:line: message`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        return f"{where}{self.message}"
+
+
+class TemplateError(WorkflowError):
+    """A prompt template that cannot be rendered. Never retried."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        if not message.startswith("Prompt template error"):
+            message = f"Prompt template error: {message}"
+        super().__init__(message, **kwargs)
+
+
+class ProviderError(AgentLoomError):
+    """A model call failed.
+
+    Attributes:
+        provider: the provider's name (`openai`, `anthropic`, ...).
+        model: the model asked for.
+        status: the HTTP status, or None when no response arrived.
+        phase: where it failed (connect, tls, proxy, send, read, status, body, local).
+        request_sent: True if the request reached the server, False if surely not,
+            None if we cannot tell (a connection dropped mid-send).
+        retryable: whether trying again may succeed. Set from the status and the
+            policy's retryable codes, or True for failures without a status.
+        headers: the response headers, keys lowercased.
+        retry_after: seconds the server asked us to wait, if it said.
+        body: the first part of the response body, for the message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        model: str | None = None,
+        status: int | None = None,
+        phase: Phase = "status",
+        request_sent: bool | None = None,
+        retryable: bool = False,
+        headers: dict[str, str] | None = None,
+        retry_after: float | None = None,
+        body: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.phase: Phase = phase
+        self.request_sent = request_sent
+        self.retryable = retryable
+        self.headers = headers or {}
+        self.retry_after = retry_after
+        self.body = body
+        self.request_id = request_id
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        bits = [f"provider={self.provider}"]
+        if self.model:
+            bits.append(f"model={self.model}")
+        if self.status is not None:
+            bits.append(f"status={self.status}")
+        bits.append(f"phase={self.phase}")
+        bits.append(f"request_sent={self.request_sent}")
+        return f"{self.args[0]} ({', '.join(bits)})"
+
+
+class ToolError(AgentLoomError):
+    """Raise from a tool to send a safe, readable error back to the model."""
+
+
+class StructuredOutputError(AgentLoomError):
+    """The model gave no valid structured reply within the re-asks. Not retried."""
+
+    def __init__(self, message: str, *, raw_text: str | None = None) -> None:
+        self.raw_text = raw_text
+        super().__init__(message)
+
+
+class BudgetExceeded(AgentLoomError):
+    """A run's budget (cost or tokens) would be crossed by the next call, or was."""
+
+    def __init__(self, message: str, *, kind: str, limit: Any, actual: Any) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.actual = actual
+        super().__init__(message)
+
+
+class DeadlineExceeded(AgentLoomError):
+    """A deadline passed: the run's (`config.timeout`) or a step attempt's (`timeout`)."""
+
+    retryable = True
+
+    def __init__(self, message: str = "deadline exceeded", *, scope: str = "run") -> None:
+        self.scope = scope
+        # A run deadline is final; a step attempt's timeout may be retried.
+        self.retryable = scope != "run"
+        super().__init__(message)
+
+
+class LoopBudgetExceeded(AgentLoomError):
+    """The agent loop ran out of a budget. `kind` is iterations, deadline or tokens."""
+
+    def __init__(self, kind: str, limit: Any, actual: Any) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.actual = actual
+        super().__init__(f"loop budget exceeded: {kind} (limit {limit}, actual {actual})")
+
+
+class ReplayMismatch(AgentLoomError):
+    """Strict replay found no recorded exchange for a call. Never falls back to a fake."""
+
+
+class AgentLoopError(AgentLoomError):
+    """A failed agent run. `.summary` is its ConversationSummary, so a handler needs no
+    observer; `.__cause__` is the underlying error."""
+
+    def __init__(self, message: str, *, summary: ConversationSummary | None = None) -> None:
+        self.summary = summary
+        super().__init__(message)
+
+
+ErrorKind: TypeAlias = type[AgentLoomError]

@@ -1,0 +1,100 @@
+"""The transport seam: one request in, one response out.
+
+Everything that speaks HTTP for us goes through a `Transport`, the way httpx's clients go
+through `handle_async_request`. Providers build `HttpRequest`s and read `HttpResponse`s;
+they never import aiohttp. Recording, replay and fault injection are each a class that
+wraps another transport, and tests plug in `MockTransport` or point the real one at a
+loopback fake server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class HttpTimeout:
+    """Per-phase limits in seconds; None disables one.
+
+        HttpTimeout()                      # 10 s to connect, 600 s between bytes
+        HttpTimeout(connect=2, read=30)    # tighter
+        HttpTimeout(total=5)               # whole exchange, body included
+    """
+
+    connect: float | None = 10.0
+    read: float | None = 600.0
+    total: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read", "total"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"HttpTimeout.{name} must be positive or None, got {value}")
+
+
+@dataclass(slots=True, kw_only=True)
+class HttpRequest:
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    timeout: HttpTimeout | None = None
+    stream: bool = False
+    """Ask the transport not to read the body up front: the caller iterates it."""
+
+
+class HttpResponse(Protocol):
+    """A response whose body may still be arriving. Headers have lowercased keys."""
+
+    status: int
+    headers: dict[str, str]
+
+    async def read(self) -> bytes: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """Send the request. Raises `TransportError` (never a library's own exception)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class TransportError(Exception):
+    """A request that got no HTTP response. `phase` says where it broke; `request_sent`
+    is True/False/None (None: we cannot tell whether the server saw it)."""
+
+    def __init__(self, message: str, *, phase: str, request_sent: bool | None) -> None:
+        self.phase = phase
+        self.request_sent = request_sent
+        super().__init__(message)
+
+
+@dataclass(slots=True, kw_only=True)
+class BufferedResponse:
+    """A response held in memory: what MockTransport, replay and tests return."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    chunks: list[bytes] | None = None
+    """If set, `aiter_bytes` yields these pieces (for stream tests); else `body` whole."""
+
+    async def read(self) -> bytes:
+        if self.chunks is not None:
+            return b"".join(self.chunks)
+        return self.body
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks if self.chunks is not None else [self.body]:
+            yield chunk
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,367 @@
+"""Provider-neutral types: messages and their parts, usage, requests, responses, stream events.
+
+Every provider module translates between these and its own wire format, so nothing above
+`providers/` ever sees a vendor's JSON. They are plain slotted dataclasses because they sit
+on the hot path of every call; each part carries a `kind` discriminator so that a recording
+or checkpoint can be turned back into objects with a dictionary lookup (`part_from_dict`).
+
+`None` in a usage field means the provider did not report it, never zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal, TypeAlias
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ImagePart:
+    """An image given as bytes (`data`) or, for providers that fetch it themselves, a `url`."""
+
+    media_type: str = "image/png"
+    data: bytes | None = None
+    url: str | None = None
+    kind: Literal["image"] = "image"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class DocumentPart:
+    """A document, such as a PDF; bytes only."""
+
+    media_type: str = "application/pdf"
+    data: bytes | None = None
+    url: str | None = None
+    kind: Literal["document"] = "document"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AudioPart:
+    media_type: str = "audio/wav"
+    data: bytes | None = None
+    kind: Literal["audio"] = "audio"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolCallPart:
+    """A call the model asked for. `arguments` is the raw JSON text the model wrote: it may
+    not parse, and that is the tool loop's business, not the decoder's."""
+
+    id: str
+    name: str
+    arguments: str
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolResultPart:
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ReasoningPart:
+    """Reasoning text. Anthropic signs its thinking blocks; the signature must go back
+    unchanged on the next turn of a tool loop, so it is kept here. `redacted` holds an
+    opaque redacted-thinking payload when the provider sends one instead of text."""
+
+    text: str
+    signature: str | None = None
+    redacted: str | None = None
+    kind: Literal["reasoning"] = "reasoning"
+
+
+Part: TypeAlias = (
+    TextPart | ImagePart | DocumentPart | AudioPart | ToolCallPart | ToolResultPart | ReasoningPart
+)
+MediaPart: TypeAlias = ImagePart | DocumentPart | AudioPart
+
+_PART_TYPES: dict[str, type[Any]] = {
+    "text": TextPart,
+    "image": ImagePart,
+    "document": DocumentPart,
+    "audio": AudioPart,
+    "tool_call": ToolCallPart,
+    "tool_result": ToolResultPart,
+    "reasoning": ReasoningPart,
+}
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Message:
+    role: Role
+    parts: tuple[Part, ...] = ()
+    name: str | None = None
+    """A speaker's name on user/assistant turns (spec 000, several speakers)."""
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", parts=(TextPart(text=text),))
+
+    @classmethod
+    def user(cls, text: str, *media: MediaPart, name: str | None = None) -> Message:
+        return cls(role="user", parts=(TextPart(text=text), *media), name=name)
+
+    @classmethod
+    def assistant(cls, text: str, *, name: str | None = None) -> Message:
+        return cls(role="assistant", parts=(TextPart(text=text),), name=name)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Usage:
+    """Token counts of one or more calls. None means "not reported", never zero.
+
+    `input_includes_cached` says how to read `input_tokens`: OpenAI and Gemini count cached
+    prompt tokens inside it (True); Anthropic reports them apart (False).
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: Decimal | None = None
+    input_includes_cached: bool | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        cost: Decimal | None
+        if self.cost_usd is None:
+            cost = other.cost_usd
+        elif other.cost_usd is None:
+            cost = self.cost_usd
+        else:
+            cost = self.cost_usd + other.cost_usd
+        return Usage(
+            input_tokens=_add(self.input_tokens, other.input_tokens),
+            output_tokens=_add(self.output_tokens, other.output_tokens),
+            cache_read_tokens=_add(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens=_add(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
+            cost_usd=cost,
+            input_includes_cached=(
+                self.input_includes_cached
+                if other.input_includes_cached is None
+                else other.input_includes_cached
+            ),
+        )
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def with_cost(self, cost: Decimal | None) -> Usage:
+        return dataclasses.replace(self, cost_usd=cost)
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolSpec:
+    """What the model sees of a tool: its name, description and JSON Schema parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class NamedToolChoice:
+    name: str
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ReasoningConfig:
+    """The step's `thinking` block (spec 000, Reasoning)."""
+
+    enabled: bool = False
+    budget_tokens: int | None = None
+    level: Literal["low", "medium", "high"] | None = None
+    capture: bool = True
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ResponseFormat:
+    """A JSON shape for the reply. `schema` None with kind json_object asks for any object."""
+
+    kind: Literal["json_object", "json_schema"] = "json_object"
+    schema: dict[str, Any] | None = None
+    name: str = "response"
+    strict: bool = True
+    description: str | None = None
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ModelRequest:
+    """One call to a model, before any provider has seen it."""
+
+    model: str
+    messages: tuple[Message, ...]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    reasoning: ReasoningConfig | None = None
+    response_format: ResponseFormat | None = None
+    stream: bool = False
+    vendor_tools: tuple[dict[str, Any], ...] = ()
+    """Provider-defined tools (spec 004 vendorTools), sent unchanged."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Extra body parameters (from a profile), merged over what the encoder produced."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra HTTP headers (from a profile or provider config)."""
+    prefill: str | None = None
+    """Text the assistant turn starts with (Anthropic's JSON prefill)."""
+
+    def replace(self, **changes: Any) -> ModelRequest:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ModelResponse:
+    """A finished reply. `finish_reason` is the provider's own word (`stop`, `end_turn`,
+    `STOP`, ...), not a normalised one."""
+
+    parts: tuple[Part, ...]
+    usage: Usage
+    finish_reason: str | None
+    model: str
+    provider: str
+    response_id: str | None = None
+    time_to_first_token: float | None = None
+    """Seconds from sending the request to the first streamed chunk; None if not streamed."""
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def reasoning(self) -> str | None:
+        texts = [p.text for p in self.parts if isinstance(p, ReasoningPart) and p.text]
+        return "".join(texts) if texts else None
+
+    def to_message(self, *, name: str | None = None) -> Message:
+        return Message(role="assistant", parts=self.parts, name=name)
+
+
+# --- stream events -----------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class TextDelta:
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ReasoningDelta:
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolCallDelta:
+    """A piece of a tool call. `index` ties pieces of one call together; `id` and `name`
+    come with the first piece, `arguments` is appended."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    kind: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class UsageEvent:
+    """Usage so far. Later events override earlier fields that they report (not None)."""
+
+    usage: Usage
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class FinishEvent:
+    finish_reason: str | None
+    model: str | None = None
+    response_id: str | None = None
+    kind: Literal["finish"] = "finish"
+
+
+StreamEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | UsageEvent | FinishEvent
+
+
+def part_to_dict(part: Part) -> dict[str, Any]:
+    """A JSON-ready dict of a part; bytes become base64 text."""
+    import base64
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(part):
+        value = getattr(part, f.name)
+        if isinstance(value, bytes):
+            value = base64.b64encode(value).decode("ascii")
+        out[f.name] = value
+    return out
+
+
+def part_from_dict(data: dict[str, Any]) -> Part:
+    import base64
+
+    cls = _PART_TYPES[data["kind"]]
+    values = dict(data)
+    if cls in (ImagePart, DocumentPart, AudioPart) and isinstance(values.get("data"), str):
+        values["data"] = base64.b64decode(values["data"])
+    result: Part = cls(**values)
+    return result
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "parts": [part_to_dict(p) for p in message.parts]}
+    if message.name is not None:
+        out["name"] = message.name
+    return out
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    return Message(
+        role=data["role"],
+        parts=tuple(part_from_dict(p) for p in data.get("parts", ())),
+        name=data.get("name"),
+    )

@@ -1,0 +1,109 @@
+"""Turn a stream of events into a `ModelResponse`: one place, used by every provider, so
+streamed and non-streamed calls end in the same shape."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentloom.messages import (
+    FinishEvent,
+    ModelResponse,
+    Part,
+    ReasoningDelta,
+    ReasoningPart,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallPart,
+    Usage,
+    UsageEvent,
+)
+
+
+class ResponseBuilder:
+    """Accumulates events in arrival order. Text and reasoning runs become one part each
+    run; tool calls are assembled by index."""
+
+    __slots__ = ("_parts", "_text", "_reasoning", "_sig", "_redacted", "_calls", "_usage",
+                 "finish_reason", "model", "response_id")
+
+    def __init__(self, model: str) -> None:
+        self._parts: list[Part] = []
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._sig: str | None = None
+        self._redacted: str | None = None
+        self._calls: dict[int, list[str | None]] = {}
+        self._usage = Usage()
+        self.finish_reason: str | None = None
+        self.model = model
+        self.response_id: str | None = None
+
+    def _flush_text(self) -> None:
+        if self._text:
+            self._parts.append(TextPart(text="".join(self._text)))
+            self._text = []
+
+    def _flush_reasoning(self) -> None:
+        if self._reasoning or self._sig or self._redacted:
+            self._parts.append(
+                ReasoningPart(text="".join(self._reasoning), signature=self._sig,
+                              redacted=self._redacted)
+            )
+            self._reasoning, self._sig, self._redacted = [], None, None
+
+    def add(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._flush_reasoning()
+            self._text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self._flush_text()
+            if event.text:
+                self._reasoning.append(event.text)
+            if event.signature:
+                self._sig = event.signature
+            if event.redacted:
+                self._redacted = event.redacted
+        elif isinstance(event, ToolCallDelta):
+            self._flush_text()
+            self._flush_reasoning()
+            slot = self._calls.setdefault(event.index, [None, None, ""])
+            if event.id:
+                slot[0] = event.id
+            if event.name:
+                slot[1] = event.name
+            slot[2] = (slot[2] or "") + event.arguments
+        elif isinstance(event, UsageEvent):
+            merged = {
+                f.name: getattr(event.usage, f.name)
+                for f in dataclasses.fields(Usage)
+                if getattr(event.usage, f.name) is not None
+            }
+            self._usage = dataclasses.replace(self._usage, **merged)
+        elif isinstance(event, FinishEvent):
+            if event.finish_reason is not None:
+                self.finish_reason = event.finish_reason
+            if event.model:
+                self.model = event.model
+            if event.response_id:
+                self.response_id = event.response_id
+
+    def build(self, *, provider: str, time_to_first_token: float | None = None) -> ModelResponse:
+        self._flush_text()
+        self._flush_reasoning()
+        parts = list(self._parts)
+        for index in sorted(self._calls):
+            call_id, name, args = self._calls[index]
+            parts.append(
+                ToolCallPart(id=call_id or f"call_{index}", name=name or "", arguments=args or "")
+            )
+        return ModelResponse(
+            parts=tuple(parts),
+            usage=self._usage,
+            finish_reason=self.finish_reason,
+            model=self.model,
+            provider=provider,
+            response_id=self.response_id,
+            time_to_first_token=time_to_first_token,
+        )

@@ -1,0 +1,119 @@
+"""What a provider is: a wire protocol (pure encode/decode), an endpoint (data), and the
+`ModelClient` seam that everything above providers calls.
+
+A wire protocol module (`openai.py`, `anthropic.py`, ...) does no I/O: it turns a
+`ModelRequest` into an `HttpRequest`, and bytes back into a `ModelResponse` or stream
+events. `ProviderClient` (in `_client.py`) joins a protocol, an endpoint and a transport.
+Routing, retries, fallback, recording and the agent loop all see only `ModelClient`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from agentloom.http._base import HttpRequest, HttpTimeout
+from agentloom.messages import ModelRequest, ModelResponse, StreamEvent
+
+ReasoningStyle = Literal["effort", "budget", "thinking_config", "think", "none"]
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Capabilities:
+    """Per-model facts a request is checked against before anything is sent."""
+
+    tools: bool = True
+    forced_tool_choice: bool = True
+    native_json_schema: bool = True
+    image: bool = True
+    image_url: bool = False
+    pdf: bool = False
+    audio_types: frozenset[str] = frozenset()
+    reasoning: ReasoningStyle = "none"
+    speaker_names: bool = False
+    """True where the wire format has a `name` on messages (OpenAI)."""
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Endpoint:
+    """Where a provider lives and how to authenticate: data, not code.
+
+    `name` is the provider's configured name (`openai`, `generic_openai`, `my_vllm`, ...);
+    `protocol` the wire protocol it speaks (`openai`, `anthropic`, `gemini`, `ollama`).
+    """
+
+    name: str
+    protocol: str
+    base_url: str
+    api_key: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    models: tuple[str, ...] | None = None
+    """Models this endpoint serves; None means the protocol's own naming rule decides."""
+    timeout: HttpTimeout = field(default_factory=HttpTimeout)
+
+
+class StreamDecoder(Protocol):
+    """Incremental decoder: feed raw bytes as they arrive, get events out."""
+
+    def feed(self, data: bytes) -> list[StreamEvent]: ...
+
+    def close(self) -> list[StreamEvent]:
+        """End of body: flush what is buffered."""
+        ...
+
+
+class WireProtocol(Protocol):
+    name: str
+
+    def capabilities(self, model: str) -> Capabilities: ...
+
+    def serves(self, model: str) -> bool:
+        """Whether a model name belongs to this protocol's vendor family."""
+        ...
+
+    def encode(self, request: ModelRequest, endpoint: Endpoint) -> HttpRequest: ...
+
+    def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse: ...
+
+    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder: ...
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AttemptRecord:
+    """One attempt at a call, content-free: for summaries' failed_attempts and timelines."""
+
+    provider: str
+    model: str
+    attempt: int
+    """1 for the first try of a candidate, 2 for its first retry, ..."""
+    ok: bool
+    duration_seconds: float
+    wait_before_seconds: float = 0.0
+    status: int | None = None
+    phase: str | None = None
+    request_sent: bool | None = None
+    error_type: str | None = None
+
+
+EventSink = Callable[[StreamEvent], None]
+AttemptSink = Callable[[AttemptRecord], None]
+
+
+class ModelClient(Protocol):
+    """Anything that answers a ModelRequest: a provider client, a router with retries and
+    fallback, a replaying client, or a scripted test model.
+
+    With `request.stream` set, events are passed to `on_event` as they arrive; either
+    way the finished `ModelResponse` is returned. Failures raise `ProviderError`.
+    Every attempt (including retries and fallbacks) is reported to `on_attempt`.
+    """
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_event: EventSink | None = None,
+        on_attempt: AttemptSink | None = None,
+    ) -> ModelResponse: ...

@@ -1,0 +1,24 @@
+"""Test kit shipped with AgentLoom, for our tests and yours: in-process scripted models,
+loopback fake servers that speak each provider's wire protocol, a fake clock.
+
+Not imported by `import agentloom`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY: dict[str, str] = {
+    "ScriptedModel": "agentloom.testing.scripted",
+    "FunctionModel": "agentloom.testing.scripted",
+    "make_response": "agentloom.testing.scripted",
+    "tool_call": "agentloom.testing.scripted",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)
