@@ -11,9 +11,9 @@
     ├── StructuredOutputError           no valid JSON after the re-asks
     ├── BudgetExceeded                  a run's cost/token budget would be crossed
     ├── DeadlineExceeded                a deadline passed (run or step)
-    ├── LoopBudgetExceeded              the agent loop ran out (kind, limit, actual)
     ├── ReplayMismatch                  strict replay found no record for a call
     └── AgentLoopError                  a failed agent run; carries `.summary`
+        └── LoopBudgetExceeded          the agent loop ran out (kind, limit, actual)
 
 Code branches on attributes (`err.retryable`, `err.phase`), never on class names spread
 over modules and never on message text. Retry code reads `retryable` and nothing else.
@@ -89,6 +89,8 @@ class ProviderError(AgentLoomError):
         headers: the response headers, keys lowercased.
         retry_after: seconds the server asked us to wait, if it said.
         body: the first part of the response body, for the message.
+        partial: True when a streamed reply failed after some of it was delivered, so
+            the call must not move to another provider (only the step's retry decides).
     """
 
     def __init__(
@@ -105,8 +107,10 @@ class ProviderError(AgentLoomError):
         retry_after: float | None = None,
         body: str | None = None,
         request_id: str | None = None,
+        partial: bool = False,
     ) -> None:
         self.provider = provider
+        self.partial = partial
         self.model = model
         self.status = status
         self.phase: Phase = phase
@@ -163,16 +167,6 @@ class DeadlineExceeded(AgentLoomError):
         super().__init__(message)
 
 
-class LoopBudgetExceeded(AgentLoomError):
-    """The agent loop ran out of a budget. `kind` is iterations, deadline or tokens."""
-
-    def __init__(self, kind: str, limit: Any, actual: Any) -> None:
-        self.kind = kind
-        self.limit = limit
-        self.actual = actual
-        super().__init__(f"loop budget exceeded: {kind} (limit {limit}, actual {actual})")
-
-
 class ReplayMismatch(AgentLoomError):
     """Strict replay found no recorded exchange for a call. Never falls back to a fake."""
 
@@ -184,6 +178,18 @@ class AgentLoopError(AgentLoomError):
     def __init__(self, message: str, *, summary: ConversationSummary | None = None) -> None:
         self.summary = summary
         super().__init__(message)
+
+
+class LoopBudgetExceeded(AgentLoopError):
+    """The agent loop ran out of a budget. `kind` is iterations, deadline or tokens.
+
+    An AgentLoopError, so a run's handler finds `.summary` on it too."""
+
+    def __init__(self, kind: str, limit: Any, actual: Any) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.actual = actual
+        super().__init__(f"loop budget exceeded: {kind} (limit {limit}, actual {actual})")
 
 
 ErrorKind: TypeAlias = type[AgentLoomError]

@@ -1,12 +1,53 @@
-"""The agent loop and its API: run_loop, summaries, observers."""
+"""The agent loop and its API: run_loop, transcripts, summaries, observers."""
 
 from agentloom.loop._contracts import (
     OutputValidator as OutputValidator,
+)
+from agentloom.loop._contracts import (
     ToolBox as ToolBox,
+)
+from agentloom.loop._contracts import (
     ToolContext as ToolContext,
 )
 from agentloom.loop._loop import (
     LoopOptions as LoopOptions,
+)
+from agentloom.loop._loop import (
     LoopResult as LoopResult,
+)
+from agentloom.loop._loop import (
     run_loop as run_loop,
 )
+from agentloom.loop._loop import (
+    status_for_error as status_for_error,
+)
+from agentloom.loop.collector import SummaryCollector as SummaryCollector
+from agentloom.loop.observer import (
+    ConversationInfo as ConversationInfo,
+)
+from agentloom.loop.observer import (
+    MultiObserver as MultiObserver,
+)
+from agentloom.loop.observer import (
+    NullObserver as NullObserver,
+)
+from agentloom.loop.observer import (
+    Observer as Observer,
+)
+from agentloom.loop.observer import (
+    current_conversation as current_conversation,
+)
+from agentloom.loop.result import ConversationResult as ConversationResult
+from agentloom.loop.summary import (
+    ConversationStatus as ConversationStatus,
+)
+from agentloom.loop.summary import (
+    ConversationSummary as ConversationSummary,
+)
+from agentloom.loop.summary import (
+    SummaryOptions as SummaryOptions,
+)
+from agentloom.loop.summary import (
+    TurnRecord as TurnRecord,
+)
+from agentloom.loop.transcript import Transcript as Transcript

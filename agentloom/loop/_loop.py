@@ -1,23 +1,50 @@
 """THE agent loop: the one loop behind an `llm_call` step, an `agent` step and `Agent`.
 
 Call the model with the declared tools; a reply without tool calls is the answer;
-otherwise run every call of the reply at once (bounded), send the results back in the
-order of the calls, and call again, at most `max_iterations` model calls in all
-(spec 000, "The loop"). Tool failures never fail the loop: they are tool results.
+otherwise run every call of the reply at once (bounded, one task group per turn, so no
+tool task outlives its turn), send the results back in the order of the calls, and call
+again, at most `max_iterations` model calls in all (spec 000, "The loop"). Tool failures
+never fail the loop: they are tool results. Every run yields a metadata-only summary
+(spec 002), on success and failure, and observers are called from one place (`Dispatch`).
+
+Budgets: iterations (the step still succeeds at the limit, with finish_reason
+`max_tool_iterations`, and status iteration_limit), a deadline on the run's clock that
+cancels the call in flight, and total tokens. With `wrap_errors` (the Agent API) every
+failure is raised as an `AgentLoopError` carrying the summary, and an exhausted iteration
+budget raises `LoopBudgetExceeded` instead of returning.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.errors import AgentLoopError, LoopBudgetExceeded, StructuredOutputError
+from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
 from agentloom.loop._contracts import OutputValidator, ToolBox, ToolContext
+from agentloom.loop.collector import SummaryCollector
+from agentloom.loop.observer import (
+    ConversationInfo,
+    Dispatch,
+    bind_conversation,
+    unbind_conversation,
+)
+from agentloom.loop.summary import (
+    ConversationStatus,
+    ConversationSummary,
+    SummaryOptions,
+    status_for_finish,
+)
 from agentloom.messages import (
     Message,
     ModelRequest,
     ModelResponse,
     StreamEvent,
+    TextDelta,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -39,6 +66,24 @@ class LoopOptions:
     run_id: str | None = None
     step_id: str | None = None
     speaker: str | None = None
+    # --- budgets -------------------------------------------------------------------
+    clock: Clock | None = None
+    deadline: float | None = None
+    """Absolute, on `clock.now()`; passing it cancels the call in flight."""
+    deadline_seconds: float | None = None
+    """Relative to the start of the run; used when `deadline` is None."""
+    max_total_tokens: int | None = None
+    """Input + output tokens over every call; unknown usage fails closed."""
+    # --- reporting -----------------------------------------------------------------
+    observer: object | None = None
+    summary_options: SummaryOptions | None = None
+    conversation_id: str | None = None
+    correlation_id: str | None = None
+    parent_id: str | None = None
+    agent_name: str | None = None
+    wrap_errors: bool = False
+    """Agent mode: raise every failure as AgentLoopError (cause chained, `.summary` set)
+    and raise LoopBudgetExceeded at the iteration limit instead of returning."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -54,29 +99,175 @@ class LoopResult:
     output: Any = None
     """The validated value when a validator was given; else the text."""
     attempts: list[AttemptRecord] = field(default_factory=list)
-    summary: Any = None
+    summary: ConversationSummary | None = None
+    status: ConversationStatus = ConversationStatus.COMPLETED
 
 
-async def _run_tools(
-    tools: ToolBox | None,
-    calls: tuple[ToolCallPart, ...],
-    ctx: ToolContext,
-    concurrency: int,
-) -> list[ToolResultPart]:
-    if tools is None:
-        return [
-            ToolResultPart(call_id=c.id, name=c.name, content=f"unknown tool {c.name!r}",
-                           is_error=True)
-            for c in calls
-        ]
-    gate = asyncio.Semaphore(max(1, concurrency))
+class _Run:
+    """The mutable state of one conversation, and the loop's own facts for its summary."""
 
-    async def one(call: ToolCallPart) -> ToolResultPart:
-        async with gate:
-            return await tools.call(call, ctx)
+    def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
+                 opts: LoopOptions, on_event: Any) -> None:
+        self.client = client
+        self.tools = tools
+        self.opts = opts
+        self.on_event = on_event
+        self.clock = opts.clock or SYSTEM_CLOCK
+        self.started = self.clock.now()
+        so = opts.summary_options or SummaryOptions()
+        self.info = ConversationInfo(
+            conversation_id=opts.conversation_id or uuid.uuid4().hex,
+            correlation_id=opts.correlation_id, parent_id=opts.parent_id,
+            agent_name=opts.agent_name, model=request.model,
+            iteration_limit=opts.max_iterations,
+            deadline_seconds=self._deadline_seconds(),
+            started_at=datetime.fromtimestamp(self.clock.wall(), UTC),
+        )
+        self.collector = SummaryCollector(timeline=so.timeline)
+        self.dispatch = Dispatch((self.collector, opts.observer))
+        self.warnings = BudgetWarnings(
+            so.warn_at, lambda k, u, lim: self.dispatch.emit("on_budget_warning", k, u, lim))
+        self.stall = StallDetector(
+            so.stall_threshold, lambda n, c: self.dispatch.emit("on_stall", n, c))
+        self.deadline: Deadline | None = None
+        if opts.deadline is not None:
+            self.deadline = Deadline(self.clock, opts.deadline, self.started)
+        elif opts.deadline_seconds is not None:
+            self.deadline = Deadline(self.clock, self.started + opts.deadline_seconds,
+                                     self.started)
+        self.iterations = 0
+        self.tool_seconds = 0.0
+        self.attempts: list[AttemptRecord] = []
+        self.request = request
+        self.messages = list(request.messages)
+        self._attempts_this_call = 0
 
-    # gather keeps the order of the calls, whatever order they finish in.
-    return list(await asyncio.gather(*(one(c) for c in calls)))
+    def _deadline_seconds(self) -> float | None:
+        if self.opts.deadline is not None:
+            return max(0.0, self.opts.deadline - self.clock.now())
+        return self.opts.deadline_seconds
+
+    # --- budgets ---------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """A turn boundary: the deadline is checked and its warnings fired."""
+        if self.deadline is not None:
+            self.deadline.check()
+            self.warnings.check("deadline", self.clock.now() - self.started,
+                                self.deadline.total)
+
+    def check_tokens(self, usage: Usage) -> None:
+        limit = self.opts.max_total_tokens
+        if limit is None:
+            return
+        total = usage.total_tokens
+        if total is None or total > limit:
+            raise LoopBudgetExceeded("tokens", limit, total)
+
+    # --- one model call ----------------------------------------------------------------
+    def _attempt(self, record: AttemptRecord) -> None:
+        self.attempts.append(record)
+        self.dispatch.emit("on_attempt", record)
+        if record.attempt > 1 or self._attempts_this_call > 0:
+            self.dispatch.emit("on_retry", record)
+        self._attempts_this_call += 1
+
+    def _sink(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            self.dispatch.emit("on_text_delta", event.text)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    async def call_model(self, request: ModelRequest, stream: bool) -> ModelResponse:
+        self.checkpoint()
+        self.iterations += 1
+        self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
+        self._attempts_this_call = 0
+        self.dispatch.emit("on_request", request, self.iterations)
+        t0 = self.clock.now()
+        try:
+            response = await self.client.complete(
+                request, on_event=self._sink if stream else None, on_attempt=self._attempt)
+        except BaseException as exc:
+            self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
+            raise
+        self.dispatch.emit("on_response", response, self.iterations, self.clock.now() - t0)
+        return response
+
+    # --- one tool batch ----------------------------------------------------------------
+    async def run_tools(self, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
+        self.checkpoint()
+        for c in calls:
+            self.stall.record(c.name, c.arguments)
+        ctx = ToolContext(run_id=self.opts.run_id, step_id=self.opts.step_id,
+                          turn=self.iterations)
+        gate = asyncio.Semaphore(max(1, self.opts.tool_concurrency))
+        tools = self.tools
+
+        async def one(call: ToolCallPart) -> ToolResultPart:
+            async with gate:
+                self.dispatch.emit("on_tool_start", call)
+                t0 = self.clock.now()
+                if tools is None:
+                    result = ToolResultPart(call_id=call.id, name=call.name,
+                                            content=f"unknown tool {call.name!r}",
+                                            is_error=True)
+                else:
+                    result = await tools.call(call, ctx)
+                self.dispatch.emit("on_tool_end", call, result, self.clock.now() - t0)
+                return result
+
+        t0 = self.clock.now()
+        try:
+            # One task group per turn: every tool task ends (or is cancelled) before the
+            # next model call; results keep the order of the calls.
+            async with asyncio.TaskGroup() as tg:
+                tasks = [tg.create_task(one(c)) for c in calls]
+        except BaseExceptionGroup as group:
+            raise _first_error(group) from None
+        finally:
+            self.tool_seconds += self.clock.now() - t0
+        return [t.result() for t in tasks]
+
+    # --- the summary ---------------------------------------------------------------------
+    def summarize(self, status: ConversationStatus, *, finish_reason: str | None = None,
+                  error: BaseException | None = None) -> ConversationSummary:
+        return self.collector.build(
+            self.info, status=status, iterations=self.iterations,
+            elapsed_seconds=self.clock.now() - self.started, tool_seconds=self.tool_seconds,
+            finish_reason=finish_reason, max_repeated_tool_calls=self.stall.max_repeated,
+            stalled=self.stall.stalled, error=error,
+        )
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]
+
+
+def status_for_error(exc: BaseException) -> ConversationStatus:
+    """The status of a conversation that ended with `exc` (attributes, not class names
+    spread over modules: a pause signal says `pause = True`)."""
+    from agentloom.errors import ProviderError
+
+    if isinstance(exc, AgentLoopError) and exc.__cause__ is not None and not isinstance(
+            exc, LoopBudgetExceeded):
+        return status_for_error(exc.__cause__)
+    if getattr(exc, "pause", False) is True:
+        return ConversationStatus.PAUSED
+    if isinstance(exc, LoopBudgetExceeded):
+        return {
+            "iterations": ConversationStatus.ITERATION_LIMIT,
+            "deadline": ConversationStatus.DEADLINE_EXCEEDED,
+        }.get(exc.kind, ConversationStatus.TOKEN_LIMIT)
+    if isinstance(exc, ProviderError):
+        return ConversationStatus.PROVIDER_ERROR
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return ConversationStatus.CANCELLED
+    return ConversationStatus.ERROR
 
 
 async def run_loop(
@@ -87,57 +278,95 @@ async def run_loop(
     options: LoopOptions | None = None,
     on_event: Any = None,
 ) -> LoopResult:
+    """Run one conversation to its answer; see the module docstring for the rules."""
     opts = options or LoopOptions()
     if tools is not None and not request.tools:
         request = request.replace(tools=tools.specs)
-    messages = list(request.messages)
+    run = _Run(client, request, tools, opts, on_event)
+    token = bind_conversation(run.info)
+    try:
+        run.dispatch.emit("on_conversation_start", run.info)
+        try:
+            scope = run.deadline.scope() if run.deadline is not None else no_deadline()
+            async with scope:
+                result = await _drive(run)
+        except BaseException as exc:
+            summary = run.summarize(status_for_error(exc), error=exc)
+            run.dispatch.emit("on_conversation_end", summary)
+            raise _with_summary(exc, summary, opts.wrap_errors)  # noqa: B904
+        summary = run.summarize(result.status, finish_reason=result.finish_reason)
+        result.summary = summary
+        run.dispatch.emit("on_conversation_end", summary)
+        if opts.wrap_errors and result.status is ConversationStatus.ITERATION_LIMIT:
+            raise _with_summary(
+                LoopBudgetExceeded("iterations", opts.max_iterations, result.iterations),
+                summary, True)
+        return result
+    finally:
+        unbind_conversation(token)
+
+
+def _with_summary(exc: BaseException, summary: ConversationSummary, wrap: bool
+                  ) -> BaseException:
+    """The error to raise: budget errors and AgentLoopErrors get the summary; in Agent mode
+    every other Exception is wrapped in an AgentLoopError with its cause chained.
+    Cancellation is never wrapped."""
+    if isinstance(exc, AgentLoopError):
+        if exc.summary is None:
+            exc.summary = summary
+        return exc
+    if not wrap or not isinstance(exc, Exception):
+        return exc
+    err = AgentLoopError(f"conversation ended with status {summary.status.value}: "
+                         f"{type(exc).__name__}: {exc}", summary=summary)
+    err.__cause__ = exc
+    return err
+
+
+async def _drive(run: _Run) -> LoopResult:
+    request, opts = run.request, run.opts
+    messages = run.messages
     start = len(messages)
     usage = Usage()
-    attempts: list[AttemptRecord] = []
     reasks = 0
-    iteration = 0
-    response: ModelResponse | None = None
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
     stream = request.stream and not request.tools
 
-    def sink(event: StreamEvent) -> None:
-        if on_event is not None:
-            on_event(event)
+    def result(response: ModelResponse, text: str, finish: str | None, output: Any,
+               status: ConversationStatus) -> LoopResult:
+        return LoopResult(
+            response=response, text=text, finish_reason=finish, usage=usage,
+            iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
+            attempts=run.attempts, status=status,
+        )
 
     while True:
-        iteration += 1
-        tool_choice = request.tool_choice if iteration == 1 else "auto"
+        # `required` and a named tool apply to the first call only (spec 000).
+        tool_choice = request.tool_choice if run.iterations == 0 else "auto"
         call_request = request.replace(messages=tuple(messages), stream=stream,
                                        tool_choice=tool_choice)
-        response = await client.complete(
-            call_request, on_event=sink if stream else None, on_attempt=attempts.append
-        )
+        response = await run.call_model(call_request, stream)
         usage = usage + response.usage
+        run.check_tokens(usage)
         messages.append(response.to_message(name=opts.speaker))
         calls = response.tool_calls
         if calls and request.tool_choice != "none":
-            if iteration >= opts.max_iterations:
-                finish = (
-                    FINISH_MAX_ITERATIONS if response.text.strip()
-                    else FINISH_MAX_ITERATIONS_NO_ANSWER
-                )
-                return LoopResult(
-                    response=response, text=response.text, finish_reason=finish, usage=usage,
-                    iterations=iteration, new_messages=tuple(messages[start:]),
-                    output=response.text, attempts=attempts,
-                )
-            ctx = ToolContext(run_id=opts.run_id, step_id=opts.step_id, turn=iteration)
-            results = await _run_tools(tools, calls, ctx, opts.tool_concurrency)
+            if run.iterations >= opts.max_iterations:
+                # No later call would read their results, so the tools don't run.
+                finish = (FINISH_MAX_ITERATIONS if response.text.strip()
+                          else FINISH_MAX_ITERATIONS_NO_ANSWER)
+                return result(response, response.text, finish, response.text,
+                              ConversationStatus.ITERATION_LIMIT)
+            results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
             continue
         text = response.text
+        output: Any = text
         if opts.validator is not None:
             try:
                 output = opts.validator.validate(text)
             except ValueError as exc:
                 if reasks >= opts.max_reasks:
-                    from agentloom.errors import StructuredOutputError
-
                     raise StructuredOutputError(
                         f"no valid structured reply after {reasks + 1} tries: {exc}",
                         raw_text=text,
@@ -148,10 +377,5 @@ async def run_loop(
                     "Reply again with only the corrected JSON."
                 ))
                 continue
-        else:
-            output = text
-        return LoopResult(
-            response=response, text=text, finish_reason=response.finish_reason, usage=usage,
-            iterations=iteration, new_messages=tuple(messages[start:]), output=output,
-            attempts=attempts,
-        )
+        return result(response, text, response.finish_reason, output,
+                      status_for_finish(response.finish_reason))

@@ -59,6 +59,12 @@ class ResponseBuilder:
             self._text.append(event.text)
         elif isinstance(event, ReasoningDelta):
             self._flush_text()
+            # A signed or redacted block is complete: what follows is a new block, which
+            # must stay apart so each goes back to the provider as it came.
+            if (event.text or event.redacted) and (self._sig or self._redacted):
+                self._flush_reasoning()
+            elif event.redacted and self._reasoning:
+                self._flush_reasoning()
             if event.text:
                 self._reasoning.append(event.text)
             if event.signature:

@@ -14,6 +14,11 @@ _LAZY: dict[str, str] = {
     "FunctionModel": "agentloom.testing.scripted",
     "make_response": "agentloom.testing.scripted",
     "tool_call": "agentloom.testing.scripted",
+    "FakeClock": "agentloom.testing.clock",
+    "FakeOpenAIServer": "agentloom.testing.fake_openai",
+    "FakeAnthropicServer": "agentloom.testing.fake_anthropic",
+    "FakeGeminiServer": "agentloom.testing.fake_gemini",
+    "FakeOllamaServer": "agentloom.testing.fake_ollama",
 }
 
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from agentloom.loop import LoopOptions, run_loop
+from agentloom.loop import LoopOptions, ToolContext, run_loop
 from agentloom.messages import Message, ModelRequest, ToolCallPart, ToolResultPart, ToolSpec
-from agentloom.loop import ToolContext
 from agentloom.testing.scripted import ScriptedModel, tool_call
 
 

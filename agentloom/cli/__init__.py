@@ -1,0 +1,84 @@
+"""The `agentloom` command.
+
+Startup is kept fast: this module imports only argparse; each command imports what it
+needs when it runs. Usage errors are one line on stderr and exit code 2; a failed run or
+an invalid workflow exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A bad command line: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        message = " ".join(message.split())
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="agentloom",
+                     description="Run LLM work reliably: YAML workflows and agents.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run a workflow file")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
+                     help="set a state value (typed as YAML; dotted keys nest); repeatable")
+    run.add_argument("--state-file", metavar="FILE", help="a YAML or JSON mapping of state")
+    run.add_argument("--model", "-m", help="the model of steps that name none (config.model)")
+    run.add_argument("--provider", "-p", help="the provider of steps that name none")
+    run.add_argument("--json", action="store_true",
+                     help="print only the run result as JSON on stdout")
+    run.add_argument("--stream", action="store_true", help="print text as it arrives")
+    run.add_argument("--tools", action="append", default=[], metavar="FILE.py",
+                     help="register the @tool functions of a Python file; repeatable")
+    run.add_argument("--timeout", type=float, metavar="SECONDS",
+                     help="a deadline for the whole run (config.timeout)")
+
+    validate = sub.add_parser("validate", help="check a workflow file and show its plan")
+    validate.add_argument("file", metavar="FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from agentloom._version import __version__
+
+        print(f"agentloom {__version__}")
+        return EXIT_OK
+    try:
+        if args.command == "run":
+            from agentloom.cli.run import command_run
+
+            return command_run(args)
+        if args.command == "validate":
+            from agentloom.cli.validate import command_validate
+
+            return command_validate(args)
+    except UsageError as exc:
+        sys.stderr.write(f"agentloom: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("agentloom: interrupted\n")
+        return 130
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+def entry() -> None:
+    raise SystemExit(main())

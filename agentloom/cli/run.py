@@ -1,0 +1,117 @@
+"""`agentloom run FILE`: run a workflow on the runtime built from the environment.
+
+With `--json`, stdout carries only the result as JSON; anything else goes to stderr.
+Without it, stdout gets the final outputs and a one-line summary. `--stream` prints text
+as it arrives (parallel steps interleave).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
+from agentloom.cli._common import existing_file, load_or_report, parse_state
+
+if TYPE_CHECKING:
+    from agentloom.messages import StreamEvent
+    from agentloom.workflow import RunResult, Workflow
+
+
+def command_run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    state = parse_state(args.state, args.state_file)
+    for path in args.tools:
+        existing_file(path, "tools file")
+    wf = load_or_report(args.file)
+    if wf is None:
+        return EXIT_FAILED
+    wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
+                           stream=True if args.stream else None)
+    from agentloom.errors import AgentLoomError
+
+    try:
+        result = asyncio.run(_run(wf, state, args))
+    except AgentLoomError as exc:
+        sys.stderr.write(f"agentloom: {exc}\n")
+        return EXIT_FAILED
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False,
+                                    default=str) + "\n")
+    else:
+        _print_human(result, streamed=args.stream)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) -> RunResult:
+    from agentloom.runtime import Runtime
+    from agentloom.workflow import arun_workflow
+
+    runtime = Runtime.from_env(os.environ)
+    try:
+        runtime.add_providers({
+            name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
+            for name, p in wf.definition.providers.items()
+        })
+        tools = _registry(args.tools)
+        on_event = None
+        if args.stream and not args.json:
+            on_event = _print_delta
+        return await arun_workflow(wf, clients=runtime, state=state, tools=tools,
+                                   on_event=on_event)
+    finally:
+        await runtime.aclose()
+
+
+def _registry(paths: list[str]) -> Any:
+    from agentloom.tools import default_registry, load_tools_from_module
+
+    registry = default_registry()
+    for path in paths:
+        registry.register_all(load_tools_from_module(path))
+    return registry
+
+
+def _print_delta(step_id: str, event: StreamEvent) -> None:
+    if event.kind == "text_delta":
+        sys.stdout.write(event.text)
+        sys.stdout.flush()
+
+
+def _print_human(result: RunResult, *, streamed: bool) -> None:
+    from agentloom.workflow import StepStatus
+    from agentloom.workflow._templates import to_text
+
+    out = sys.stdout
+    if streamed:
+        out.write("\n")
+    else:
+        outputs = result.final_outputs
+        for key, value in outputs.items():
+            if len(outputs) > 1:
+                out.write(f"── {key}\n")
+            out.write(to_text(value).rstrip() + "\n")
+    for r in result.steps.values():
+        if r.status is StepStatus.FAILED:
+            sys.stderr.write(f"step {r.id!r} failed: {r.error}\n")
+    counts: dict[str, int] = {}
+    for r in result.steps.values():
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    steps = ", ".join(f"{n} {s}" for s, n in counts.items())
+    tokens = result.tokens
+    cost = result.cost_usd
+    bits = [
+        result.status.value,
+        f"{len(result.steps)} steps ({steps})",
+        f"{tokens if tokens is not None else '?'} tokens",
+        f"${cost:.6f}" if cost is not None else "cost unknown",
+        f"{result.duration_seconds:.2f}s",
+    ]
+    out.write(" · ".join(bits) + "\n")
+    if result.error and not result.ok:
+        sys.stderr.write(f"run {result.status.value}: {result.error}\n")

@@ -1,0 +1,217 @@
+"""SummaryCollector: builds a ConversationSummary from the same callbacks any observer gets.
+
+The loop owns what only it knows (ids, iterations, limits, elapsed time, status, the
+error); everything countable from events (tokens, retries, attempts, tool counts and
+durations, the timeline) is gathered here, through the public observer interface. One
+collector serves one conversation, so concurrent runs never share counters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloom.loop.observer import ConversationInfo, NullObserver
+from agentloom.loop.summary import (
+    ConversationStatus,
+    ConversationSummary,
+    FailedAttempt,
+    TurnRecord,
+    UsageSummary,
+    cache_hit_rate,
+)
+from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
+from agentloom.providers._base import AttemptRecord
+
+
+@dataclass(slots=True)
+class _Turn:
+    index: int
+    duration: float = 0.0
+    stop_reason: str | None = None
+    usage: Usage | None = None
+    attempts: int = 0
+    tools: list[str] = field(default_factory=list)
+    tool_errors: list[str] = field(default_factory=list)
+    discarded: bool = False
+    error_type: str | None = None
+
+
+class SummaryCollector(NullObserver):
+    """Gathers one conversation's counters; `build()` turns them into the summary."""
+
+    def __init__(self, *, timeline: bool = False) -> None:
+        self._timeline = timeline
+        self.usage = Usage()
+        self.provider: str | None = None
+        self.model: str | None = None
+        self.provider_retries = 0
+        self.retry_wait_seconds = 0.0
+        self.model_seconds = 0.0
+        self.tool_duration_seconds = 0.0
+        self.tool_calls: dict[str, int] = {}
+        self.tool_errors: dict[str, int] = {}
+        self.failed_attempts: list[FailedAttempt] = []
+        self._call_attempts: list[AttemptRecord] = []
+        """Attempts of the model call in flight (or the last one)."""
+        self.finish_reason: str | None = None
+        self._turns: list[_Turn] = []
+
+    # --- model calls ---------------------------------------------------------------
+    def on_request(self, request: ModelRequest, iteration: int) -> None:
+        self._call_attempts = []
+        self._turns.append(_Turn(index=iteration))
+
+    def on_attempt(self, record: AttemptRecord) -> None:
+        self._call_attempts.append(record)
+        self.retry_wait_seconds += record.wait_before_seconds
+        if len(self._call_attempts) > 1:
+            self.provider_retries += 1
+        if not record.ok:
+            self.failed_attempts.append(FailedAttempt(
+                provider=record.provider, model=record.model, attempt=record.attempt,
+                error_type=record.error_type, status_code=record.status,
+                phase=record.phase, request_sent=record.request_sent,
+                duration_seconds=record.duration_seconds,
+            ))
+        if self._turns:
+            self._turns[-1].attempts += 1
+
+    def on_response(
+        self, response: ModelResponse, iteration: int, duration_seconds: float
+    ) -> None:
+        self.usage = self.usage + response.usage
+        self.provider = response.provider or self.provider
+        self.model = response.model or self.model
+        self.model_seconds += duration_seconds
+        self.finish_reason = response.finish_reason
+        if self._turns:
+            turn = self._turns[-1]
+            turn.duration = duration_seconds
+            turn.stop_reason = response.finish_reason
+            turn.usage = response.usage
+            turn.attempts = max(turn.attempts, 1)
+
+    def on_model_error(
+        self, error: BaseException, iteration: int, duration_seconds: float
+    ) -> None:
+        self.model_seconds += duration_seconds
+        if self._turns:
+            turn = self._turns[-1]
+            turn.duration = duration_seconds
+            turn.error_type = type(error).__name__
+            turn.attempts = max(turn.attempts, 1)
+
+    # --- tools -----------------------------------------------------------------------
+    def on_tool_start(self, call: ToolCallPart) -> None:
+        # Tools start in call order (they finish in any order).
+        if self._turns:
+            self._turns[-1].tools.append(call.name)
+
+    def on_tool_end(
+        self, call: ToolCallPart, result: ToolResultPart, duration_seconds: float
+    ) -> None:
+        self.tool_calls[call.name] = self.tool_calls.get(call.name, 0) + 1
+        self.tool_duration_seconds += duration_seconds
+        if result.is_error:
+            self.tool_errors[call.name] = self.tool_errors.get(call.name, 0) + 1
+        if self._turns and result.is_error:
+            self._turns[-1].tool_errors.append(call.name)
+
+    def mark_discarded(self) -> None:
+        """The last reply was truncated and dropped from the conversation."""
+        if self._turns:
+            self._turns[-1].discarded = True
+
+    # --- the summary -----------------------------------------------------------------
+    def timeline(self) -> tuple[TurnRecord, ...]:
+        out = []
+        for t in self._turns:
+            u = t.usage
+            out.append(TurnRecord(
+                index=t.index, duration_seconds=t.duration, stop_reason=t.stop_reason,
+                input_tokens=u.input_tokens if u else None,
+                output_tokens=u.output_tokens if u else None,
+                cache_read_tokens=u.cache_read_tokens if u else None,
+                reasoning_tokens=u.reasoning_tokens if u else None,
+                cost_usd=float(u.cost_usd) if u and u.cost_usd is not None else None,
+                attempts=t.attempts, tools=tuple(t.tools), tool_errors=tuple(t.tool_errors),
+                discarded=t.discarded, error_type=t.error_type,
+            ))
+        return tuple(out)
+
+    def build(
+        self,
+        info: ConversationInfo,
+        *,
+        status: ConversationStatus,
+        iterations: int,
+        elapsed_seconds: float,
+        tool_seconds: float,
+        finish_reason: str | None = None,
+        max_repeated_tool_calls: int = 0,
+        stalled: bool = False,
+        error: BaseException | None = None,
+    ) -> ConversationSummary:
+        usage = UsageSummary.from_usage(self.usage)
+        fields: dict[str, Any] = {}
+        if error is not None:
+            failed_call = bool(self._turns) and self._turns[-1].error_type is not None
+            fields.update(_error_fields(error, self._call_attempts if failed_call else []))
+        return ConversationSummary(
+            conversation_id=info.conversation_id,
+            correlation_id=info.correlation_id,
+            parent_id=info.parent_id,
+            agent_name=info.agent_name,
+            provider=self.provider or _attr(error, "provider"),
+            model=self.model or info.model,
+            status=status,
+            iterations=iterations,
+            iteration_limit=info.iteration_limit,
+            elapsed_seconds=elapsed_seconds,
+            started_at=info.started_at,
+            tool_calls=dict(self.tool_calls),
+            tool_errors=dict(self.tool_errors),
+            provider_retries=self.provider_retries,
+            usage=usage,
+            finish_reason=finish_reason if finish_reason is not None else self.finish_reason,
+            model_seconds=self.model_seconds,
+            retry_wait_seconds=self.retry_wait_seconds,
+            tool_seconds=tool_seconds,
+            tool_duration_seconds=self.tool_duration_seconds,
+            cache_hit_rate=cache_hit_rate(usage),
+            failed_attempts=tuple(self.failed_attempts),
+            max_repeated_tool_calls=max_repeated_tool_calls,
+            stalled=stalled,
+            timeline=self.timeline() if self._timeline else None,
+            **fields,
+        )
+
+
+def _attr(obj: object, name: str) -> Any:
+    return getattr(obj, name, None) if obj is not None else None
+
+
+def _error_fields(error: BaseException, attempts: list[AttemptRecord]) -> dict[str, Any]:
+    """Facts about the error, never its text. The cause of a wrapped error is what failed."""
+    from agentloom.errors import AgentLoopError
+
+    root: BaseException = error
+    if isinstance(error, AgentLoopError) and error.__cause__ is not None:
+        root = error.__cause__
+    status = _attr(root, "status")
+    sent_flags = [a.request_sent for a in attempts]
+    attempts_sent: int | None
+    if not attempts or all(s is None for s in sent_flags):
+        attempts_sent = None
+    else:
+        attempts_sent = sum(1 for s in sent_flags if s is True)
+    request_sent = _attr(root, "request_sent")
+    return {
+        "error_type": type(root).__name__,
+        "provider_status_code": status if isinstance(status, int) else None,
+        "error_phase": _attr(root, "phase"),
+        "error_request_sent": request_sent if isinstance(request_sent, bool) else None,
+        "error_request_id": _attr(root, "request_id"),
+        "error_attempts_sent": attempts_sent,
+    }

@@ -1,0 +1,194 @@
+"""Observers: how applications, traces, metrics and the summary collector watch a run.
+
+`Observer` is the typed protocol; `NullObserver` gives every callback a no-op body, so a
+subclass writes only what it needs. The loop calls observers in one place, `Dispatch`,
+which logs a callback that raises and carries on: reporting never changes what a run
+does or hides its result or error.
+
+One observer may watch many conversations at once (one Agent, many concurrent runs).
+Each conversation runs in its own task with its `ConversationInfo` in a context variable,
+so a callback asks `current_conversation()` which run it belongs to; callbacks from tool
+tasks see the same value. `on_conversation_end(summary)` carries the id in the summary.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
+from agentloom.providers._base import AttemptRecord
+
+if TYPE_CHECKING:
+    from agentloom.loop.summary import ConversationSummary
+
+log = logging.getLogger("agentloom.observer")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationInfo:
+    """Who a callback is about: the ids and limits of one conversation."""
+
+    conversation_id: str
+    correlation_id: str | None = None
+    parent_id: str | None = None
+    agent_name: str | None = None
+    model: str | None = None
+    """The model asked for; the summary has the one that answered."""
+    iteration_limit: int | None = None
+    deadline_seconds: float | None = None
+    started_at: datetime | None = None
+
+
+_CURRENT: ContextVar[ConversationInfo | None] = ContextVar("agentloom_conversation",
+                                                           default=None)
+
+
+def current_conversation() -> ConversationInfo | None:
+    """The conversation the calling callback belongs to (None outside a run)."""
+    return _CURRENT.get()
+
+
+@runtime_checkable
+class Observer(Protocol):
+    """Callbacks of one conversation, in the order they happen. All return None."""
+
+    def on_conversation_start(self, info: ConversationInfo) -> None: ...
+
+    def on_request(self, request: ModelRequest, iteration: int) -> None:
+        """A model call is about to start (iteration 1 is the first)."""
+        ...
+
+    def on_attempt(self, record: AttemptRecord) -> None:
+        """One attempt of the current call ended (content-free)."""
+        ...
+
+    def on_retry(self, record: AttemptRecord) -> None:
+        """An attempt after the first ended: a retry or a fallback."""
+        ...
+
+    def on_text_delta(self, text: str) -> None: ...
+
+    def on_response(
+        self, response: ModelResponse, iteration: int, duration_seconds: float
+    ) -> None: ...
+
+    def on_model_error(
+        self, error: BaseException, iteration: int, duration_seconds: float
+    ) -> None: ...
+
+    def on_tool_start(self, call: ToolCallPart) -> None: ...
+
+    def on_tool_end(
+        self, call: ToolCallPart, result: ToolResultPart, duration_seconds: float
+    ) -> None: ...
+
+    def on_stall(self, tool_name: str, repeats: int) -> None:
+        """The same tool was called with identical arguments `repeats` times (once)."""
+        ...
+
+    def on_budget_warning(self, kind: str, used: float, limit: float) -> None:
+        """`kind` is iterations or deadline; fires once per fraction of SummaryOptions."""
+        ...
+
+    def on_conversation_end(self, summary: ConversationSummary) -> None:
+        """Exactly once per conversation, on success and failure, before the run returns."""
+        ...
+
+
+class NullObserver:
+    """Every callback, doing nothing: subclass it and override what you need."""
+
+    def on_conversation_start(self, info: ConversationInfo) -> None:
+        pass
+
+    def on_request(self, request: ModelRequest, iteration: int) -> None:
+        pass
+
+    def on_attempt(self, record: AttemptRecord) -> None:
+        pass
+
+    def on_retry(self, record: AttemptRecord) -> None:
+        pass
+
+    def on_text_delta(self, text: str) -> None:
+        pass
+
+    def on_response(
+        self, response: ModelResponse, iteration: int, duration_seconds: float
+    ) -> None:
+        pass
+
+    def on_model_error(
+        self, error: BaseException, iteration: int, duration_seconds: float
+    ) -> None:
+        pass
+
+    def on_tool_start(self, call: ToolCallPart) -> None:
+        pass
+
+    def on_tool_end(
+        self, call: ToolCallPart, result: ToolResultPart, duration_seconds: float
+    ) -> None:
+        pass
+
+    def on_stall(self, tool_name: str, repeats: int) -> None:
+        pass
+
+    def on_budget_warning(self, kind: str, used: float, limit: float) -> None:
+        pass
+
+    def on_conversation_end(self, summary: ConversationSummary) -> None:
+        pass
+
+
+def _call(observer: object, name: str, args: tuple[Any, ...]) -> None:
+    # A missing method is a callback the observer does not care about: the protocol can
+    # grow without breaking observers written against an older one.
+    method = getattr(observer, name, None)
+    if method is None:
+        return
+    try:
+        method(*args)
+    except Exception:
+        log.exception("observer %s.%s raised; the run goes on",
+                      type(observer).__name__, name)
+
+
+class Dispatch:
+    """The one place the loop calls observers. Never raises (except BaseException)."""
+
+    __slots__ = ("_observers",)
+
+    def __init__(self, observers: Iterable[object]) -> None:
+        self._observers = tuple(o for o in observers if o is not None)
+
+    def emit(self, name: str, *args: Any) -> None:
+        for observer in self._observers:
+            _call(observer, name, args)
+
+
+class MultiObserver(NullObserver):
+    """Several observers as one, each called in order and isolated from the others."""
+
+    def __init__(self, *observers: object) -> None:
+        self._dispatch = Dispatch(observers)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("on_"):
+            dispatch: Dispatch = object.__getattribute__(self, "_dispatch")
+            return lambda *args: dispatch.emit(name, *args)
+        return object.__getattribute__(self, name)
+
+
+def bind_conversation(info: ConversationInfo) -> Any:
+    """Make `info` the current conversation of this task; returns the reset token."""
+    return _CURRENT.set(info)
+
+
+def unbind_conversation(token: Any) -> None:
+    _CURRENT.reset(token)

@@ -1,0 +1,234 @@
+"""The metadata-only record of one conversation: how it ended, what it cost, where the
+time went, without a word of its content (spec 002).
+
+A `ConversationSummary` holds counts, names, status values, timing and usage, never
+messages, tool arguments, tool results or exception text, so it can go to logs, metrics
+and checkpoints as it is. It is a pydantic model so `model_dump_json(include=...)` picks
+fields for display; field order is the order the spec prints them in. `None` means
+unknown, never zero: a usage field no turn reported stays None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentloom.messages import Usage
+
+
+class ConversationStatus(StrEnum):
+    """How a conversation ended. Branch on this, never on an exception's text."""
+
+    COMPLETED = "completed"
+    REFUSED = "refused"
+    TRUNCATED = "truncated"
+    ITERATION_LIMIT = "iteration_limit"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    TOKEN_LIMIT = "token_limit"
+    PROVIDER_ERROR = "provider_error"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    PAUSED = "paused"
+
+    @property
+    def succeeded(self) -> bool:
+        """The model answered: completed, refused or truncated."""
+        return self in _SUCCEEDED
+
+    @property
+    def budget_exhausted(self) -> bool:
+        """A budget ran out: iteration_limit, deadline_exceeded or token_limit."""
+        return self in _BUDGET
+
+
+_SUCCEEDED = frozenset(
+    {ConversationStatus.COMPLETED, ConversationStatus.REFUSED, ConversationStatus.TRUNCATED}
+)
+_BUDGET = frozenset(
+    {
+        ConversationStatus.ITERATION_LIMIT,
+        ConversationStatus.DEADLINE_EXCEEDED,
+        ConversationStatus.TOKEN_LIMIT,
+    }
+)
+
+# Providers' own words for a reply cut short or refused (OpenAI, Anthropic, Gemini, Ollama).
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "max_output_tokens"})
+REFUSED_REASONS = frozenset(
+    {"content_filter", "refusal", "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST",
+     "SPII", "IMAGE_SAFETY"}
+)
+
+
+def status_for_finish(finish_reason: str | None) -> ConversationStatus:
+    """The status of a conversation whose last reply ended with `finish_reason`.
+
+    The loop's own limit words (`max_tool_iterations`, `..._no_answer`) are iteration_limit:
+    a workflow step still succeeds with them (spec 000), but the run used its whole budget,
+    which is what the summary reports (spec 002)."""
+    if finish_reason is None:
+        return ConversationStatus.COMPLETED
+    if finish_reason.startswith("max_tool_iterations"):
+        return ConversationStatus.ITERATION_LIMIT
+    if finish_reason in TRUNCATED_REASONS:
+        return ConversationStatus.TRUNCATED
+    if finish_reason in REFUSED_REASONS:
+        return ConversationStatus.REFUSED
+    return ConversationStatus.COMPLETED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryOptions:
+    """Extra reporting, off by default. Invalid values raise ValueError at construction.
+
+        SummaryOptions(timeline=True)           # one TurnRecord per model call
+        SummaryOptions(stall_threshold=3)       # flag 3 identical tool calls
+        SummaryOptions(warn_at=(0.5, 0.8))      # budget warnings at 50% and 80%
+    """
+
+    timeline: bool = False
+    stall_threshold: int | None = None
+    """Identical tool calls (same name, same arguments) that flag a run as stalled."""
+    warn_at: tuple[float, ...] = ()
+    """Fractions of the iteration limit and of the deadline that fire on_budget_warning."""
+
+    def __post_init__(self) -> None:
+        st = self.stall_threshold
+        if st is not None and (isinstance(st, bool) or not isinstance(st, int) or st < 2):
+            raise ValueError(
+                f"SummaryOptions.stall_threshold must be an integer >= 2 or None, got {st!r}"
+            )
+        fractions = tuple(self.warn_at)
+        for f in fractions:
+            if isinstance(f, bool) or not isinstance(f, int | float) or not 0 < f < 1:
+                raise ValueError(
+                    f"SummaryOptions.warn_at takes fractions strictly between 0 and 1, "
+                    f"got {f!r}"
+                )
+        object.__setattr__(self, "warn_at", tuple(sorted(set(fractions))))
+
+
+class UsageSummary(BaseModel):
+    """Tokens and cost summed over every model call. None: no call reported it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    input_includes_cached: bool | None = None
+
+    @classmethod
+    def from_usage(cls, usage: Usage) -> UsageSummary:
+        return cls(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+            cost_usd=float(usage.cost_usd) if usage.cost_usd is not None else None,
+            input_includes_cached=usage.input_includes_cached,
+        )
+
+
+def cache_hit_rate(usage: UsageSummary) -> float | None:
+    """Share of prompt tokens served from cache; None when no cache tokens were reported.
+
+    OpenAI-style providers count cached tokens inside input_tokens; Anthropic-style ones
+    report them apart, so the prompt is input + cache reads + cache writes."""
+    read = usage.cache_read_tokens
+    if read is None or usage.input_tokens is None or usage.input_includes_cached is None:
+        return None
+    if usage.input_includes_cached:
+        prompt = usage.input_tokens
+    else:
+        prompt = usage.input_tokens + read + (usage.cache_write_tokens or 0)
+    if prompt <= 0:
+        return None
+    return min(1.0, read / prompt)
+
+
+class FailedAttempt(BaseModel):
+    """One attempt that failed, content-free. `request_sent` keeps three states."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str
+    attempt: int
+    error_type: str | None = None
+    status_code: int | None = None
+    phase: str | None = None
+    request_sent: bool | None = None
+    duration_seconds: float = 0.0
+
+
+class TurnRecord(BaseModel):
+    """One model call. A call that raised has its error_type and None tokens."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    """1 for the first model call of the conversation."""
+    duration_seconds: float
+    stop_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    attempts: int = 1
+    tools: tuple[str, ...] = ()
+    """Names of the tools this reply asked for, in call order (those that ran)."""
+    tool_errors: tuple[str, ...] = ()
+    """Names of those tools whose result was an error."""
+    discarded: bool = False
+    """A truncated reply that was not kept in the conversation."""
+    error_type: str | None = None
+
+
+class ConversationSummary(BaseModel):
+    """How one conversation ended, metadata only. See the module docstring."""
+
+    model_config = ConfigDict(frozen=True)
+
+    conversation_id: str
+    correlation_id: str | None = None
+    parent_id: str | None = None
+    agent_name: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    status: ConversationStatus
+    iterations: int = 0
+    """Model calls attempted, a call that raised included."""
+    iteration_limit: int | None = None
+    elapsed_seconds: float = 0.0
+    started_at: datetime | None = None
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    tool_errors: dict[str, int] = Field(default_factory=dict)
+    provider_retries: int = 0
+    """Attempts after the first, over every model call, failed requests included."""
+    usage: UsageSummary = Field(default_factory=UsageSummary)
+    finish_reason: str | None = None
+    """The last reply's finish reason (the provider's word, or the loop's limit word)."""
+    model_seconds: float = 0.0
+    retry_wait_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    tool_duration_seconds: float = 0.0
+    cache_hit_rate: float | None = None
+    error_type: str | None = None
+    provider_status_code: int | None = None
+    error_phase: str | None = None
+    error_request_sent: bool | None = None
+    error_request_id: str | None = None
+    error_attempts_sent: int | None = None
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+    max_repeated_tool_calls: int = 0
+    stalled: bool = False
+    timeline: tuple[TurnRecord, ...] | None = None

@@ -1,0 +1,4 @@
+"""Observers that report a run elsewhere: JSONL event traces, OpenTelemetry spans and
+metrics. Each is an `agentloom.loop.Observer`, so a reporting failure never changes a run.
+Nothing here is imported by `import agentloom`; OpenTelemetry is imported only by the
+modules that need it."""

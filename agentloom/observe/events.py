@@ -1,0 +1,146 @@
+"""EventTraceObserver: every callback of a run as one ordered JSON line.
+
+Lines go through a callable you supply (`file.write`, a logger, a queue), so the library
+never opens files. By default events carry metadata only: names, ids, counts, timings,
+finish reasons, error types. Message text, tool arguments and tool results are written
+only with `capture_content=True`, which requires a `redact` function (applied to every
+captured string) or an explicit `allow_unredacted=True`; captured strings are clipped.
+Exception text is never written: an error is its type, status and phase.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agentloom.loop.observer import ConversationInfo, NullObserver, current_conversation
+from agentloom.loop.summary import ConversationSummary
+from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
+from agentloom.providers._base import AttemptRecord
+
+
+class EventTraceObserver(NullObserver):
+    """JSONL events: `{"seq": n, "event": ..., "conversation_id": ..., ...}` per line.
+
+        with open("trace.jsonl", "a") as f:
+            agent = Agent(client, observer=EventTraceObserver(f.write))
+    """
+
+    def __init__(
+        self,
+        write: Callable[[str], Any],
+        *,
+        capture_content: bool = False,
+        redact: Callable[[str], str] | None = None,
+        allow_unredacted: bool = False,
+        clip: int = 2000,
+    ) -> None:
+        if capture_content and redact is None and not allow_unredacted:
+            raise ValueError(
+                "EventTraceObserver(capture_content=True) needs redact=<function> or "
+                "allow_unredacted=True: captured content may hold secrets"
+            )
+        if clip < 1:
+            raise ValueError(f"EventTraceObserver clip must be positive, got {clip}")
+        self._write = write
+        self.capture_content = capture_content
+        self._redact = redact
+        self._clip = clip
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    # --- output --------------------------------------------------------------------------
+    def _content(self, text: str) -> str:
+        if self._redact is not None:
+            text = self._redact(text)
+        if len(text) > self._clip:
+            text = text[: self._clip] + f"...[{len(text) - self._clip} more chars]"
+        return text
+
+    def _emit(self, event: str, conversation_id: str | None = None, **fields: Any) -> None:
+        if conversation_id is None:
+            info = current_conversation()
+            conversation_id = info.conversation_id if info else None
+        with self._lock:
+            self._seq += 1
+            record = {"seq": self._seq, "event": event, "conversation_id": conversation_id}
+            record.update(fields)
+            line = json.dumps(record, default=str, separators=(",", ":"))
+            self._write(line + "\n")
+
+    # --- callbacks -----------------------------------------------------------------------
+    def on_conversation_start(self, info: ConversationInfo) -> None:
+        self._emit("conversation_start", info.conversation_id,
+                   correlation_id=info.correlation_id, parent_id=info.parent_id,
+                   agent_name=info.agent_name, model=info.model,
+                   iteration_limit=info.iteration_limit,
+                   deadline_seconds=info.deadline_seconds)
+
+    def on_request(self, request: ModelRequest, iteration: int) -> None:
+        fields: dict[str, Any] = {"iteration": iteration, "model": request.model,
+                                  "messages": len(request.messages),
+                                  "tools": [t.name for t in request.tools]}
+        if self.capture_content:
+            fields["content"] = [
+                {"role": m.role, "text": self._content(m.text)} for m in request.messages
+            ]
+        self._emit("request", **fields)
+
+    def on_attempt(self, record: AttemptRecord) -> None:
+        self._emit("attempt", provider=record.provider, model=record.model,
+                   attempt=record.attempt, ok=record.ok, status=record.status,
+                   phase=record.phase, request_sent=record.request_sent,
+                   error_type=record.error_type,
+                   duration_seconds=round(record.duration_seconds, 6),
+                   wait_before_seconds=round(record.wait_before_seconds, 6))
+
+    def on_response(self, response: ModelResponse, iteration: int,
+                    duration_seconds: float) -> None:
+        u = response.usage
+        fields: dict[str, Any] = {
+            "iteration": iteration, "provider": response.provider, "model": response.model,
+            "finish_reason": response.finish_reason,
+            "tool_calls": [c.name for c in response.tool_calls],
+            "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+            "cache_read_tokens": u.cache_read_tokens,
+            "reasoning_tokens": u.reasoning_tokens,
+            "cost_usd": float(u.cost_usd) if u.cost_usd is not None else None,
+            "duration_seconds": round(duration_seconds, 6),
+        }
+        if self.capture_content:
+            fields["content"] = self._content(response.text)
+        self._emit("response", **fields)
+
+    def on_model_error(self, error: BaseException, iteration: int,
+                       duration_seconds: float) -> None:
+        self._emit("model_error", iteration=iteration, error_type=type(error).__name__,
+                   status=getattr(error, "status", None), phase=getattr(error, "phase", None),
+                   request_sent=getattr(error, "request_sent", None),
+                   duration_seconds=round(duration_seconds, 6))
+
+    def on_tool_start(self, call: ToolCallPart) -> None:
+        fields: dict[str, Any] = {"tool": call.name, "call_id": call.id}
+        if self.capture_content:
+            fields["arguments"] = self._content(call.arguments)
+        self._emit("tool_start", **fields)
+
+    def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
+                    duration_seconds: float) -> None:
+        fields: dict[str, Any] = {"tool": call.name, "call_id": call.id,
+                                  "is_error": result.is_error,
+                                  "duration_seconds": round(duration_seconds, 6)}
+        if self.capture_content:
+            fields["result"] = self._content(result.content)
+        self._emit("tool_end", **fields)
+
+    def on_stall(self, tool_name: str, repeats: int) -> None:
+        self._emit("stall", tool=tool_name, repeats=repeats)
+
+    def on_budget_warning(self, kind: str, used: float, limit: float) -> None:
+        self._emit("budget_warning", kind=kind, used=used, limit=limit)
+
+    def on_conversation_end(self, summary: ConversationSummary) -> None:
+        self._emit("conversation_end", summary.conversation_id,
+                   summary=summary.model_dump(mode="json"))

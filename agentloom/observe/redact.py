@@ -1,0 +1,187 @@
+"""Keeping secrets out of everything a run leaves behind: checkpoints, recordings, traces,
+spans and `--json` output.
+
+One `Redactor` per run, built from three sources: the workflow's `state_schema` (keys or
+globs marked `{redact: true}`, matched against a key's name and its dotted path), the
+run's secret strings (API keys, values of redacted state keys: replaced wherever they
+appear, inside any text), and fixed patterns that are always on (`sk-...` keys, Bearer
+tokens, Google `AIza...` keys, `key=` in URLs, and header/field names such as
+`authorization`, `x-api-key`, `x-goog-api-key`). It walks dicts, lists, tuples, pydantic
+models (written out as dicts) and dataclasses (rebuilt, so messages stay messages).
+The live, in-memory state is never changed: every method returns a redacted copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+SENSITIVE_NAMES: frozenset[str] = frozenset({
+    "authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
+    "api_key", "apikey", "openai-api-key", "anthropic-api-key", "cookie", "set-cookie",
+    "password", "secret", "access_token", "refresh_token", "client_secret",
+})
+"""Header or field names whose value is always a secret (compared lowercased)."""
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Vendor keys: OpenAI (sk-, sk-proj-), Anthropic (sk-ant-), and similar.
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + REDACTED),
+    # `x-api-key: ...`, `"api_key": "..."`, `api-key=...` inside free text.
+    (re.compile(
+        r"(?i)(\b(?:x-goog-api-key|x-api-key|api[_-]?key|authorization|access_token)"
+        r"[\"']?\s*[:=]\s*[\"']?)(?!(?i:bearer|basic)\s)([^\s\"',&}]{6,})"),
+     r"\1" + REDACTED),
+    # Gemini passes its key in the query string.
+    (re.compile(r"([?&](?:key|api_key|access_token)=)[^&\s\"']+"), r"\1" + REDACTED),
+)
+
+
+def _schema_globs(state_schema: Mapping[str, Any] | None) -> list[str]:
+    globs: list[str] = []
+    for key, spec in (state_schema or {}).items():
+        if isinstance(spec, Mapping) and spec.get("redact") is True:
+            globs.append(str(key))
+    return globs
+
+
+class Redactor:
+    """Redacts by key glob, by secret value and by pattern.
+
+        r = Redactor.from_state_schema({"api_token": {"redact": True},
+                                        "creds.*": {"redact": True}},
+                                       state=initial_state, secrets=[openai_key])
+        r.redact_state(state)        # a copy with those values replaced
+        r.redact_text(log_line)
+        r.redact_headers(headers)
+    """
+
+    def __init__(self, *, key_globs: Iterable[str] = (), secrets: Iterable[str] = (),
+                 patterns: bool = True) -> None:
+        self.key_globs = tuple(key_globs)
+        self._secrets: set[str] = set()
+        self._secret_re: re.Pattern[str] | None = None
+        self._patterns = patterns
+        self.add_secrets(secrets)
+
+    @classmethod
+    def from_state_schema(cls, state_schema: Mapping[str, Any] | None, *,
+                          state: Mapping[str, Any] | None = None,
+                          secrets: Iterable[str] = ()) -> Redactor:
+        """Globs from `state_schema`; the current values of matching keys in `state` are
+        added as secrets too, so they are caught when a template copies them elsewhere."""
+        redactor = cls(key_globs=_schema_globs(state_schema), secrets=secrets)
+        if state is not None:
+            redactor.add_secrets(redactor.secret_values(state))
+        return redactor
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Values to replace wherever they appear. Empty strings are ignored."""
+        new = {v for v in values if isinstance(v, str) and v}
+        if not new - self._secrets:
+            return
+        self._secrets |= new
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        self._secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def key_matches(self, path: str, key: str) -> bool:
+        return any(fnmatch.fnmatchcase(key, g) or fnmatch.fnmatchcase(path, g)
+                   for g in self.key_globs)
+
+    def secret_values(self, state: Mapping[str, Any]) -> list[str]:
+        """The string leaves under keys the schema marks as secret."""
+        found: list[str] = []
+
+        def collect(value: Any) -> None:
+            if isinstance(value, str):
+                found.append(value)
+            elif isinstance(value, Mapping):
+                for v in value.values():
+                    collect(v)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    collect(v)
+
+        def walk(value: Any, path: str) -> None:
+            if isinstance(value, Mapping):
+                for k, v in value.items():
+                    sub = f"{path}.{k}" if path else str(k)
+                    if self.key_matches(sub, str(k)):
+                        collect(v)
+                    else:
+                        walk(v, sub)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    walk(v, path)
+
+        walk(state, "")
+        return found
+
+    # --- the three faces -------------------------------------------------------------
+
+    def redact_text(self, text: str) -> str:
+        if self._secret_re is not None:
+            text = self._secret_re.sub(REDACTED, text)
+        if self._patterns:
+            for pattern, replacement in _PATTERNS:
+                text = pattern.sub(replacement, text)
+        return text
+
+    def redact_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        return {k: (REDACTED if k.lower() in SENSITIVE_NAMES else self.redact_text(v))
+                for k, v in headers.items()}
+
+    def redact_state(self, state: Any) -> Any:
+        """A redacted copy of `state` (a dict, or any value). Pydantic models come back as
+        dicts, as checkpoints and `--json` write them."""
+        return self._walk(state, "")
+
+    redact = redact_state
+
+    def _walk(self, value: Any, path: str) -> Any:
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, Mapping):
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                key = str(k)
+                sub = f"{path}.{key}" if path else key
+                if key.lower() in SENSITIVE_NAMES or self.key_matches(sub, key):
+                    out[k] = REDACTED if v is not None else None
+                else:
+                    out[k] = self._walk(v, sub)
+            return out
+        if isinstance(value, list):
+            return [self._walk(v, path) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._walk(v, path) for v in value)
+        dump = getattr(value, "model_dump", None)
+        if callable(dump) and hasattr(type(value), "model_fields"):
+            return self._walk(dump(mode="python"), path)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {}
+            for f in dataclasses.fields(value):
+                if not f.init:
+                    continue
+                old = getattr(value, f.name)
+                if isinstance(old, str) and old and f.name.lower() in SENSITIVE_NAMES:
+                    changes[f.name] = REDACTED
+                    continue
+                new = self._walk(old, path)
+                if new is not old and new != old:
+                    changes[f.name] = new
+            return dataclasses.replace(value, **changes) if changes else value
+        return value
+
+
+NO_REDACTION = Redactor(patterns=False)
+"""A redactor that changes nothing (for tests that need raw artefacts)."""

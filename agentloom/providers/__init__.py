@@ -1,0 +1,73 @@
+"""Providers: wire protocols (pure encode/decode), endpoints (data) and the client that
+joins them to a transport.
+
+Protocol modules load on first use through `get_protocol(name)`, so `import agentloom`
+pays for none of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import ConfigError
+from agentloom.providers._base import (
+    AttemptRecord as AttemptRecord,
+)
+from agentloom.providers._base import (
+    Capabilities as Capabilities,
+)
+from agentloom.providers._base import (
+    Endpoint as Endpoint,
+)
+from agentloom.providers._base import (
+    ModelClient as ModelClient,
+)
+from agentloom.providers._base import (
+    StreamDecoder as StreamDecoder,
+)
+from agentloom.providers._base import (
+    WireProtocol as WireProtocol,
+)
+
+if TYPE_CHECKING:
+    from agentloom.providers._client import ProviderClient as ProviderClient
+    from agentloom.providers._endpoints import (
+        endpoints_from_env as endpoints_from_env,
+    )
+    from agentloom.providers._endpoints import (
+        vendor_endpoint as vendor_endpoint,
+    )
+    from agentloom.providers.local import LocalModelServer as LocalModelServer
+
+PROTOCOLS: dict[str, str] = {
+    "openai": "agentloom.providers.openai",
+    "anthropic": "agentloom.providers.anthropic",
+    "gemini": "agentloom.providers.gemini",
+    "ollama": "agentloom.providers.ollama",
+}
+
+_LAZY = {
+    "ProviderClient": "agentloom.providers._client",
+    "vendor_endpoint": "agentloom.providers._endpoints",
+    "endpoints_from_env": "agentloom.providers._endpoints",
+    "LocalModelServer": "agentloom.providers.local",
+}
+
+
+def get_protocol(name: str) -> WireProtocol:
+    """The wire protocol called `name` (`openai`, `anthropic`, `gemini`, `ollama`)."""
+    module = PROTOCOLS.get(name)
+    if module is None:
+        raise ConfigError(
+            f"unknown wire protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
+        )
+    protocol: WireProtocol = importlib.import_module(module).PROTOCOL
+    return protocol
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)

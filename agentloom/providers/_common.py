@@ -1,0 +1,127 @@
+"""Small pure helpers shared by the Anthropic, Gemini and Ollama wire modules.
+
+Each wire module differs in shape but repeats the same chores: join a base URL and a path
+without doubling the version segment, merge `request.extra` over the body, build the
+HTTP request, split a streamed body into lines, synthesise stable ids for providers that
+send none, and turn an error payload into a `ProviderError`. Keeping them here keeps the
+wire modules about their wire format only. No I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from agentloom.http._base import HttpRequest
+from agentloom.messages import (
+    Message,
+    ModelRequest,
+    TextPart,
+)
+from agentloom.providers._base import Endpoint
+
+
+def join_url(base_url: str, version: str, path: str) -> str:
+    """`https://h` + `/v1` + `/messages`; a base that already ends in the version keeps it."""
+    base = base_url.rstrip("/")
+    if version and not base.endswith(version):
+        base += version
+    return base + path
+
+
+def build_http_request(
+    request: ModelRequest,
+    endpoint: Endpoint,
+    *,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+) -> HttpRequest:
+    """Merge `extra` over the body and endpoint/request headers over the protocol's own."""
+    if request.extra:
+        body.update(request.extra)
+    all_headers = {"content-type": "application/json", **headers, **endpoint.headers,
+                   **request.headers}
+    return HttpRequest(
+        method="POST",
+        url=url,
+        headers=all_headers,
+        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+        timeout=endpoint.timeout,
+        stream=request.stream,
+    )
+
+
+def key_headers(endpoint: Endpoint, header: str) -> dict[str, str]:
+    """The auth header when a key is set. A missing required key is refused earlier, by
+    the client (naming the variable to set); a keyless gateway gets no header."""
+    return {header: endpoint.api_key} if endpoint.api_key else {}
+
+
+def speaker_text(message: Message, text: str) -> str:
+    """Providers without a `name` field see a speaker as a `[alice] ` prefix."""
+    if message.name and message.role in ("user", "assistant"):
+        return f"[{message.name}] {text}"
+    return text
+
+
+def system_text(messages: tuple[Message, ...]) -> str | None:
+    """All system turns joined: providers with a top-level system field take them there."""
+    texts = [m.text for m in messages if m.role == "system" and m.text]
+    return "\n\n".join(texts) if texts else None
+
+
+def schema_instruction(request: ModelRequest) -> str | None:
+    """The system-prompt sentence that asks for JSON where no native mode exists."""
+    fmt = request.response_format
+    if fmt is None:
+        return None
+    if fmt.kind == "json_schema" and fmt.schema is not None:
+        schema = json.dumps(fmt.schema, ensure_ascii=False, sort_keys=True)
+        text = (
+            "Reply with a single JSON value that conforms to this JSON Schema, "
+            f"and nothing else:\n{schema}"
+        )
+        if fmt.description:
+            text = f"{fmt.description}\n{text}"
+        return text
+    return "Reply with a single JSON object, and nothing else."
+
+
+def first_text_with_name(message: Message) -> list[Any]:
+    """The message's parts with the speaker prefix put on its first text part."""
+    parts: list[Any] = list(message.parts)
+    if message.name and message.role in ("user", "assistant"):
+        for i, part in enumerate(parts):
+            if isinstance(part, TextPart):
+                parts[i] = TextPart(text=speaker_text(message, part.text))
+                break
+        else:
+            parts.insert(0, TextPart(text=speaker_text(message, "")))
+    return parts
+
+
+def stable_call_id(index: int, name: str, arguments: str) -> str:
+    """A deterministic id for providers that send none (Gemini, Ollama): the same reply
+    gives the same id, so recordings and replays agree."""
+    digest = hashlib.sha1(f"{name}\x00{arguments}".encode()).hexdigest()[:10]
+    return f"call_{index}_{digest}"
+
+
+def loads_object(text: str) -> dict[str, Any]:
+    """Arguments as the model wrote them, as an object; invalid JSON goes back wrapped,
+    so the provider still gets a valid body."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"_raw_arguments": text}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def bad_shape(provider: str, model: str, what: str) -> ValueError:
+    """A reply of the wrong shape. ValueError, as for JSON that does not parse: the client
+    turns both into one body error."""
+    return ValueError(f"{provider} reply for model {model}: {what}")

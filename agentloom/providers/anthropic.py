@@ -1,0 +1,396 @@
+"""The Anthropic Messages wire protocol (`POST /v1/messages`), plain and streamed (SSE).
+
+Pure translation, no I/O. What the format forces on us, and how we answer:
+- `max_tokens` is required: 4096 when unset, plus the thinking budget when thinking is on.
+- Thinking blocks are signed; their signature (or a redacted block's opaque data) is kept
+  in `ReasoningPart` and sent back unchanged on the next turn of a tool loop. Reasoning
+  parts without a signature (from another provider) are not sent: Anthropic refuses them.
+- With thinking on, `temperature` is not sent: the API only accepts its default then.
+- There is no native JSON mode: a `response_format` puts the schema in the system prompt
+  and prefills the reply with `{` (not with thinking on, which refuses prefill); the
+  prefill is put back in front of the returned text, so callers see the whole JSON.
+- Consecutive turns of one role (tool results, then a user turn) merge into one turn, as
+  the API wants tool results grouped in the user turn that follows the calls.
+- Usage: `input_tokens` excludes cached tokens (`input_includes_cached=False`); reasoning
+  tokens are counted inside `output_tokens` and not reported apart (None).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import ConfigError, ProviderError
+from agentloom.http._base import HttpRequest
+from agentloom.messages import (
+    AudioPart,
+    DocumentPart,
+    FinishEvent,
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    NamedToolChoice,
+    Part,
+    ReasoningConfig,
+    ReasoningDelta,
+    ReasoningPart,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    UsageEvent,
+)
+from agentloom.providers._base import Capabilities, Endpoint
+from agentloom.providers._common import (
+    bad_shape,
+    build_http_request,
+    first_text_with_name,
+    join_url,
+    key_headers,
+    loads_object,
+    schema_instruction,
+    system_text,
+)
+
+if TYPE_CHECKING:
+    from agentloom.http._sse import SSEEvent
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+_RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+_CAPS = Capabilities(
+    tools=True, forced_tool_choice=True, native_json_schema=False, image=True,
+    image_url=True, pdf=True, audio_types=frozenset(), reasoning="budget",
+    speaker_names=False,
+)
+
+
+# --- load-time rules ----------------------------------------------------------------------
+
+
+def check_reasoning_settings(
+    model: str, max_tokens: int | None, reasoning: ReasoningConfig | None
+) -> None:
+    """The workflow loader's check for a Claude step: thinking needs `budget_tokens`,
+    and a set `max_tokens` must be above it (the budget is part of the reply's limit)."""
+    if reasoning is None or not reasoning.enabled or not PROTOCOL.serves(model):
+        return
+    budget = reasoning.budget_tokens
+    if budget is None:
+        raise ConfigError(
+            f"model {model!r}: thinking.enabled on a Claude model needs thinking.budget_tokens"
+        )
+    if budget <= 0:
+        raise ConfigError(f"model {model!r}: thinking.budget_tokens must be positive, got {budget}")
+    if max_tokens is not None and max_tokens <= budget:
+        raise ConfigError(
+            f"model {model!r}: max_tokens ({max_tokens}) must be above "
+            f"thinking.budget_tokens ({budget}); leave max_tokens unset to send "
+            f"{budget + DEFAULT_MAX_TOKENS}"
+        )
+
+
+def thinking_on(request: ModelRequest) -> bool:
+    return request.reasoning is not None and request.reasoning.enabled
+
+
+def effective_prefill(request: ModelRequest) -> str | None:
+    """What the assistant turn starts with: the caller's, else `{` for a JSON reply."""
+    if request.prefill is not None:
+        return request.prefill
+    if request.response_format is not None and not thinking_on(request):
+        return "{"
+    return None
+
+
+# --- encode ---------------------------------------------------------------------------------
+
+
+def _media_block(part: ImagePart | DocumentPart | AudioPart, model: str) -> dict[str, Any]:
+    if isinstance(part, AudioPart):
+        raise ConfigError(f"anthropic model {model!r} does not take audio attachments")
+    kind = "image" if isinstance(part, ImagePart) else "document"
+    if part.data is not None:
+        source: dict[str, Any] = {
+            "type": "base64",
+            "media_type": part.media_type,
+            "data": base64.b64encode(part.data).decode("ascii"),
+        }
+    elif part.url is not None:
+        source = {"type": "url", "url": part.url}
+    else:
+        raise ConfigError(f"an {kind} attachment has neither data nor url")
+    return {"type": kind, "source": source}
+
+
+def _block(part: Part, model: str) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, (ImagePart, DocumentPart, AudioPart)):
+        return _media_block(part, model)
+    if isinstance(part, ToolCallPart):
+        return {"type": "tool_use", "id": part.id, "name": part.name,
+                "input": loads_object(part.arguments)}
+    if isinstance(part, ToolResultPart):
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id,
+                                 "content": part.content}
+        if part.is_error:
+            block["is_error"] = True
+        return block
+    if isinstance(part, ReasoningPart):
+        if part.redacted is not None:
+            return {"type": "redacted_thinking", "data": part.redacted}
+        if part.signature is not None:
+            return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+        return None
+    return None
+
+
+def encode_messages(messages: tuple[Message, ...], model: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = [b for b in (_block(p, model) for p in first_text_with_name(message)) if b]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for turn in out:
+        # Tool results must open the user turn that answers the calls.
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return out
+
+
+def _tool_choice(choice: Any) -> dict[str, Any]:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "tool", "name": choice.name}
+    return {"auto": {"type": "auto"}, "required": {"type": "any"},
+            "none": {"type": "none"}}[choice]
+
+
+def max_tokens_for(request: ModelRequest) -> int:
+    if request.max_tokens is not None:
+        return request.max_tokens
+    if thinking_on(request) and request.reasoning and request.reasoning.budget_tokens:
+        return request.reasoning.budget_tokens + DEFAULT_MAX_TOKENS
+    return DEFAULT_MAX_TOKENS
+
+
+def encode_body(request: ModelRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens_for(request)}
+    system = system_text(request.messages)
+    instruction = schema_instruction(request)
+    if instruction:
+        system = f"{system}\n\n{instruction}" if system else instruction
+    if system:
+        body["system"] = system
+    messages = encode_messages(request.messages, request.model)
+    prefill = effective_prefill(request)
+    if prefill:
+        if messages and messages[-1]["role"] == "assistant":
+            messages[-1]["content"].append({"type": "text", "text": prefill})
+        else:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": prefill}]})
+    body["messages"] = messages
+    reasoning = request.reasoning
+    if reasoning is not None and reasoning.enabled:
+        if reasoning.budget_tokens is None:
+            raise ConfigError(
+                f"model {request.model!r}: thinking on a Claude model needs budget_tokens"
+            )
+        body["thinking"] = {"type": "enabled", "budget_tokens": reasoning.budget_tokens}
+    elif request.temperature is not None:
+        body["temperature"] = request.temperature
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    tools.extend(request.vendor_tools)
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    if request.stream:
+        body["stream"] = True
+    return body
+
+
+# --- decode ---------------------------------------------------------------------------------
+
+
+def decode_usage(raw: dict[str, Any] | None) -> Usage:
+    raw = raw or {}
+    return Usage(
+        input_tokens=raw.get("input_tokens"),
+        output_tokens=raw.get("output_tokens"),
+        cache_read_tokens=raw.get("cache_read_input_tokens"),
+        cache_write_tokens=raw.get("cache_creation_input_tokens"),
+        reasoning_tokens=None,
+        input_includes_cached=False,
+    )
+
+
+def _error(provider: str, model: str, payload: dict[str, Any]) -> ProviderError:
+    err = payload.get("error") or {}
+    kind = str(err.get("type", "error"))
+    return ProviderError(
+        f"anthropic stream error {kind}: {err.get('message', '')}",
+        provider=provider, model=model, status=529 if kind == "overloaded_error" else None,
+        phase="body", request_sent=True, retryable=kind in _RETRYABLE_ERRORS,
+        body=json.dumps(payload)[:500],
+    )
+
+
+def decode_parts(content: list[dict[str, Any]], prefill: str | None) -> tuple[Part, ...]:
+    parts: list[Part] = []
+    pending_prefill = prefill
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text", "")
+            if pending_prefill:
+                text, pending_prefill = pending_prefill + text, None
+            parts.append(TextPart(text=text))
+        elif kind == "tool_use":
+            parts.append(ToolCallPart(id=block["id"], name=block["name"],
+                                      arguments=json.dumps(block.get("input", {}))))
+        elif kind == "thinking":
+            parts.append(ReasoningPart(text=block.get("thinking", ""),
+                                       signature=block.get("signature")))
+        elif kind == "redacted_thinking":
+            parts.append(ReasoningPart(text="", redacted=block.get("data", "")))
+    return tuple(parts)
+
+
+def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
+    data = json.loads(body)
+    if isinstance(data, dict) and data.get("type") == "error":
+        raise _error(endpoint.name, request.model, data)
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise bad_shape(endpoint.name, request.model, "no content list")
+    return ModelResponse(
+        parts=decode_parts(data["content"], effective_prefill(request)),
+        usage=decode_usage(data.get("usage")),
+        finish_reason=data.get("stop_reason"),
+        model=data.get("model") or request.model,
+        provider=endpoint.name,
+        response_id=data.get("id"),
+    )
+
+
+class AnthropicStreamDecoder:
+    """SSE events -> stream events. Block indexes key tool calls; the prefill is emitted
+    once, in front of the first text."""
+
+    def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
+        from agentloom.http._sse import SSEParser
+
+        self._sse = SSEParser()
+        self._provider = endpoint.name
+        self._model = request.model
+        self._prefill = effective_prefill(request)
+        self._blocks: dict[int, str] = {}
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        return self._handle(self._sse.feed(data))
+
+    def close(self) -> list[StreamEvent]:
+        return self._handle(self._sse.close())
+
+    def _text(self, text: str, out: list[StreamEvent]) -> None:
+        if self._prefill:
+            text, self._prefill = self._prefill + text, None
+        if text:
+            out.append(TextDelta(text=text))
+
+    def _handle(self, events: list[SSEEvent]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in events:
+            payload = json.loads(event.data)
+            if not isinstance(payload, dict):
+                raise bad_shape(self._provider, self._model, "an SSE event is not an object")
+            self._event(payload, out)
+        return out
+
+    def _event(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
+        kind = payload.get("type")
+        if kind == "message_start":
+            message = payload.get("message") or {}
+            out.append(UsageEvent(usage=decode_usage(message.get("usage"))))
+            out.append(FinishEvent(finish_reason=None, model=message.get("model"),
+                                   response_id=message.get("id")))
+        elif kind == "content_block_start":
+            index, block = payload.get("index", 0), payload.get("content_block") or {}
+            btype = block.get("type", "")
+            self._blocks[index] = btype
+            if btype == "text":
+                self._text(block.get("text", ""), out)
+            elif btype == "tool_use":
+                initial = block.get("input")
+                out.append(ToolCallDelta(index=index, id=block.get("id"), name=block.get("name"),
+                                         arguments=json.dumps(initial) if initial else ""))
+            elif btype == "thinking" and block.get("thinking"):
+                out.append(ReasoningDelta(text=block["thinking"]))
+            elif btype == "redacted_thinking":
+                out.append(ReasoningDelta(redacted=block.get("data", "")))
+        elif kind == "content_block_delta":
+            index, delta = payload.get("index", 0), payload.get("delta") or {}
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                self._text(delta.get("text", ""), out)
+            elif dtype == "input_json_delta":
+                out.append(ToolCallDelta(index=index, arguments=delta.get("partial_json", "")))
+            elif dtype == "thinking_delta":
+                out.append(ReasoningDelta(text=delta.get("thinking", "")))
+            elif dtype == "signature_delta":
+                out.append(ReasoningDelta(signature=delta.get("signature")))
+        elif kind == "message_delta":
+            delta = payload.get("delta") or {}
+            usage = payload.get("usage")
+            if usage:
+                out.append(UsageEvent(usage=decode_usage(usage)))
+            if delta.get("stop_reason") is not None:
+                out.append(FinishEvent(finish_reason=delta["stop_reason"]))
+        elif kind == "error":
+            raise _error(self._provider, self._model, payload)
+        # ping, content_block_stop, message_stop and unknown events carry nothing we keep.
+
+
+# --- the protocol object ------------------------------------------------------------------
+
+
+class AnthropicProtocol:
+    name = "anthropic"
+
+    def capabilities(self, model: str) -> Capabilities:
+        return _CAPS
+
+    def serves(self, model: str) -> bool:
+        return model.startswith("claude-")
+
+    def encode(self, request: ModelRequest, endpoint: Endpoint) -> HttpRequest:
+        return build_http_request(
+            request, endpoint,
+            url=join_url(endpoint.base_url, "/v1", "/messages"),
+            body=encode_body(request),
+            headers={**key_headers(endpoint, "x-api-key"), "anthropic-version": API_VERSION},
+        )
+
+    def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
+        return decode(body, request, endpoint)
+
+    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> AnthropicStreamDecoder:
+        return AnthropicStreamDecoder(request, endpoint)
+
+
+PROTOCOL = AnthropicProtocol()

@@ -1,0 +1,77 @@
+"""A workflow's `providers:` entries, parsed into `Endpoint`s.
+
+Each entry names a provider and says where it lives: `base_url`, `api_key_env` (looked
+up in the environment mapping the runtime was given, never in `os.environ`), `api_key`,
+`headers`, `type`/`protocol` (the wire protocol, `openai` by default) and `models` (the
+models it serves). A vendor's own name (`openai`, `anthropic`, ...) starts from that
+vendor's preset, so `openai: {base_url: ...}` only moves OpenAI elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from agentloom.errors import ConfigError
+from agentloom.providers._base import Endpoint
+
+PROVIDER_FIELDS = frozenset(
+    {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models"}
+)
+_GENERIC = (None, "openai", "generic_openai")
+
+
+def endpoint_from_config(
+    name: str,
+    config: Any,
+    *,
+    env: Mapping[str, str],
+    existing: Endpoint | None = None,
+) -> Endpoint:
+    """The endpoint of `providers.<name>`. A key named by `api_key_env` but missing from
+    `env` leaves the key empty with `api_key_env` set, so the first call fails naming
+    the variable (a workflow may list providers it does not use)."""
+    from agentloom.providers._endpoints import VENDORS, vendor_endpoint
+
+    where = f"providers.{name}"
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{where}: expected a mapping (base_url, api_key_env, ...)")
+    unknown = sorted(set(config) - PROVIDER_FIELDS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown field(s) {unknown}; allowed: {', '.join(sorted(PROVIDER_FIELDS))}"
+        )
+    kind = config.get("type") or config.get("protocol")
+    key_env = config.get("api_key_env")
+    api_key = config.get("api_key")
+    if key_env is not None:
+        if not isinstance(key_env, str) or not key_env:
+            raise ConfigError(f"{where}.api_key_env: expected an environment variable name")
+        api_key = api_key or env.get(key_env) or None
+    if api_key is not None and not isinstance(api_key, str):
+        raise ConfigError(f"{where}.api_key: expected text")
+    models = config.get("models")
+    if models is not None and (
+        not isinstance(models, list | tuple) or not all(isinstance(m, str) for m in models)
+    ):
+        raise ConfigError(f"{where}.models: expected a list of model names")
+    headers = config.get("headers") or {}
+    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+        raise ConfigError(f"{where}.headers: expected a mapping of header name -> text")
+    preset = name if name in VENDORS else ("generic_openai" if kind in _GENERIC else kind)
+    if preset not in VENDORS:
+        raise ConfigError(
+            f"{where}.type: unknown protocol {kind!r}; expected one of "
+            f"openai, anthropic, gemini, ollama"
+        )
+    base_url = config.get("base_url") or (existing.base_url if existing else None)
+    try:
+        endpoint = vendor_endpoint(
+            preset, base_url=base_url, api_key=api_key, headers=headers, models=models
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if api_key is None and existing is not None:
+        endpoint = dataclasses.replace(endpoint, api_key=existing.api_key)
+    return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env)

@@ -1,0 +1,443 @@
+"""One model call across its candidates: retries, fallback, breaker, limiter, budget, cost.
+
+A `Router` is a `ModelClient` over an ordered list of `Candidate`s (the primary, then
+each fallback entry with its own provider, model and settings). For each candidate: skip
+it if it cannot take the request (a capability check) or its breaker is open; otherwise
+try it, retrying what the candidate's `RetryPolicy` calls retryable, with backoff and
+Retry-After through the injected clock. A permanent error ends that candidate at once;
+the next candidate gets its turn. A streamed reply that already delivered a chunk is
+never retried or moved elsewhere here (the text would be doubled): the error goes up, and
+the caller's own retry decides. Every attempt is reported content-free, numbered per
+candidate, with the wait before it. When all candidates fail, `CallFailed` (a
+`ProviderError`) carries the decisive error's facts plus every error and attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.errors import AgentLoomError, ProviderError
+from agentloom.http._base import TransportError
+from agentloom.messages import ModelRequest, ModelResponse, StreamEvent, Usage
+from agentloom.pricing import Price, PriceTable, price_usage
+from agentloom.providers._base import (
+    AttemptRecord,
+    AttemptSink,
+    Capabilities,
+    EventSink,
+    ModelClient,
+)
+from agentloom.routing._breaker import CircuitBreaker, Outcome
+from agentloom.routing._budget import RunBudget, estimate_prompt_tokens, output_bound
+from agentloom.routing._limiter import RateLimiter
+from agentloom.routing._retry import RetryPolicy, retry_after_of
+
+CheckHook = Callable[[ModelRequest, Capabilities], "str | None"]
+"""Returns why a provider cannot take a request, or None if it can."""
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Candidate:
+    """One provider + model to try, with its own settings."""
+
+    provider: str
+    model: str
+    client: ModelClient
+    protocol: str | None = None
+    """The wire protocol the candidate's provider speaks (informational)."""
+    retry: RetryPolicy | None = None
+    """None: the router's policy."""
+    capabilities: Capabilities | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Extra body parameters; the request's own `extra` wins over them."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    max_tokens: int | None = None
+    """Ceiling: used when the request sets none, and caps a larger one."""
+    price: Price | None = None
+    """A price for this model that wins over the table (a profile's pricing)."""
+    breaker: CircuitBreaker | None = None
+    limiter: RateLimiter | None = None
+
+
+class CallFailed(ProviderError):
+    """Every candidate failed. Its attributes are the decisive error's (the last real
+    failure, preferred over "cannot take this request" refusals), so callers read
+    `.status`, `.retryable`, `.request_sent` as for any ProviderError.
+
+    Attributes:
+        errors: every candidate's error, in order.
+        attempts: every attempt made, as reported to on_attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        decisive: ProviderError,
+        retryable: bool,
+        errors: Sequence[ProviderError],
+        attempts: Sequence[AttemptRecord],
+    ) -> None:
+        super().__init__(
+            message,
+            provider=decisive.provider,
+            model=decisive.model,
+            status=decisive.status,
+            phase=decisive.phase,
+            request_sent=decisive.request_sent,
+            retryable=retryable,
+            headers=decisive.headers,
+            retry_after=decisive.retry_after,
+            body=decisive.body,
+            request_id=decisive.request_id,
+            partial=getattr(decisive, "partial", False),
+        )
+        self.errors = tuple(errors)
+        self.attempts = tuple(attempts)
+
+
+def check_tools(request: ModelRequest, capabilities: Capabilities) -> str | None:
+    if request.tools and not capabilities.tools:
+        return "the model does not support tool calling"
+    return None
+
+
+def check_media(request: ModelRequest, capabilities: Capabilities) -> str | None:
+    """Attachments (images, PDFs, audio), by the media module's rules."""
+    if not any(p.kind in _MEDIA_KINDS for m in request.messages for p in m.parts):
+        return None  # the common case: nothing to check, nothing to import
+    from agentloom.media import check_attachments
+
+    try:
+        reason = check_attachments([p for m in request.messages for p in m.parts], capabilities)
+    except AgentLoomError as exc:
+        return str(exc)
+    return reason or None
+
+
+_MEDIA_KINDS = frozenset({"image", "document", "audio"})
+DEFAULT_CHECKS: tuple[CheckHook, ...] = (check_tools, check_media)
+
+
+class Router:
+    """A ModelClient that tries candidates in order.
+
+    router = Router([Candidate(provider="openai", model="gpt-4o-mini", client=a),
+                     Candidate(provider="anthropic", model="claude-haiku-4-5", client=b)],
+                    retry=RetryPolicy(max_retries=2), clock=clock)
+    response = await router.complete(request, on_attempt=records.append)
+    """
+
+    def __init__(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        retry: RetryPolicy | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        budget: RunBudget | None = None,
+        prices: PriceTable | None = None,
+        checks: Sequence[CheckHook] = DEFAULT_CHECKS,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not candidates:
+            raise ValueError("a Router needs at least one candidate")
+        self.candidates = tuple(candidates)
+        self.retry = retry or RetryPolicy()
+        self.budget = budget
+        self._clock = clock
+        self._prices = prices
+        self._checks = tuple(checks)
+        self._rng = rng or random.Random()
+
+    # --- the call ------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_event: EventSink | None = None,
+        on_attempt: AttemptSink | None = None,
+    ) -> ModelResponse:
+        if self.budget is not None:
+            for cand in self.candidates:
+                self.budget.require_price(
+                    cand.provider, cand.model, priced=self.price_of(cand) is not None
+                )
+        errors: list[ProviderError] = []
+        refusals: set[int] = set()
+        attempts: list[AttemptRecord] = []
+
+        def report(record: AttemptRecord) -> None:
+            attempts.append(record)
+            if on_attempt is not None:
+                on_attempt(record)
+
+        for cand in self.candidates:
+            req = self.request_for(cand, request)
+            reason = self._refusal(cand, req)
+            if reason is not None:
+                err = ProviderError(
+                    f"{cand.provider} cannot take this request: {reason}",
+                    provider=cand.provider,
+                    model=cand.model,
+                    phase="local",
+                    request_sent=False,
+                    retryable=False,
+                )
+                refusals.add(id(err))
+                errors.append(err)
+                continue
+            response = await self._try(cand, req, on_event, report, errors)
+            if response is not None:
+                return response
+            if errors and getattr(errors[-1], "partial", False):
+                break  # text already reached the caller: no other provider may continue it
+        raise self._failure(request, errors, refusals, attempts)
+
+    async def _try(
+        self,
+        cand: Candidate,
+        req: ModelRequest,
+        on_event: EventSink | None,
+        report: AttemptSink,
+        errors: list[ProviderError],
+    ) -> ModelResponse | None:
+        policy = cand.retry or self.retry
+        clock = self._clock
+        wait = 0.0
+        prompt_estimate = estimate_prompt_tokens(req)
+        bound = output_bound(req, self.budget.default_output_tokens if self.budget else 4096)
+        for attempt in range(1, policy.max_retries + 2):
+            breaker = cand.breaker
+            if breaker is not None and not breaker.allow():
+                if attempt > 1:
+                    return None  # it opened during our retries: the last real error stands
+                errors.append(
+                    ProviderError(
+                        f"circuit breaker for {cand.provider} is open after repeated failures",
+                        provider=cand.provider,
+                        model=cand.model,
+                        phase="local",
+                        request_sent=False,
+                        retryable=True,
+                    )
+                )
+                return None
+            outcome: Outcome = "ignored"
+            reservation = None
+            delivered = False
+            started = clock.now()
+            inner: list[AttemptRecord] = []
+
+            def sink(event: StreamEvent) -> None:
+                nonlocal delivered
+                delivered = True
+                if on_event is not None:
+                    on_event(event)
+
+            try:
+                if self.budget is not None:
+                    price = self.price_of(cand)
+                    worst = (
+                        None
+                        if price is None
+                        else price_usage(
+                            Usage(input_tokens=prompt_estimate, output_tokens=bound), price
+                        )
+                    )
+                    reservation = self.budget.reserve(
+                        cost=worst, tokens=prompt_estimate + bound, model=cand.model
+                    )
+                if cand.limiter is not None:
+                    wait += await cand.limiter.acquire(prompt_estimate + bound)
+                    started = clock.now()
+                response = await cand.client.complete(
+                    req,
+                    on_event=sink if (req.stream or on_event) else None,
+                    on_attempt=inner.append,
+                )
+                outcome = "success"
+                response = self._settle(cand, response, prompt_estimate + bound)
+                if reservation is not None and self.budget is not None:
+                    self.budget.commit(
+                        reservation,
+                        cost=response.usage.cost_usd,
+                        tokens=_tokens_used(response.usage),
+                    )
+                    reservation = None
+            except (ProviderError, TransportError) as exc:
+                err = self._as_provider_error(exc, cand)
+                if delivered and not getattr(err, "partial", False):
+                    err.partial = True
+                outcome = self._outcome(err, policy)
+                self._report(report, inner, cand, attempt, wait, started, err)
+                errors.append(err)
+                if self.budget is not None and reservation is not None:
+                    self.budget.release(reservation)
+                    reservation = None
+                if err.partial or not policy.is_retryable(err) or attempt > policy.max_retries:
+                    return None
+                pause = policy.wait_before_retry(
+                    attempt, retry_after_of(err, now_wall=clock.wall()), self._rng
+                )
+                if pause is None:
+                    return None  # asked to wait longer than we allow: move on
+                if breaker is not None:
+                    breaker.record(outcome)
+                    breaker = None
+                await clock.sleep(pause)
+                wait = pause
+                continue
+            finally:
+                if breaker is not None:
+                    breaker.record(outcome)
+                if reservation is not None and self.budget is not None:
+                    self.budget.release(reservation)
+            self._report(report, inner, cand, attempt, wait, started, None)
+            return response
+        return None  # pragma: no cover - the loop returns on its last attempt
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def request_for(self, cand: Candidate, request: ModelRequest) -> ModelRequest:
+        """The request as this candidate gets it: its model, its params and headers under
+        the request's own, and its max_tokens ceiling."""
+        changes: dict[str, Any] = {}
+        if request.model != cand.model:
+            changes["model"] = cand.model
+        if cand.params:
+            changes["extra"] = {**cand.params, **request.extra}
+        if cand.headers:
+            changes["headers"] = {**cand.headers, **request.headers}
+        if cand.max_tokens is not None:
+            mt = request.max_tokens
+            changes["max_tokens"] = cand.max_tokens if mt is None else min(mt, cand.max_tokens)
+        return request.replace(**changes) if changes else request
+
+    def price_of(self, cand: Candidate) -> Price | None:
+        if cand.price is not None:
+            return cand.price
+        return (self._prices or PriceTable.default()).lookup(cand.provider, cand.model)
+
+    def _refusal(self, cand: Candidate, request: ModelRequest) -> str | None:
+        if cand.capabilities is None:
+            return None
+        for check in self._checks:
+            reason = check(request, cand.capabilities)
+            if reason:
+                return reason
+        return None
+
+    @staticmethod
+    def _as_provider_error(exc: ProviderError | TransportError, cand: Candidate) -> ProviderError:
+        if isinstance(exc, ProviderError):
+            return exc
+        return ProviderError(
+            str(exc),
+            provider=cand.provider,
+            model=cand.model,
+            phase=exc.phase,  # type: ignore[arg-type]
+            request_sent=exc.request_sent,
+            retryable=True,
+        )
+
+    @staticmethod
+    def _outcome(err: ProviderError, policy: RetryPolicy) -> Outcome:
+        # A 429 means busy, not broken; a 4xx means our request was bad, not the endpoint.
+        if err.status == 429 or err.phase == "local":
+            return "ignored"
+        return "failure" if policy.is_retryable(err) else "ignored"
+
+    def _report(
+        self,
+        report: AttemptSink,
+        inner: list[AttemptRecord],
+        cand: Candidate,
+        attempt: int,
+        wait: float,
+        started: float,
+        err: ProviderError | None,
+    ) -> None:
+        if inner:
+            for i, record in enumerate(inner):
+                report(
+                    dataclasses.replace(
+                        record, attempt=attempt, wait_before_seconds=wait if i == 0 else 0.0
+                    )
+                )
+            return
+        report(
+            AttemptRecord(
+                provider=cand.provider,
+                model=cand.model,
+                attempt=attempt,
+                ok=err is None,
+                duration_seconds=max(0.0, self._clock.now() - started),
+                wait_before_seconds=wait,
+                status=err.status if err else None,
+                phase=err.phase if err else None,
+                request_sent=err.request_sent if err else True,
+                error_type=type(err).__name__ if err else None,
+            )
+        )
+
+    def _settle(
+        self, cand: Candidate, response: ModelResponse, reservation_tokens: int
+    ) -> ModelResponse:
+        """Cost from the price table unless the provider reported one; TPM refund."""
+        usage = response.usage
+        if usage.cost_usd is None:
+            price = self.price_of(cand)
+            if price is not None:
+                usage = usage.with_cost(price_usage(usage, price))
+                response = dataclasses.replace(response, usage=usage)
+        if cand.limiter is not None:
+            cand.limiter.settle(reservation_tokens, _tokens_used(usage))
+        return response
+
+    def _failure(
+        self,
+        request: ModelRequest,
+        errors: list[ProviderError],
+        refusals: set[int],
+        attempts: list[AttemptRecord],
+    ) -> CallFailed:
+        real = [e for e in errors if id(e) not in refusals]
+        decisive = real[-1] if real else errors[-1]
+        policy = self.retry
+        for cand in self.candidates:
+            if cand.provider == decisive.provider and cand.model == decisive.model:
+                policy = cand.retry or self.retry
+                break
+        retryable = id(decisive) not in refusals and (policy.is_retryable(decisive))
+        if len(errors) == 1:
+            message = str(decisive.args[0]) if decisive.args else "model call failed"
+        elif not real:
+            message = f"no provider can take this request for model {request.model}: " + "; ".join(
+                f"{e.provider}/{e.model}: {e.args[0]}" for e in errors
+            )
+        else:
+            message = (
+                f"all {len(self.candidates)} candidates failed for model "
+                f"{request.model}: "
+                + "; ".join(f"{e.provider}/{e.model}: {_short(e)}" for e in errors)
+            )
+        failure = CallFailed(
+            message, decisive=decisive, retryable=retryable, errors=errors, attempts=attempts
+        )
+        failure.__cause__ = decisive
+        return failure
+
+
+def _tokens_used(usage: Usage) -> int | None:
+    return usage.total_tokens  # output_tokens include reasoning for every provider
+
+
+def _short(err: ProviderError) -> str:
+    head = str(err.args[0]) if err.args else type(err).__name__
+    return f"{head} (status {err.status})" if err.status is not None else head

@@ -1,0 +1,149 @@
+"""The batch's output: one JSONL line per input as runs finish, and the summary table.
+
+Lines are written from a worker thread (the event loop never waits on the disk), each as
+one complete `write` of `json + "\\n"` followed by a flush, so a reader, or `--resume`
+after a crash, sees whole lines only; a line torn by a kill is skipped by the resume
+reader. Before appending, a file whose last byte is not a newline gets one, so a torn
+line can never merge with the next record. `aclose()` writes everything still queued:
+after a cancelled batch, every finished run is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from agentloom.scale._types import BatchItemResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentloom.scale._summary import BatchStats
+
+
+class ResultWriter:
+    """Appends result lines to `path` (created if absent; truncated when `append` is
+    False)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, append: bool) -> None:
+        self.path = Path(path)
+        self._append = append
+        self._file: IO[str] | None = None
+        self._pending: list[str] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self.lines_written = 0
+
+    async def open(self) -> ResultWriter:
+        self._file = await asyncio.to_thread(self._open)
+        return self
+
+    def _open(self) -> IO[str]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._append and self.path.exists() and self.path.stat().st_size:
+            with self.path.open("rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
+            file = self.path.open("a", encoding="utf-8")
+            if torn:
+                file.write("\n")
+                file.flush()
+            return file
+        return self.path.open("a" if self._append else "w", encoding="utf-8")
+
+    def write(self, item: BatchItemResult) -> None:
+        """Queue one result; it reaches the disk shortly, and surely by `aclose()`."""
+        self._pending.append(json.dumps(item.to_dict(), ensure_ascii=False, default=_default)
+                            + "\n")
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending:
+            lines, self._pending = self._pending, []
+            await asyncio.to_thread(self._write_lines, lines)
+
+    def _write_lines(self, lines: list[str]) -> None:
+        assert self._file is not None
+        for line in lines:
+            self._file.write(line)
+        self._file.flush()
+        self.lines_written += len(lines)
+
+    async def aclose(self) -> None:
+        """Write what is queued, then close. Safe to call from a cancelled task."""
+        task = self._flushing
+        if task is not None and not task.done():
+            # The flush task runs on; waiting for it again after a second cancel is safe
+            # because it owns the pending lines until they are written.
+            await asyncio.shield(task)
+        if self._pending:
+            await asyncio.shield(self._flush())
+        if self._file is not None:
+            file, self._file = self._file, None
+            await asyncio.to_thread(file.close)
+
+
+def _default(value: Any) -> Any:
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return float(value)
+    return str(value)
+
+
+def render_summary(stats: BatchStats, console: Console) -> None:
+    """The end-of-batch table, then every input that did not succeed with its reason."""
+    from rich.table import Table
+
+    table = Table(title="batch summary" + (" (interrupted)" if stats.interrupted else ""),
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rate = stats.runs_per_second
+    rows: list[tuple[str, str]] = [
+        ("inputs", f"{stats.total:,}"),
+        ("succeeded", f"{stats.succeeded:,}"),
+        ("failed", f"{stats.failed:,}"),
+        ("invalid inputs", f"{stats.invalid:,}"),
+    ]
+    if stats.skipped:
+        rows.append(("skipped (done before)", f"{stats.skipped:,}"))
+    if stats.remaining:
+        rows.append(("not run", f"{stats.remaining:,}"))
+    if stats.retried:
+        rows.append(("re-run after a worker died", f"{stats.retried:,}"))
+    rows += [
+        ("tokens", format_tokens(stats)),
+        ("cost", format_cost(stats)),
+        ("time", f"{stats.elapsed:.1f}s"),
+        ("runs/s", f"{rate:.1f}" if rate else "-"),
+        ("executor", stats.executor),
+    ]
+    if stats.output:
+        rows.append(("output", stats.output))
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    if stats.failures:
+        console.print(f"{len(stats.failures)} input(s) did not succeed:", markup=False)
+        for f in stats.failures:
+            where = f" ({f.source})" if f.source else ""
+            console.print(f"  {f.id}{where}: {f.status}: {f.error or '-'}", markup=False,
+                          highlight=False, soft_wrap=True)
+
+
+def format_tokens(stats: BatchStats) -> str:
+    text = f"{stats.tokens:,}"
+    if stats.runs_without_tokens:
+        text += f" (+ {stats.runs_without_tokens} run(s) unknown)"
+    return text
+
+
+def format_cost(stats: BatchStats) -> str:
+    text = f"${stats.cost_usd:.4f}"
+    if stats.runs_without_cost:
+        text += f" (+ {stats.runs_without_cost} run(s) unknown)"
+    return text

@@ -1,0 +1,108 @@
+"""Running totals of a batch, shared by the progress display and the end summary.
+
+Tokens and cost follow the house rule that unknown is not zero: the totals add what runs
+reported, and the runs that reported none are counted apart (`runs_without_tokens`,
+`runs_without_cost`) so a display can say the sum is a lower bound instead of lying.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloom.scale._types import INVALID_INPUT, SUCCESS, BatchItemResult
+
+
+@dataclass(slots=True, kw_only=True)
+class BatchStats:
+    total: int = 0
+    """Inputs in the source, bad ones included."""
+    skipped: int = 0
+    """Finished by an earlier attempt (`resume`)."""
+    succeeded: int = 0
+    failed: int = 0
+    invalid: int = 0
+    running: int = 0
+    retried: int = 0
+    """Inputs handed to a second worker after the first died."""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    runs_without_tokens: int = 0
+    runs_without_cost: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+    ended_at: float | None = None
+    interrupted: bool = False
+    failures: list[BatchItemResult] = field(default_factory=list)
+    """Every input that did not succeed (invalid ones included), in finishing order."""
+    executor: str = "local"
+    output: str | None = None
+
+    @property
+    def done(self) -> int:
+        return self.succeeded + self.failed + self.invalid
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.total - self.skipped - self.done)
+
+    @property
+    def elapsed(self) -> float:
+        end = self.ended_at if self.ended_at is not None else time.monotonic()
+        return max(0.0, end - self.started_at)
+
+    @property
+    def runs_per_second(self) -> float | None:
+        ran = self.succeeded + self.failed
+        elapsed = self.elapsed
+        return ran / elapsed if ran and elapsed > 0 else None
+
+    @property
+    def eta_seconds(self) -> float | None:
+        rate = self.runs_per_second
+        return self.remaining / rate if rate else None
+
+    def started(self) -> None:
+        self.running += 1
+
+    def add(self, item: BatchItemResult) -> None:
+        if item.status == INVALID_INPUT:
+            self.invalid += 1
+        else:
+            self.running = max(0, self.running - 1)
+            if item.status == SUCCESS:
+                self.succeeded += 1
+            else:
+                self.failed += 1
+            if item.attempts > 1:
+                self.retried += 1
+            if item.tokens is None:
+                self.runs_without_tokens += 1
+            else:
+                self.tokens += item.tokens
+            if item.cost_usd is None:
+                self.runs_without_cost += 1
+            else:
+                self.cost_usd += item.cost_usd
+        if item.status != SUCCESS:
+            self.failures.append(item)
+
+    def finish(self) -> None:
+        if self.ended_at is None:
+            self.ended_at = time.monotonic()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total, "skipped": self.skipped, "succeeded": self.succeeded,
+            "failed": self.failed, "invalid": self.invalid, "retried": self.retried,
+            "remaining": self.remaining, "tokens": self.tokens, "cost_usd": self.cost_usd,
+            "runs_without_tokens": self.runs_without_tokens,
+            "runs_without_cost": self.runs_without_cost,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "runs_per_second": None if self.runs_per_second is None
+            else round(self.runs_per_second, 2),
+            "interrupted": self.interrupted, "executor": self.executor,
+            "output": self.output,
+            "failures": [{"id": f.id, "status": f.status, "source": f.source,
+                          "error": f.error} for f in self.failures],
+        }

@@ -1,0 +1,130 @@
+"""Durable runs: the checkpoint store protocol and its backends.
+
+`open_store(target)` picks a backend from a URL or path and does no I/O: the store opens
+(and migrates its schema) on first use, or on `async with store:`.
+
+    open_store(None)                          # .agentloom/runs.db (SQLite)
+    open_store("runs.db")                     # a plain path: SQLite
+    open_store("sqlite:///var/lib/al/runs.db")
+    open_store("postgresql://user:pw@db:5432/agentloom")
+    open_store("memory://")                   # in-process, not durable
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentloom.store._base import (
+    FINISHED_STATUSES as FINISHED_STATUSES,
+)
+from agentloom.store._base import (
+    RUN_STATUSES as RUN_STATUSES,
+)
+from agentloom.store._base import (
+    Checkpoint as Checkpoint,
+)
+from agentloom.store._base import (
+    CheckpointStore as CheckpointStore,
+)
+from agentloom.store._base import (
+    ModelExchangeRecord as ModelExchangeRecord,
+)
+from agentloom.store._base import (
+    PauseInfo as PauseInfo,
+    ResumeAction as ResumeAction,
+)
+from agentloom.store._base import (
+    RunExists as RunExists,
+)
+from agentloom.store._base import (
+    RunNotFound as RunNotFound,
+)
+from agentloom.store._base import (
+    RunRecord as RunRecord,
+)
+from agentloom.store._base import (
+    RunStatus as RunStatus,
+)
+from agentloom.store._base import (
+    StoreConfigError as StoreConfigError,
+)
+from agentloom.store._base import (
+    StoreError as StoreError,
+)
+from agentloom.store._base import (
+    ToolCallRecord as ToolCallRecord,
+)
+from agentloom.store._base import (
+    ToolLoopProgress as ToolLoopProgress,
+    tool_call_resume_action as tool_call_resume_action,
+)
+
+if TYPE_CHECKING:
+    from agentloom.store._memory import MemoryBackend as MemoryBackend
+    from agentloom.store._memory import MemoryStore as MemoryStore
+    from agentloom.store._postgres import PostgresStore as PostgresStore
+    from agentloom.store._serde import JsonSerializer as JsonSerializer
+    from agentloom.store._serde import Serializer as Serializer
+    from agentloom.store._sqlite import SqliteStore as SqliteStore
+
+_LAZY = {
+    "MemoryStore": "agentloom.store._memory",
+    "MemoryBackend": "agentloom.store._memory",
+    "SqliteStore": "agentloom.store._sqlite",
+    "PostgresStore": "agentloom.store._postgres",
+    "JsonSerializer": "agentloom.store._serde",
+    "Serializer": "agentloom.store._serde",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(name)
+
+
+def open_store(target: str | Path | None = None, *, run_dir: str | Path | None = None,
+               **options: Any) -> CheckpointStore:
+    """A store for `target` (see the module docstring). `run_dir` is where the default
+    SQLite file goes (`<run_dir>/.agentloom/runs.db`); it defaults to the working directory.
+
+    Raises:
+        StoreConfigError: an unknown URL scheme (an unwritable path fails on first use,
+            naming the path).
+    """
+    if target is None or str(target) == "":
+        from agentloom.store._sqlite import DEFAULT_PATH, SqliteStore
+
+        base = Path(run_dir) if run_dir is not None else Path()
+        return SqliteStore(base / DEFAULT_PATH, **options)
+    text = str(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        from agentloom.store._postgres import PostgresStore
+
+        return PostgresStore(text, **options)
+    if text.startswith("sqlite://"):
+        from agentloom.store._sqlite import SqliteStore
+
+        path = text[len("sqlite://"):]
+        if path.startswith("/"):  # SQLAlchemy's rule: sqlite:///rel.db, sqlite:////abs.db
+            path = path[1:]
+        if not path:
+            raise StoreConfigError(f"no file path in store URL {text!r}; "
+                                   "use sqlite:///relative.db or sqlite:////abs/path.db")
+        return SqliteStore(path, **options)
+    if text.startswith("memory:"):
+        from agentloom.store._memory import MemoryStore
+
+        return MemoryStore(**options)
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise StoreConfigError(
+            f"unknown store URL scheme {scheme!r} in {text!r}; "
+            "expected sqlite:///path, postgresql://..., memory:// or a file path"
+        )
+    from agentloom.store._sqlite import SqliteStore
+
+    return SqliteStore(text, **options)

@@ -1,0 +1,115 @@
+"""The shared store: PostgreSQL through psycopg 3's async connection.
+
+For runs shared between processes and machines. The logic is `SqlStore`'s; this module
+only runs statements. One connection per store, used by one transaction at a time (an
+asyncio lock): psycopg_pool is not a dependency, and a store's writes are short. Payloads
+are JSONB, read back as text so the serializer revives tagged values. Migrations take a
+transaction-scoped advisory lock, so two processes starting together migrate once; run
+claims are a conditional UPDATE, which PostgreSQL's row lock makes race-free.
+psycopg is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+from agentloom.store._base import StoreConfigError
+from agentloom.store._serde import Serializer
+from agentloom.store._sql import Rows, SqlStore
+
+_MIGRATION_LOCK_KEY = 0x61676C6D  # "aglm": any constant shared by every AgentLoom process
+
+
+def _translate(sql: str) -> str:
+    return sql.replace("?j", "%s::jsonb").replace("?", "%s")
+
+
+def _redact_dsn(dsn: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "<unparseable dsn>"
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return dsn
+
+
+class _PgTx:
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        cur = await self._conn.execute(_translate(sql), tuple(params))
+        if cur.description is None:
+            return []
+        rows: Rows = await cur.fetchall()
+        return rows
+
+
+class _PgDb:
+    dialect = "postgres"
+
+    def __init__(self, dsn: str, *, connect_timeout: float) -> None:
+        self.dsn = dsn
+        self._connect_timeout = connect_timeout
+        self._conn: Any = None
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        if self._conn is not None:
+            return
+        try:
+            import psycopg
+            from psycopg.types.string import TextLoader
+        except ImportError as exc:
+            raise StoreConfigError(
+                "the PostgreSQL store needs psycopg 3: pip install 'agentloom[postgres]'"
+            ) from exc
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
+            )
+        except psycopg.Error as exc:
+            raise StoreConfigError(
+                f"cannot connect to the run store at {_redact_dsn(self.dsn)}: {exc}"
+            ) from exc
+        conn.adapters.register_loader("jsonb", TextLoader)
+        self._conn = conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_PgTx]:
+        async with self._lock, self._conn.transaction():
+            yield _PgTx(self._conn)
+
+    async def migration_lock(self, tx: Any) -> None:
+        await tx.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+
+class PostgresStore(SqlStore):
+    """`PostgresStore("postgresql://user:pw@host:5432/db")`; connects on first use.
+
+        async with PostgresStore(dsn) as store:
+            if await store.claim_run(run_id, worker_id="host-1", lease_seconds=60):
+                ...                              # this worker may resume the run
+    """
+
+    def __init__(self, dsn: str, *, serde: Serializer | None = None,
+                 now: Callable[[], datetime] | None = None,
+                 connect_timeout: float = 10.0) -> None:
+        self.dsn = dsn
+        super().__init__(_PgDb(dsn, connect_timeout=connect_timeout), serde=serde, now=now)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_redact_dsn(self.dsn)!r})"

@@ -1,0 +1,180 @@
+"""Turning checkpoint payloads into JSON text and back.
+
+The store keeps JSON (SQLite TEXT, PostgreSQL JSONB), so a human can read a stuck run with
+`sqlite3` or `psql`. Values JSON lacks are written as small tagged objects
+(`{"__al__": "decimal", "v": "0.12"}`) and revived on load: `Decimal`, `bytes`,
+`datetime`, and our message types (via `message_to_dict`). Pydantic models and other
+dataclasses are stored as plain dictionaries, as the spec asks: a resumed run reads a
+dict. The serializer is a small Protocol so a backend can take an encrypting one.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from agentloom.messages import (
+    Message,
+    ModelResponse,
+    Usage,
+    message_from_dict,
+    message_to_dict,
+    part_from_dict,
+    part_to_dict,
+)
+from agentloom.store._base import Checkpoint, PauseInfo, StoreError, ToolLoopProgress
+
+_TAG = "__al__"
+_PART_KINDS = frozenset(
+    {"text", "image", "document", "audio", "tool_call", "tool_result", "reasoning"}
+)
+
+
+class Serializer(Protocol):
+    def dumps(self, obj: Any) -> str:
+        """JSON text of `obj`. Raises `StoreError` for a value it cannot write."""
+        ...
+
+    def loads(self, data: str) -> Any: ...
+
+
+def _usage_to_dict(u: Usage) -> dict[str, Any]:
+    out = {f.name: getattr(u, f.name) for f in dataclasses.fields(u)}
+    return {_TAG: "usage", "v": _encode(out)}
+
+
+def _encode(obj: Any) -> Any:
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                raise StoreError(f"cannot store a dict key of type {type(key).__name__}: {key!r}")
+            out[key] = _encode(value)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, Decimal):
+        return {_TAG: "decimal", "v": str(obj)}
+    if isinstance(obj, bytes):
+        return {_TAG: "bytes", "v": base64.b64encode(obj).decode("ascii")}
+    if isinstance(obj, datetime):
+        return {_TAG: "datetime", "v": obj.isoformat()}
+    if isinstance(obj, Message):
+        return {_TAG: "message", "v": message_to_dict(obj)}
+    if isinstance(obj, Usage):
+        return _usage_to_dict(obj)
+    if isinstance(obj, ModelResponse):
+        return {
+            _TAG: "model_response",
+            "v": {
+                "parts": [part_to_dict(p) for p in obj.parts],
+                "usage": _usage_to_dict(obj.usage),
+                "finish_reason": obj.finish_reason,
+                "model": obj.model,
+                "provider": obj.provider,
+                "response_id": obj.response_id,
+                "time_to_first_token": obj.time_to_first_token,
+            },
+        }
+    kind = getattr(obj, "kind", None)
+    if dataclasses.is_dataclass(obj) and isinstance(kind, str) and kind in _PART_KINDS:
+        return {_TAG: "part", "v": part_to_dict(obj)}  # type: ignore[arg-type]
+    model_dump = getattr(obj, "model_dump", None)
+    if callable(model_dump) and hasattr(type(obj), "model_fields"):
+        return _encode(model_dump(mode="python"))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _encode({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+    if isinstance(obj, (set, frozenset)):
+        return [_encode(v) for v in sorted(obj, key=repr)]
+    raise StoreError(f"cannot store a value of type {type(obj).__name__} in a checkpoint")
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    tag = obj.get(_TAG)
+    if tag is None or len(obj) != 2:
+        return {k: _decode(v) for k, v in obj.items()}
+    value = obj["v"]
+    if tag == "decimal":
+        return Decimal(value)
+    if tag == "bytes":
+        return base64.b64decode(value)
+    if tag == "datetime":
+        return datetime.fromisoformat(value)
+    if tag == "message":
+        return message_from_dict(value)
+    if tag == "part":
+        return part_from_dict(value)
+    if tag == "usage":
+        return Usage(**_decode(value))
+    if tag == "model_response":
+        return ModelResponse(
+            parts=tuple(part_from_dict(p) for p in value["parts"]),
+            usage=_decode(value["usage"]),
+            finish_reason=value["finish_reason"],
+            model=value["model"],
+            provider=value["provider"],
+            response_id=value.get("response_id"),
+            time_to_first_token=value.get("time_to_first_token"),
+        )
+    return {k: _decode(v) for k, v in obj.items()}
+
+
+class JsonSerializer:
+    """The default serializer: compact JSON with tagged values for non-JSON types."""
+
+    def dumps(self, obj: Any) -> str:
+        try:
+            return json.dumps(_encode(obj), separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:
+            raise StoreError(f"cannot store a value as JSON: {exc}") from exc
+
+    def loads(self, data: str) -> Any:
+        return _decode(json.loads(data))
+
+
+def _shallow(obj: Any) -> dict[str, Any]:
+    # dataclasses.asdict would recurse into Message objects and lose their tags.
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+def checkpoint_to_payload(cp: Checkpoint) -> dict[str, Any]:
+    """The checkpoint fields that go into the payload column (not seq/created_at)."""
+    return {
+        "state": cp.state,
+        "status": cp.status,
+        "step_results": cp.step_results,
+        "conversations": cp.conversations,
+        "tool_loops": [_shallow(t) for t in cp.tool_loops],
+        "paused": _shallow(cp.paused) if cp.paused is not None else None,
+        "cost_usd": cp.cost_usd,
+        "extra": cp.extra,
+    }
+
+
+def checkpoint_from_payload(data: dict[str, Any], *, seq: int,
+                            created_at: datetime | None) -> Checkpoint:
+    paused = data.get("paused")
+    return Checkpoint(
+        state=data.get("state") or {},
+        status=data.get("status", "running"),
+        step_results=data.get("step_results") or {},
+        conversations=data.get("conversations") or {},
+        tool_loops=[ToolLoopProgress(**t) for t in data.get("tool_loops") or []],
+        paused=PauseInfo(**paused) if paused else None,
+        cost_usd=data.get("cost_usd"),
+        extra=data.get("extra") or {},
+        seq=seq,
+        created_at=created_at,
+    )

@@ -1,0 +1,371 @@
+"""The store logic both SQL backends share, written once against a tiny database seam.
+
+SQLite (a worker thread) and PostgreSQL (psycopg async) differ in how a statement runs,
+not in what the store does. `SqlDb` hides that: `transaction()` yields something with one
+method, `execute(sql, params) -> rows`. Statements use `?` placeholders and `?j` for a JSON
+parameter; the PostgreSQL adapter rewrites them (`%s`, `%s::jsonb`). Every public method
+is one transaction, so a write lands whole or not at all; the seq of a checkpoint comes
+from `UPDATE runs ... RETURNING latest_seq` inside it, so it is monotonic per run even
+with several writers (the row lock serialises them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Protocol
+
+from agentloom.store._base import (
+    FINISHED_STATUSES,
+    Checkpoint,
+    ModelExchangeRecord,
+    RunExists,
+    RunNotFound,
+    RunRecord,
+    RunStatus,
+    StoreError,
+    ToolCallRecord,
+    ToolCallStatus,
+    check_status,
+    check_tool_status,
+)
+from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
+from agentloom.store._serde import (
+    JsonSerializer,
+    Serializer,
+    checkpoint_from_payload,
+    checkpoint_to_payload,
+)
+
+Rows = list[tuple[Any, ...]]
+
+
+class SqlTx(Protocol):
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows: ...
+
+
+class SqlDb(Protocol):
+    dialect: str
+
+    async def open(self) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[SqlTx]: ...
+
+    async def migration_lock(self, tx: SqlTx) -> None:
+        """Serialise migrations between processes (PostgreSQL: an advisory lock)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+_RUN_COLS = ("run_id, workflow_name, workflow_hash, status, meta, started_at, updated_at, "
+             "cost_usd, latest_seq, claimed_by, lease_until")
+
+
+class SqlStore:
+    """A `CheckpointStore` over any `SqlDb`. Opens and migrates on first use."""
+
+    def __init__(self, db: SqlDb, *, serde: Serializer | None = None,
+                 now: Callable[[], datetime] | None = None) -> None:
+        self._db = db
+        self._serde: Serializer = serde or JsonSerializer()
+        self._now = now or utcnow
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+        self._closed = False
+
+    async def __aenter__(self) -> SqlStore:
+        await self._ensure()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _ensure(self) -> None:
+        if self._ready:
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        async with self._ready_lock:
+            if self._ready:
+                return
+            await self._db.open()
+            async with self._db.transaction() as tx:
+                await self._db.migration_lock(tx)
+                await tx.execute(MIGRATIONS_TABLE_SQL)
+                applied = {r[0] for r in await tx.execute("SELECT name FROM agentloom_migrations")}
+                for fn in MIGRATIONS:
+                    name = migration_name(fn)
+                    if name in applied:
+                        continue
+                    for statement in fn(self._db.dialect):
+                        await tx.execute(statement)
+                    await tx.execute(
+                        "INSERT INTO agentloom_migrations (name, applied_at) VALUES (?, ?)",
+                        (name, self._now().isoformat()),
+                    )
+            self._ready = True
+
+    # --- conversions ------------------------------------------------------------------
+
+    def _dumps(self, value: Any) -> str:
+        return self._serde.dumps(value)
+
+    def _loads(self, value: Any) -> Any:
+        return None if value is None else self._serde.loads(value)
+
+    @staticmethod
+    def _dt(value: Any) -> datetime | None:
+        if value is None or isinstance(value, datetime):
+            return value
+        return datetime.fromisoformat(str(value))
+
+    def _run(self, row: tuple[Any, ...]) -> RunRecord:
+        started, updated = self._dt(row[5]), self._dt(row[6])
+        assert started is not None and updated is not None
+        return RunRecord(
+            run_id=row[0], workflow_name=row[1], workflow_hash=row[2], status=row[3],
+            meta=self._loads(row[4]) or {}, started_at=started, updated_at=updated,
+            cost_usd=Decimal(row[7]) if row[7] is not None else None, latest_seq=int(row[8]),
+            claimed_by=row[9], lease_until=self._dt(row[10]),
+        )
+
+    # --- runs and checkpoints ---------------------------------------------------------
+
+    async def create_run(self, run_id: str, workflow_name: str, workflow_hash: str,
+                         state: dict[str, Any], meta: dict[str, Any] | None = None) -> RunRecord:
+        await self._ensure()
+        now = self._now()
+        payload = self._dumps(checkpoint_to_payload(Checkpoint(state=state)))
+        meta_json = self._dumps(meta or {})
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(
+                "INSERT INTO runs (run_id, workflow_name, workflow_hash, status, meta, "
+                "started_at, updated_at, cost_usd, latest_seq) VALUES (?, ?, ?, ?, ?j, ?, ?, "
+                "NULL, 0) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
+                (run_id, workflow_name, workflow_hash, "running", meta_json, now, now),
+            )
+            if not rows:
+                raise RunExists(run_id)
+            await tx.execute(
+                "INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES (?, 0, ?, ?j)",
+                (run_id, now, payload),
+            )
+        run = await self.get_run(run_id)
+        assert run is not None
+        return run
+
+    async def save_checkpoint(self, run_id: str, checkpoint: Checkpoint) -> int:
+        check_status(checkpoint.status)
+        await self._ensure()
+        payload = self._dumps(checkpoint_to_payload(checkpoint))  # fails before any write
+        now = self._now()
+        cost = str(checkpoint.cost_usd) if checkpoint.cost_usd is not None else None
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(
+                "UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
+                "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ? RETURNING latest_seq",
+                (checkpoint.status, now, cost, run_id),
+            )
+            if not rows:
+                raise RunNotFound(run_id)
+            seq = int(rows[0][0])
+            await tx.execute(
+                "INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES (?, ?, ?, ?j)",
+                (run_id, seq, now, payload),
+            )
+        return seq
+
+    async def load_latest(self, run_id: str) -> Checkpoint | None:
+        await self._ensure()
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(
+                "SELECT seq, created_at, payload FROM checkpoints WHERE run_id = ? "
+                "ORDER BY seq DESC LIMIT 1", (run_id,),
+            )
+        if not rows:
+            return None
+        seq, created, payload = rows[0]
+        return checkpoint_from_payload(self._loads(payload), seq=int(seq),
+                                       created_at=self._dt(created))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        await self._ensure()
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
+        return self._run(rows[0]) if rows else None
+
+    async def list_runs(self, *, status: str | None = None, limit: int | None = 100
+                        ) -> list[RunRecord]:
+        await self._ensure()
+        sql = f"SELECT {_RUN_COLS} FROM runs"
+        params: list[Any] = []
+        if status is not None:
+            sql += " WHERE status = ?"
+            params.append(status)
+        sql += " ORDER BY updated_at DESC, run_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(sql, params)
+        return [self._run(r) for r in rows]
+
+    async def set_status(self, run_id: str, status: RunStatus) -> None:
+        check_status(status)
+        await self._ensure()
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(
+                "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
+                (status, self._now(), run_id),
+            )
+        if not rows:
+            raise RunNotFound(run_id)
+
+    # --- write-ahead for tool calls and model exchanges -------------------------------
+
+    async def _require_run(self, tx: SqlTx, run_id: str) -> None:
+        if not await tx.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+            raise RunNotFound(run_id)
+
+    async def record_tool_call(self, run_id: str, step_id: str, turn: int, call_id: str, *,
+                               status: ToolCallStatus, result: Any = None,
+                               idempotent: bool = False, name: str | None = None,
+                               arguments: Any = None) -> None:
+        check_tool_status(status)
+        await self._ensure()
+        result_json = self._dumps(result)
+        args_json = self._dumps(arguments) if arguments is not None else None
+        async with self._db.transaction() as tx:
+            await self._require_run(tx, run_id)
+            existing = await tx.execute(
+                "SELECT status FROM tool_calls WHERE run_id = ? AND step_id = ? AND call_id = ?",
+                (run_id, step_id, call_id),
+            )
+            if existing and existing[0][0] == "done" and status == "in_flight":
+                raise StoreError(
+                    f"tool call {call_id!r} of step {step_id!r} (run {run_id!r}) is already "
+                    "done; it cannot go back to in_flight"
+                )
+            await tx.execute(
+                "INSERT INTO tool_calls (run_id, step_id, call_id, turn, status, idempotent, "
+                "name, arguments, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?j, ?j, ?) "
+                "ON CONFLICT (run_id, step_id, call_id) DO UPDATE SET turn = excluded.turn, "
+                "status = excluded.status, idempotent = excluded.idempotent, "
+                "name = COALESCE(excluded.name, tool_calls.name), "
+                "arguments = COALESCE(excluded.arguments, tool_calls.arguments), "
+                "result = excluded.result, updated_at = excluded.updated_at",
+                (run_id, step_id, call_id, turn, status, bool(idempotent), name, args_json,
+                 result_json, self._now()),
+            )
+
+    async def get_tool_calls(self, run_id: str, step_id: str | None = None
+                             ) -> list[ToolCallRecord]:
+        await self._ensure()
+        sql = ("SELECT run_id, step_id, turn, call_id, status, idempotent, result, name, "
+               "arguments, updated_at FROM tool_calls WHERE run_id = ?")
+        params: list[Any] = [run_id]
+        if step_id is not None:
+            sql += " AND step_id = ?"
+            params.append(step_id)
+        sql += " ORDER BY step_id, turn, call_id"
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(sql, params)
+        return [
+            ToolCallRecord(run_id=r[0], step_id=r[1], turn=int(r[2]), call_id=r[3], status=r[4],
+                           idempotent=bool(r[5]), result=self._loads(r[6]), name=r[7],
+                           arguments=self._loads(r[8]), updated_at=self._dt(r[9]))
+            for r in rows
+        ]
+
+    async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
+                                    request_hash: str, response: Any) -> None:
+        await self._ensure()
+        response_json = self._dumps(response)
+        async with self._db.transaction() as tx:
+            await self._require_run(tx, run_id)
+            await tx.execute(
+                "INSERT INTO model_exchanges (run_id, step_id, turn, request_hash, response, "
+                "created_at) VALUES (?, ?, ?, ?, ?j, ?) ON CONFLICT (run_id, step_id, turn, "
+                "request_hash) DO UPDATE SET response = excluded.response, "
+                "created_at = excluded.created_at",
+                (run_id, step_id, turn, request_hash, response_json, self._now()),
+            )
+
+    async def get_model_exchanges(self, run_id: str, step_id: str | None = None
+                                  ) -> list[ModelExchangeRecord]:
+        await self._ensure()
+        sql = ("SELECT run_id, step_id, turn, request_hash, response, created_at "
+               "FROM model_exchanges WHERE run_id = ?")
+        params: list[Any] = [run_id]
+        if step_id is not None:
+            sql += " AND step_id = ?"
+            params.append(step_id)
+        sql += " ORDER BY step_id, turn, created_at"
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(sql, params)
+        return [
+            ModelExchangeRecord(run_id=r[0], step_id=r[1], turn=int(r[2]), request_hash=r[3],
+                                response=self._loads(r[4]), created_at=self._dt(r[5]))
+            for r in rows
+        ]
+
+    # --- retention and claims ---------------------------------------------------------
+
+    async def prune(self, older_than: timedelta, *,
+                    statuses: frozenset[str] = FINISHED_STATUSES) -> int:
+        await self._ensure()
+        if not statuses:
+            return 0
+        cutoff = self._now() - older_than
+        marks = ", ".join("?" for _ in statuses)
+        where = f"updated_at < ? AND status IN ({marks})"
+        params = (cutoff, *sorted(statuses))
+        async with self._db.transaction() as tx:
+            ids = await tx.execute(f"SELECT run_id FROM runs WHERE {where}", params)
+            for table in ("checkpoints", "tool_calls", "model_exchanges"):
+                await tx.execute(
+                    f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs WHERE {where})",
+                    params,
+                )
+            await tx.execute(f"DELETE FROM runs WHERE {where}", params)
+        return len(ids)
+
+    async def claim_run(self, run_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Take the run for `worker_id` until the lease ends. True if this worker holds it
+        now (it was free, expired, or already ours); False if another worker holds it."""
+        await self._ensure()
+        now = self._now()
+        async with self._db.transaction() as tx:
+            # One conditional UPDATE: the row lock makes two claimers take turns, and the
+            # loser re-checks the WHERE against the winner's row.
+            rows = await tx.execute(
+                "UPDATE runs SET claimed_by = ?, lease_until = ? WHERE run_id = ? AND "
+                "(claimed_by IS NULL OR claimed_by = ? OR lease_until IS NULL OR lease_until < ?)"
+                " RETURNING run_id",
+                (worker_id, now + timedelta(seconds=lease_seconds), run_id, worker_id, now),
+            )
+            if rows:
+                return True
+            await self._require_run(tx, run_id)
+        return False
+
+    async def release_claim(self, run_id: str, worker_id: str) -> None:
+        await self._ensure()
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE runs SET claimed_by = NULL, lease_until = NULL "
+                "WHERE run_id = ? AND claimed_by = ?", (run_id, worker_id),
+            )
+
+    async def close(self) -> None:
+        self._closed = True
+        self._ready = False
+        await self._db.close()

@@ -1,0 +1,137 @@
+"""The embedded default store: one SQLite file, driven from one dedicated worker thread.
+
+sqlite3 blocks, so every statement runs on a single-thread executor that owns the
+connection (no blocking I/O on the event loop, and sqlite3's same-thread rule holds). An
+asyncio lock keeps one transaction at a time; writes use `BEGIN IMMEDIATE` so a second
+process waits on the busy timeout instead of failing halfway. WAL mode lets readers run
+beside a writer, and a committed transaction survives `kill -9` of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agentloom.store._base import StoreConfigError
+from agentloom.store._serde import Serializer
+from agentloom.store._sql import Rows, SqlStore
+
+T = TypeVar("T")
+DEFAULT_PATH = Path(".agentloom") / "runs.db"
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, datetime):
+        # Fixed-width UTC text, so string order is time order.
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+    return value
+
+
+class _SqliteTx:
+    def __init__(self, db: _SqliteDb) -> None:
+        self._db = db
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        return await self._db.call(self._db.execute_sync, sql.replace("?j", "?"),
+                                   tuple(_param(p) for p in params))
+
+
+class _SqliteDb:
+    dialect = "sqlite"
+
+    def __init__(self, path: Path, *, busy_timeout: float) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="agentloom-sqlite")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _open_sync(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+            # Touch the file for writing now, so an unwritable store fails here, by name.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreConfigError(
+                f"cannot open the run store at {self.path}: {exc} "
+                "(give a writable path, e.g. --store sqlite:///some/dir/runs.db)"
+            ) from exc
+        self._conn = conn
+
+    async def open(self) -> None:
+        if self._conn is None:
+            await self.call(self._open_sync)
+
+    def execute_sync(self, sql: str, params: tuple[Any, ...]) -> Rows:
+        assert self._conn is not None
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise StoreConfigError(f"the run store at {self.path} is not writable: {exc}"
+                                       ) from exc
+            raise
+
+    def _exec_plain(self, sql: str) -> None:
+        assert self._conn is not None
+        self._conn.execute(sql)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_SqliteTx]:
+        async with self._lock:
+            await self.call(self._exec_plain, "BEGIN IMMEDIATE")
+            try:
+                yield _SqliteTx(self)
+            except BaseException:
+                # The single worker thread runs this before any later BEGIN.
+                await asyncio.shield(self.call(self._exec_plain, "ROLLBACK"))
+                raise
+            await self.call(self._exec_plain, "COMMIT")
+
+    async def migration_lock(self, tx: Any) -> None:
+        return None  # BEGIN IMMEDIATE already holds the database's write lock
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def close(self) -> None:
+        if self._executor is None:
+            return
+        await self.call(self._close_sync)
+        self._executor.shutdown(wait=False)
+        self._executor = None
+
+
+class SqliteStore(SqlStore):
+    """`SqliteStore(path)`; the file and its directory are created on first use.
+
+        store = SqliteStore(".agentloom/runs.db")
+        async with store:                       # opens, migrates; closes at the end
+            await store.create_run("r1", "flow", "sha256:...", {"topic": "x"})
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, serde: Serializer | None = None,
+                 now: Callable[[], datetime] | None = None, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        super().__init__(_SqliteDb(self.path, busy_timeout=busy_timeout), serde=serde, now=now)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"

@@ -1,0 +1,185 @@
+"""A fake Anthropic Messages server on 127.0.0.1, for our tests and yours.
+
+It speaks the real wire format: `POST /v1/messages` answers a `message` object, or with
+`"stream": true` the SSE sequence message_start, content_block_start/delta/stop (thinking
+with its signature, text, tool_use with input_json_delta), message_delta, message_stop,
+with pings between. Like the real API it wants `x-api-key` and `anthropic-version`, and
+when the request ends with an assistant turn (a prefill) the reply continues it: a
+scripted text that starts with the prefill is sent without it.
+
+    async with FakeAnthropicServer() as server:
+        server.script(FakeReply(text="Hi", reasoning="Let me think"))
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from aiohttp import web
+
+from agentloom.testing._server import (
+    FakeBadBody,
+    FakeDrop,
+    FakeError,
+    FakeReply,
+    FakeServer,
+    split_text,
+)
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+                429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+_ids = itertools.count(1)
+
+
+def _usage(reply: FakeReply) -> dict[str, Any]:
+    return {
+        "input_tokens": reply.input_tokens,
+        "output_tokens": reply.output_tokens,
+        "cache_read_input_tokens": reply.cached_tokens or 0,
+        "cache_creation_input_tokens": reply.cache_write_tokens or 0,
+    }
+
+
+def _prefill(body: Any) -> str:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not messages or messages[-1].get("role") != "assistant":
+        return ""
+    content = messages[-1].get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def _text(body: Any, reply: FakeReply) -> str:
+    prefill = _prefill(body)
+    return reply.text[len(prefill):] if prefill and reply.text.startswith(prefill) else reply.text
+
+
+def _args(args: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(args, str):
+        value = json.loads(args) if args else {}
+        return value if isinstance(value, dict) else {}
+    return args
+
+
+class FakeAnthropicServer(FakeServer):
+    """Serves POST /v1/messages."""
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post("/v1/messages", self._messages)]
+
+    def error_body(self, entry: FakeError) -> FakeError:
+        """A plain-text scripted error, wrapped as the API wraps its errors."""
+        if isinstance(entry.body, dict):
+            return entry
+        kind = _ERROR_TYPES.get(entry.status, "api_error")
+        return FakeError(status=entry.status, headers=entry.headers,
+                         body={"type": "error", "error": {"type": kind, "message": entry.body}})
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await self.record(request)
+        if "x-api-key" not in request.headers:
+            return self.error_response(self.error_body(FakeError(
+                status=401, body="x-api-key header is required")))
+        if "anthropic-version" not in request.headers:
+            return self.error_response(self.error_body(FakeError(
+                status=400, body="anthropic-version header is required")))
+        entry = self.next_entry(body)
+        if isinstance(entry, FakeError):
+            return self.error_response(self.error_body(entry))
+        if isinstance(entry, FakeDrop) and entry.after_chunks is None:
+            self.drop(request)
+            return web.Response(status=500)  # never sent: the connection is gone
+        if isinstance(entry, FakeBadBody):
+            return web.Response(status=200, body=entry.body, content_type="application/json")
+        drop_after = None
+        if isinstance(entry, FakeDrop):
+            drop_after = entry.after_chunks
+            scripted = self.responder(body)
+            entry = scripted if isinstance(scripted, FakeReply) else FakeReply(text="Hello.")
+        if isinstance(body, dict) and body.get("stream"):
+            return await self.stream_lines(request, self.events(body, entry),
+                                           content_type="text/event-stream",
+                                           drop_after=drop_after)
+        return web.json_response(self.message(body, entry))
+
+    def _head(self, body: Any, reply: FakeReply) -> tuple[str, str]:
+        model = reply.model or (body.get("model") if isinstance(body, dict) else None)
+        return f"msg_fake{next(_ids)}", model or "claude-sonnet-4-5"
+
+    def _blocks(self, body: Any, reply: FakeReply, rid: str) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if reply.reasoning is not None:
+            blocks.append({"type": "thinking", "thinking": reply.reasoning,
+                           "signature": reply.reasoning_signature or f"sig-{rid}"})
+        text = _text(body, reply)
+        if text or not reply.tool_calls:
+            blocks.append({"type": "text", "text": text})
+        for i, (name, args) in enumerate(reply.tool_calls):
+            blocks.append({"type": "tool_use", "id": f"toolu_{rid}_{i}", "name": name,
+                           "input": _args(args)})
+        return blocks
+
+    @staticmethod
+    def _finish(reply: FakeReply) -> str:
+        return reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
+
+    def message(self, body: Any, reply: FakeReply) -> dict[str, Any]:
+        """A whole `message` object for this reply."""
+        rid, model = self._head(body, reply)
+        return {
+            "id": rid, "type": "message", "role": "assistant", "model": model,
+            "content": self._blocks(body, reply, rid), "stop_reason": self._finish(reply),
+            "stop_sequence": None, "usage": _usage(reply),
+        }
+
+    def events(self, body: Any, reply: FakeReply) -> list[bytes]:
+        """The SSE events of a streamed reply."""
+        rid, model = self._head(body, reply)
+
+        def event(name: str, data: dict[str, Any]) -> bytes:
+            return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+        start_usage = {**_usage(reply), "output_tokens": 1}
+        out = [event("message_start", {"type": "message_start", "message": {
+            "id": rid, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": start_usage}})]
+        for index, block in enumerate(self._blocks(body, reply, rid)):
+            out.extend(self._block_events(event, index, block, reply))
+        out.append(event("ping", {"type": "ping"}))
+        out.append(event("message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": self._finish(reply), "stop_sequence": None},
+            "usage": {"output_tokens": reply.output_tokens}}))
+        out.append(event("message_stop", {"type": "message_stop"}))
+        return out
+
+    @staticmethod
+    def _block_events(event: Any, index: int, block: dict[str, Any],
+                      reply: FakeReply) -> list[bytes]:
+        kind = block["type"]
+        start: dict[str, Any]
+        if kind == "thinking":
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": piece}
+                      for piece in split_text(block["thinking"], None)]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "text":
+            start = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece}
+                      for piece in split_text(block["text"], reply.chunks)]
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            text = json.dumps(block["input"])
+            half = len(text) // 2
+            deltas = [{"type": "input_json_delta", "partial_json": piece}
+                      for piece in (text[:half], text[half:]) if piece]
+        out = [event("content_block_start", {"type": "content_block_start", "index": index,
+                                             "content_block": start})]
+        out.extend(event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                 "delta": d}) for d in deltas)
+        out.append(event("content_block_stop", {"type": "content_block_stop", "index": index}))
+        return out

@@ -1,0 +1,70 @@
+"""A small real MCP server, for tests of MCP tool sources (ours and users').
+
+Written with the official SDK's `MCPServer`; run it as a process:
+
+    python -m agentloom.testing.mcp_server                      # stdio
+    python -m agentloom.testing.mcp_server --http --port 8765   # streamable HTTP on 127.0.0.1
+
+Tools: `add(a, b)`, `echo(text)`, `fail(message)` (always fails, so the client sees an
+error result), `slow(seconds)` (sleeps, for timeout tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+
+def build_server() -> MCPServer:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer("agentloom-test")
+
+    @server.tool(description="Add two integers and return the sum.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Always fails with the given message.")
+    def fail(message: str = "boom") -> str:
+        raise ToolError(message)
+
+    @server.tool(description="Sleep for some seconds, then answer 'done'.")
+    async def slow(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "done"
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--fail-start",
+        action="store_true",
+        help="write to stderr and exit 3 at once (start-failure tests)",
+    )
+    args = parser.parse_args(argv)
+    if args.fail_start:
+        print("test server refusing to start: --fail-start given", file=sys.stderr)
+        raise SystemExit(3)
+    server = build_server()
+    if args.http:
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Tools the model can call: the protocol, `@tool`, the registry and per-step `ToolSet`,
+the sandbox and the built-ins, MCP servers, workflow functions and vendor tools.
+
+Only light modules load with this package; the built-ins, MCP (which imports the `mcp`
+SDK) and the loaders are imported on first use of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agentloom.tools._decorator import PythonTool as PythonTool
+from agentloom.tools._decorator import as_tool as as_tool
+from agentloom.tools._decorator import tool as tool
+from agentloom.tools._registry import ToolRegistry as ToolRegistry
+from agentloom.tools._sandbox import SandboxPolicy as SandboxPolicy
+from agentloom.tools._sandbox import SandboxViolation as SandboxViolation
+from agentloom.tools._tool import BaseTool as BaseTool
+from agentloom.tools._tool import Tool as Tool
+from agentloom.tools._tool import encode_result as encode_result
+from agentloom.tools._toolset import DeclaredTool as DeclaredTool
+from agentloom.tools._toolset import ToolSet as ToolSet
+
+if TYPE_CHECKING:
+    from agentloom.http._base import Transport
+    from agentloom.tools._functions import ArgSpec as ArgSpec
+    from agentloom.tools._functions import FunctionTool as FunctionTool
+    from agentloom.tools._loading import load_entry_point_tools as load_entry_point_tools
+    from agentloom.tools._loading import load_tools_from_module as load_tools_from_module
+    from agentloom.tools._mcp import MCPServerConfig as MCPServerConfig
+    from agentloom.tools._mcp import MCPToolSource as MCPToolSource
+    from agentloom.tools._vendor import normalize_vendor_tools as normalize_vendor_tools
+    from agentloom.tools.builtins import builtin_tools as builtin_tools
+
+_LAZY = {
+    "ArgSpec": "agentloom.tools._functions",
+    "FunctionTool": "agentloom.tools._functions",
+    "load_entry_point_tools": "agentloom.tools._loading",
+    "load_tools_from_module": "agentloom.tools._loading",
+    "MCPServerConfig": "agentloom.tools._mcp",
+    "MCPToolSource": "agentloom.tools._mcp",
+    "MCPTool": "agentloom.tools._mcp",
+    "normalize_vendor_tools": "agentloom.tools._vendor",
+    "builtin_tools": "agentloom.tools.builtins",
+    "BUILTIN_NAMES": "agentloom.tools.builtins",
+}
+
+
+def default_registry(
+    *, transport: Transport | None = None, policy: SandboxPolicy | None = None, tools: Any = ()
+) -> ToolRegistry:
+    """A registry with the four built-ins (under `policy`) and any extra tools."""
+    from agentloom.tools.builtins import builtin_tools
+
+    registry = ToolRegistry(builtin_tools(transport=transport, policy=policy))
+    registry.register_all(tools)
+    return registry
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentloom.tools' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

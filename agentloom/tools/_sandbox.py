@@ -1,0 +1,351 @@
+"""The sandbox: what the built-in tools may touch (paths, network, commands).
+
+This is allow-list validation in Python, not OS isolation. It is safe by default: with no
+`sandbox:` block, the sandbox is enabled and allows nothing (no network, no shell, no
+files), and each refusal says which setting would allow it.
+
+`enabled: false` lifts the path and command limits (any file, any command; commands still
+run without a shell). Two things hold even then (spec 000): `allow_network: false` and
+`allowed_domains` still restrict URLs, and private, loopback and link-local addresses
+are refused on every redirect hop unless `allow_private_addresses` or
+`allowed_addresses` name them. An `allowed_addresses` entry is a host, an IP, a network
+(`10.0.0.0/8`) or an address with a port (`127.0.0.1:8080`, `[::1]:8080`), which allows
+that one port only: the way tests open exactly one loopback server.
+
+Known limit: the address check resolves the name, and the transport resolves it again
+when it connects, so a DNS server that answers differently the second time (rebinding)
+could slip past. IP literals and every redirect hop are checked exactly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentloom._netguard import AddressPolicy, AddressRefused, host_matches, parse_host, resolve
+from agentloom.errors import ConfigError, ToolError
+
+# Programs that run whatever their arguments say: allowing one allows every command.
+DANGEROUS_COMMANDS = frozenset(
+    {
+        "sh",
+        "bash",
+        "zsh",
+        "dash",
+        "ksh",
+        "fish",
+        "csh",
+        "tcsh",
+        "env",
+        "xargs",
+        "sudo",
+        "su",
+        "doas",
+        "python",
+        "python3",
+        "perl",
+        "ruby",
+        "node",
+        "php",
+        "lua",
+        "awk",
+        "gawk",
+        "find",
+        "nohup",
+        "timeout",
+        "nice",
+        "ionice",
+        "setsid",
+        "stdbuf",
+        "exec",
+        "eval",
+        "busybox",
+        "ssh",
+        "docker",
+        "kubectl",
+    }
+)
+
+
+class SandboxViolation(ToolError):
+    """The sandbox refused a tool action. The message names the setting that allows it."""
+
+
+def _tuple(value: Any, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable):
+        out = []
+        for v in value:
+            if not isinstance(v, str | int):
+                raise ConfigError(f"sandbox.{key}: expected strings, got {v!r}")
+            out.append(str(v))
+        return tuple(out)
+    raise ConfigError(f"sandbox.{key}: expected a list of strings, got {value!r}")
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SandboxPolicy:
+    """What built-in tools may do.
+
+    SandboxPolicy()                                        # nothing: the default
+    SandboxPolicy(readable_paths=("./data",))              # file_read under ./data
+    SandboxPolicy(allow_network=True, allowed_domains=("api.example.com",))
+    SandboxPolicy(allowed_commands=("echo", "ls"))         # shell_command, no shell
+    SandboxPolicy(enabled=False)                           # any path or command
+    SandboxPolicy.from_config(yaml_dict["sandbox"])
+    """
+
+    enabled: bool = True
+    allow_network: bool | None = None
+    """None: off when enabled, on when disabled. An explicit False always holds."""
+    allowed_domains: tuple[str, ...] = ()
+    """If not empty, URLs must be at one of these hosts or their subdomains."""
+    allowed_schemes: tuple[str, ...] = ("http", "https")
+    readable_paths: tuple[str, ...] = ()
+    allowed_paths: tuple[str, ...] = ()
+    """Writable (and so readable) directories or files."""
+    allowed_commands: tuple[str, ...] = ()
+    danger_opt_in: tuple[str, ...] = ()
+    """Commands from DANGEROUS_COMMANDS the author allows knowingly."""
+    allow_private_addresses: bool = False
+    allowed_addresses: tuple[str, ...] = ()
+    max_output_bytes: int = 1_000_000
+    """Tool output (response bodies, command output, file reads) is cut here."""
+    max_write_bytes: int = 10_000_000
+    base_dir: str | None = None
+    """Relative paths resolve against this (the directory runs start from); None: cwd."""
+    _address_policy: AddressPolicy = field(init=False, repr=False, compare=False)
+    _port_rules: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_output_bytes <= 0 or self.max_write_bytes <= 0:
+            raise ConfigError("sandbox: max_output_bytes and max_write_bytes must be positive")
+        risky = sorted(
+            c
+            for c in self.allowed_commands
+            if os.path.basename(c) in DANGEROUS_COMMANDS and c not in self.danger_opt_in
+        )
+        if risky:
+            raise ConfigError(
+                f"sandbox.allowed_commands: {', '.join(risky)} can run any other command; "
+                f"list them in sandbox.danger_opt_in too if you mean it"
+            )
+        plain: list[str] = []
+        ports: list[tuple[str, int]] = []
+        for entry in self.allowed_addresses:
+            split = _split_port(entry)
+            if split is None:
+                plain.append(entry)
+            else:
+                ports.append(split)
+        object.__setattr__(
+            self,
+            "_address_policy",
+            AddressPolicy(allow_private=self.allow_private_addresses, allowed=tuple(plain)),
+        )
+        object.__setattr__(self, "_port_rules", tuple(ports))
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> SandboxPolicy:
+        """The YAML `sandbox:` block. Unknown keys are errors (with a suggestion);
+        `writable_paths` is taken as `allowed_paths`."""
+        if config is None:
+            return cls()
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"sandbox: expected a mapping, got {type(config).__name__}")
+        known = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        aliases = {"writable_paths": "allowed_paths"}
+        ignored = {"allow_internal_webhook_targets"}  # webhooks' concern, not the tools'
+        values: dict[str, Any] = {}
+        for key, value in config.items():
+            target = aliases.get(key, key)
+            if key in ignored:
+                continue
+            if target not in known:
+                close = difflib.get_close_matches(key, sorted(known | set(aliases)), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"sandbox: unknown setting {key!r}{hint}")
+            if target in ("enabled", "allow_private_addresses"):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"sandbox.{key}: expected true or false, got {value!r}")
+                values[target] = value
+            elif target == "allow_network":
+                if value is not None and not isinstance(value, bool):
+                    raise ConfigError(f"sandbox.{key}: expected true or false, got {value!r}")
+                values[target] = value
+            elif target in ("max_output_bytes", "max_write_bytes"):
+                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                    raise ConfigError(f"sandbox.{key}: expected a positive integer, got {value!r}")
+                values[target] = value
+            elif target == "base_dir":
+                values[target] = None if value is None else str(value)
+            else:
+                values[target] = values.get(target, ()) + _tuple(value, key)
+        return cls(**values)
+
+    # --- network --------------------------------------------------------------------
+
+    @property
+    def network_allowed(self) -> bool:
+        return self.allow_network if self.allow_network is not None else not self.enabled
+
+    async def check_url(self, url: str) -> list[str]:
+        """Refuse a URL this policy does not allow; returns its resolved addresses.
+        Call it on every hop of a redirect chain."""
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in {s.lower() for s in self.allowed_schemes}:
+            raise SandboxViolation(
+                f"refused {url!r}: scheme {scheme or '(none)'!r} is not in "
+                f"sandbox.allowed_schemes ({', '.join(self.allowed_schemes) or 'none'})"
+            )
+        if not self.network_allowed:
+            raise SandboxViolation(
+                f"refused {url!r}: network access is off (set sandbox.allow_network: true)"
+            )
+        try:
+            host, port = parse_host(url)
+        except (AddressRefused, ValueError) as exc:
+            raise SandboxViolation(f"refused {url!r}: {exc}") from None
+        if self.allowed_domains and not host_matches(host, self.allowed_domains):
+            raise SandboxViolation(
+                f"refused {url!r}: host {host!r} is not in sandbox.allowed_domains "
+                f"({', '.join(self.allowed_domains)})"
+            )
+        try:
+            # An IP literal needs no lookup; other forms (2130706433, 0x7f.1) go through
+            # the resolver, which reads them the way the connection would.
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            addresses = []
+        try:
+            addresses = addresses or await resolve(host, port)
+        except OSError as exc:
+            raise SandboxViolation(f"refused {url!r}: cannot resolve {host!r}: {exc}") from None
+        denied = [a for a in addresses if not self._address_ok(host, port, a)]
+        if denied:
+            raise SandboxViolation(
+                f"refused {url!r}: {host} is a private, loopback or link-local address "
+                f"({', '.join(denied)}); allow it with sandbox.allowed_addresses or "
+                f"sandbox.allow_private_addresses"
+            )
+        return addresses
+
+    def _address_ok(self, host: str, port: int, address: str) -> bool:
+        if self._address_policy.permits(host, address):
+            return True
+        for entry, allowed_port in self._port_rules:
+            if allowed_port == port and AddressPolicy(allowed=(entry,)).permits(host, address):
+                return True
+        return False
+
+    # --- files ----------------------------------------------------------------------
+
+    def resolve_path(self, path: str) -> Path:
+        """The path with `~`, `..` and every symlink resolved (the file need not exist)."""
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = Path(self.base_dir or os.getcwd()) / p
+        return p.resolve(strict=False)
+
+    def _roots(self, entries: Iterable[str]) -> list[Path]:
+        return [self.resolve_path(e) for e in entries]
+
+    def check_read(self, path: str) -> Path:
+        """The resolved path if reading it is allowed; else SandboxViolation."""
+        resolved = self.resolve_path(path)
+        if not self.enabled:
+            return resolved
+        roots = self._roots((*self.readable_paths, *self.allowed_paths))
+        if not any(_under(resolved, r) for r in roots):
+            raise SandboxViolation(
+                f"refused to read {path!r} (resolves to {str(resolved)!r}): not under "
+                f"sandbox.readable_paths or sandbox.allowed_paths "
+                f"({', '.join(self.readable_paths + self.allowed_paths) or 'none set'})"
+            )
+        return resolved
+
+    def check_write(self, path: str) -> Path:
+        resolved = self.resolve_path(path)
+        if not self.enabled:
+            return resolved
+        if not any(_under(resolved, r) for r in self._roots(self.allowed_paths)):
+            raise SandboxViolation(
+                f"refused to write {path!r} (resolves to {str(resolved)!r}): not under "
+                f"sandbox.allowed_paths ({', '.join(self.allowed_paths) or 'none set'})"
+            )
+        return resolved
+
+    # --- commands -------------------------------------------------------------------
+
+    def check_command(self, argv: list[str], cwd: str | None) -> Path | None:
+        """Refuse a command line this policy does not allow; returns the resolved cwd.
+
+        When enabled: the program must be in allowed_commands, the working directory
+        under the readable or writable paths, and every argument that looks like a
+        path outside the working directory (absolute, `~`, `..`, `--flag=/path`) must
+        be under them as well."""
+        if not argv:
+            raise SandboxViolation("refused: empty command")
+        resolved_cwd = self.resolve_path(cwd) if cwd else None
+        if not self.enabled:
+            return resolved_cwd
+        program = argv[0]
+        if program not in self.allowed_commands:
+            allowed = ", ".join(self.allowed_commands)
+            raise SandboxViolation(
+                f"refused command {program!r}: not in sandbox.allowed_commands"
+                + (
+                    f" ({allowed})"
+                    if allowed
+                    else " (shell_command is off; list the "
+                    "commands it may run in sandbox.allowed_commands)"
+                )
+            )
+        roots = self._roots((*self.readable_paths, *self.allowed_paths))
+        if resolved_cwd is not None and not any(_under(resolved_cwd, r) for r in roots):
+            raise SandboxViolation(
+                f"refused working directory {cwd!r}: not under sandbox.readable_paths or "
+                "sandbox.allowed_paths"
+            )
+        base = resolved_cwd or Path(self.base_dir or os.getcwd())
+        for arg in argv[1:]:
+            candidate = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+            if not _looks_like_outside_path(candidate):
+                continue
+            target = (base / Path(candidate).expanduser()).resolve(strict=False)
+            if not any(_under(target, r) for r in roots):
+                raise SandboxViolation(
+                    f"refused argument {arg!r}: the path is not under sandbox.readable_paths "
+                    "or sandbox.allowed_paths"
+                )
+        return resolved_cwd
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _looks_like_outside_path(arg: str) -> bool:
+    return arg.startswith(("/", "~")) or ".." in Path(arg).parts
+
+
+def _split_port(entry: str) -> tuple[str, int] | None:
+    """`127.0.0.1:8080` / `[::1]:8080` / `host:8080` -> (address, port); else None."""
+    if entry.startswith("["):
+        host, sep, port = entry[1:].partition("]:")
+        return (host, int(port)) if sep and port.isdigit() else None
+    if entry.count(":") == 1:
+        host, port = entry.split(":")
+        if port.isdigit():
+            return host, int(port)
+    return None

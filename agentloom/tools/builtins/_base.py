@@ -1,0 +1,66 @@
+"""What the four built-ins share: a sandbox policy, a timeout, and output limits."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from agentloom.errors import ToolError
+from agentloom.tools._sandbox import SandboxPolicy
+from agentloom.tools._tool import BaseTool
+
+
+class SandboxedTool(BaseTool):
+    """A built-in: runs under `policy`, each call bounded by `timeout` seconds."""
+
+    default_timeout: float = 30.0
+
+    def __init__(self, *, policy: SandboxPolicy | None = None, timeout: float | None = None):
+        self.policy = policy or SandboxPolicy()
+        self.timeout = timeout if timeout is not None else self.default_timeout
+        if self.timeout <= 0:
+            raise ValueError(f"{self.name}: timeout must be positive, got {self.timeout}")
+
+    def with_policy(self, policy: SandboxPolicy) -> Self:
+        """A copy of this tool under another policy (a step's or workflow's sandbox)."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.policy = policy
+        return clone
+
+    def call_timeout(self, arguments: dict[str, Any]) -> float:
+        """The tool's timeout, or the call's own `timeout` argument if smaller."""
+        asked = arguments.get("timeout")
+        if isinstance(asked, int | float) and not isinstance(asked, bool) and asked > 0:
+            return min(float(asked), self.timeout)
+        return self.timeout
+
+
+def arg(
+    arguments: dict[str, Any],
+    name: str,
+    kind: type | tuple[type, ...],
+    *,
+    required: bool = True,
+    default: Any = None,
+    tool: str = "",
+) -> Any:
+    """One argument, type-checked: the built-ins check their own inputs."""
+    if name not in arguments or arguments[name] is None:
+        if required:
+            raise ToolError(f"{tool}: missing required argument {name!r}")
+        return default
+    value = arguments[name]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ToolError(f"{tool}: argument {name!r} must be {names}, got {value!r}")
+    return value
+
+
+def truncate(data: bytes, limit: int) -> str:
+    text = data[:limit].decode("utf-8", errors="replace")
+    if len(data) > limit:
+        text += f"\n[output truncated at {limit} bytes]"
+    return text
+
+
+__all__ = ["SandboxedTool", "arg", "truncate"]

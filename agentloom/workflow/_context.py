@@ -1,0 +1,73 @@
+"""What a running step can reach: the state, the clients, the tools, the clock.
+
+The engine depends on `ClientFactory`, a one-method Protocol, so tests hand it a factory
+of scripted models and the CLI hands it `agentloom.runtime.Runtime`; tools come through
+`ToolSource`, implemented by `agentloom.tools.ToolRegistry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.messages import StreamEvent
+from agentloom.workflow._templates import Scope
+
+if TYPE_CHECKING:
+    from agentloom.loop import ToolBox
+    from agentloom.providers._base import ModelClient
+    from agentloom.workflow._workflow import Workflow
+
+
+class ClientFactory(Protocol):
+    """Gives the model client for a step. `model`/`provider` None mean the defaults."""
+
+    def client(
+        self,
+        *,
+        model: str | None,
+        provider: str | None = None,
+        fallback: Sequence[Any] = (),
+        retry: Any = None,
+        budget: Any = None,
+    ) -> ModelClient: ...
+
+
+class ToolSource(Protocol):
+    """Where declared tools come from (`agentloom.tools.ToolRegistry`)."""
+
+    def toolbox(self, declared: Sequence[Any], *, policy: Any = None) -> ToolBox: ...
+
+
+StepEventSink = Callable[[str, StreamEvent], None]
+"""Receives (step id, stream event): how `--stream` prints text as it arrives."""
+
+
+@dataclass(slots=True, kw_only=True)
+class RunContext:
+    workflow: Workflow
+    run_id: str
+    state: dict[str, Any]
+    clients: ClientFactory
+    tools: ToolSource | None = None
+    clock: Clock = SYSTEM_CLOCK
+    on_event: StepEventSink | None = None
+    step_text: dict[str, str] = field(default_factory=dict)
+    scope: Scope = field(init=False)
+    _policy: Any = None
+
+    def __post_init__(self) -> None:
+        self.scope = Scope(self.state, self.step_text)
+
+    def sandbox_policy(self) -> Any:
+        """The tools' sandbox policy from `config.sandbox`, built once per run."""
+        sandbox = self.workflow.config.sandbox
+        if sandbox is None:
+            return None
+        if self._policy is None:
+            from agentloom.tools import SandboxPolicy
+
+            self._policy = SandboxPolicy.from_config(sandbox.model_dump(exclude_unset=True))
+        return self._policy

@@ -1,0 +1,291 @@
+"""The engine: a ready-queue scheduler over the step graph.
+
+A step starts as soon as its own dependencies have finished, up to
+`config.max_concurrent_steps` at once; there is no layer barrier. Every started step is a
+task of the run's task group, so nothing outlives the run. `config.timeout` is one
+deadline around the whole group: when it passes, work in flight is cancelled and the run
+ends `deadline_exceeded`. Each attempt of a step has its own `timeout`; retries wait
+through the injectable clock. A failed step's dependents are skipped with the reason;
+a router's branches not taken are skipped, and so is what depends only on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import deque
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.errors import BudgetExceeded, DeadlineExceeded
+from agentloom.workflow._context import ClientFactory, RunContext, StepEventSink, ToolSource
+from agentloom.workflow._paths import assign
+from agentloom.workflow._result import RunResult, RunStatus, StepOutcome, StepResult, StepStatus
+from agentloom.workflow._retry import RetryPolicy
+from agentloom.workflow._templates import to_text
+
+if TYPE_CHECKING:
+    from agentloom.workflow._workflow import StepNode, Workflow
+
+_DONE = (StepStatus.SUCCESS, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
+
+
+async def arun_workflow(
+    workflow: Workflow,
+    *,
+    clients: ClientFactory,
+    state: dict[str, Any] | None = None,
+    tools: ToolSource | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+    rng: random.Random | None = None,
+    on_event: StepEventSink | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Run a loaded workflow to its end. `state` is merged over the file's `state`.
+
+    Never raises for a step's failure: the result's status and per-step results say what
+    happened. Cancelling the caller cancels the run."""
+    merged = _deep_copy(workflow.definition.state)
+    if state:
+        merged.update(state)
+    ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=merged,
+                     clients=clients, tools=tools, clock=clock, on_event=on_event)
+    return await _Run(ctx, rng or random.Random()).run()
+
+
+def run_workflow(workflow: Workflow, **kwargs: Any) -> RunResult:
+    """The sync face of `arun_workflow`, for callers without an event loop."""
+    return asyncio.run(arun_workflow(workflow, **kwargs))
+
+
+class _Run:
+    def __init__(self, ctx: RunContext, rng: random.Random) -> None:
+        from agentloom.workflow.steps import STEP_KINDS
+
+        self.ctx = ctx
+        self.rng = rng
+        self.wf = ctx.workflow
+        self.config = self.wf.config
+        self.kinds = STEP_KINDS
+        self.results = {n: StepResult(id=n, type=node.type) for n, node in self.wf.nodes.items()}
+        self.waiting = {n: len(node.deps) for n, node in self.wf.nodes.items()}
+        self.not_taken: dict[str, str] = {}
+        self.failed_upstream: set[str] = set()
+        self.ready: deque[str] = deque(n for n, c in self.waiting.items() if c == 0)
+        self.done_q: asyncio.Queue[str] = asyncio.Queue()
+        self.running = 0
+        self.spent = Decimal(0)
+        self.status = RunStatus.SUCCESS
+        self.error: str | None = None
+        self.policies: dict[str, RetryPolicy] = {}
+
+    async def run(self) -> RunResult:
+        clock = self.ctx.clock
+        t0 = clock.now()
+        limit = self.config.max_concurrent_steps
+        try:
+            async with asyncio.timeout(self.config.timeout), asyncio.TaskGroup() as tg:
+                while self.ready or self.running:
+                    while self.ready and self.running < limit and self.status is RunStatus.SUCCESS:
+                        node_id = self.ready.popleft()
+                        if self._over_budget():
+                            self._stop_all("run budget exceeded")
+                            break
+                        self.running += 1
+                        self.results[node_id].status = StepStatus.RUNNING
+                        tg.create_task(self._step_task(self.wf.nodes[node_id]))
+                    if self.status is not RunStatus.SUCCESS and not self.running:
+                        break
+                    if not self.running:
+                        break
+                    finished = await self.done_q.get()
+                    self.running -= 1
+                    self._after(finished)
+        except TimeoutError:
+            self.status = RunStatus.DEADLINE_EXCEEDED
+            self.error = f"run deadline of {self.config.timeout}s exceeded"
+            for r in self.results.values():
+                if r.status is StepStatus.RUNNING:
+                    r.status = StepStatus.CANCELLED
+                    r.reason = "cancelled: run deadline exceeded"
+                    r.error, r.error_type = self.error, "DeadlineExceeded"
+        self._stop_all(self.error or "run ended")
+        if self.status is RunStatus.SUCCESS and any(
+            r.status is StepStatus.FAILED for r in self.results.values()
+        ):
+            self.status = RunStatus.FAILED
+            failed = [r for r in self.results.values() if r.status is StepStatus.FAILED]
+            self.error = f"step {failed[0].id!r} failed: {failed[0].error}"
+        return RunResult(
+            workflow=self.wf.name, run_id=self.ctx.run_id, status=self.status,
+            steps=self.results, state=self.ctx.state, duration_seconds=clock.now() - t0,
+            error=self.error, final_outputs=self._final_outputs(),
+        )
+
+    # -- one step ---------------------------------------------------------------------------
+
+    async def _step_task(self, node: StepNode) -> None:
+        result = self.results[node.id]
+        clock = self.ctx.clock
+        result.started_at = start = clock.now()
+        try:
+            outcome = await self._attempts(node, result)
+        except asyncio.CancelledError:
+            result.duration_seconds = clock.now() - start
+            raise
+        except Exception as exc:  # a step's failure is its result, never the run's crash
+            result.status = StepStatus.FAILED
+            result.error = str(exc) or type(exc).__name__
+            result.error_type = type(exc).__name__
+            usage = getattr(exc, "usage", None)
+            if usage is not None:
+                result.usage = usage
+        else:
+            self._commit(node, result, outcome)
+        result.duration_seconds = clock.now() - start
+        self.done_q.put_nowait(node.id)
+
+    async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
+        kind = self.kinds.get(node.type)
+        if kind is None:
+            from agentloom.errors import ConfigError
+
+            raise ConfigError(f"step {node.id!r}: step type {node.type!r} can't run yet")
+        policy = self._policy(node)
+        timeout = node.step.timeout
+        while True:
+            result.attempts += 1
+            try:
+                outcome: StepOutcome
+                if timeout is None:
+                    outcome = await kind.execute(node, self.ctx)
+                    return outcome
+                try:
+                    async with asyncio.timeout(timeout):
+                        outcome = await kind.execute(node, self.ctx)
+                        return outcome
+                except TimeoutError:
+                    raise DeadlineExceeded(
+                        f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
+                        scope="step") from None
+            except Exception as exc:
+                if not policy.should_retry(exc, result.attempts):
+                    raise
+                await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
+
+    def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
+        result.status = StepStatus.SUCCESS
+        result.output = out.value
+        result.text = out.text if out.text is not None else (
+            None if out.value is None else to_text(out.value))
+        result.usage, result.model, result.provider = out.usage, out.model, out.provider
+        result.finish_reason = out.finish_reason
+        result.time_to_first_token = out.time_to_first_token
+        result.reasoning_content = out.reasoning_content
+        result.iterations = out.iterations
+        if node.output_path is not None:
+            assign(self.ctx.state, node.output_path, out.value)
+        if result.text is not None:
+            self.ctx.step_text[node.id] = result.text
+        for target in out.not_taken:
+            self.not_taken[target] = node.id
+        if out.usage is not None and self.config.budget_usd is not None:
+            if out.usage.cost_usd is None:
+                self.status = RunStatus.BUDGET_EXCEEDED
+                self.error = str(BudgetExceeded(
+                    f"the cost of step {node.id!r} (model {out.model}) is unknown, so "
+                    f"budget_usd={self.config.budget_usd} can't be enforced; give the model "
+                    "a price or drop the budget", kind="cost", limit=self.config.budget_usd,
+                    actual=None))
+            else:
+                self.spent += out.usage.cost_usd
+
+    # -- scheduling ---------------------------------------------------------------------
+
+    def _after(self, finished: str) -> None:
+        """Release the dependents of a finished step; skip those that can't run."""
+        todo = [finished]
+        nodes, results = self.wf.nodes, self.results
+        skip_downstream = self.config.on_step_failure == "skip_downstream"
+        while todo:
+            node_id = todo.pop()
+            for dep_id in nodes[node_id].dependents:
+                self.waiting[dep_id] -= 1
+                if self.waiting[dep_id]:
+                    continue
+                skip = self._skip_reason(nodes[dep_id], skip_downstream)
+                if skip is None:
+                    self.ready.append(dep_id)
+                else:
+                    r = results[dep_id]
+                    r.status, r.reason = StepStatus.SKIPPED, skip[0]
+                    if skip[1]:
+                        self.failed_upstream.add(dep_id)
+                    todo.append(dep_id)
+
+    def _skip_reason(self, node: StepNode, skip_downstream: bool) -> tuple[str, bool] | None:
+        """(why, whether because of a failure), or None when the step may run."""
+        if node.id in self.not_taken:
+            return f"skipped: branch not taken by router {self.not_taken[node.id]!r}", False
+        statuses = [(d, self.results[d].status) for d in node.deps]
+        if skip_downstream:
+            for d, s in statuses:
+                if s is StepStatus.FAILED:
+                    return f"skipped: dependency {d!r} failed", True
+                if d in self.failed_upstream:
+                    return f"skipped: dependency {d!r} was skipped after a failure", True
+        if statuses and all(s is StepStatus.SKIPPED for _, s in statuses):
+            return "skipped: every dependency was skipped", False
+        return None
+
+    def _policy(self, node: StepNode) -> RetryPolicy:
+        policy = self.policies.get(node.id)
+        if policy is None:
+            r = node.step.retry
+            max_retries = (r.max_retries if r is not None and r.max_retries is not None
+                           else self.config.max_retries)
+            if node.type == "router":
+                max_retries = 0
+            policy = RetryPolicy(
+                max_retries=3 if max_retries is None else max_retries,
+                backoff_base=r.backoff_base if r else 2.0,
+                backoff_max=r.backoff_max if r else 60.0,
+                jitter=(0.25 if r is None or r.jitter is True else float(r.jitter or 0)),
+                retryable_status_codes=frozenset(r.retryable_status_codes) if r
+                else RetryPolicy().retryable_status_codes,
+            )
+            self.policies[node.id] = policy
+        return policy
+
+    def _over_budget(self) -> bool:
+        budget = self.config.budget_usd
+        if budget is None or self.spent < Decimal(str(budget)):
+            return False
+        self.status = RunStatus.BUDGET_EXCEEDED
+        self.error = f"budget_usd={budget} reached (spent ${self.spent})"
+        return True
+
+    def _stop_all(self, why: str) -> None:
+        for r in self.results.values():
+            if r.status in (StepStatus.PENDING, StepStatus.RUNNING) and r.started_at is None:
+                r.status, r.reason = StepStatus.SKIPPED, f"skipped: {why}"
+        self.ready.clear()
+
+    def _final_outputs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for node in self.wf.nodes.values():
+            r = self.results[node.id]
+            if node.dependents or r.status is not StepStatus.SUCCESS:
+                continue
+            out[node.step.output or node.id] = r.output if node.step.output else r.text
+        return out
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value

@@ -1,0 +1,110 @@
+"""State paths: `a.b`, `items[0]`, `a.b[-1].c`, parsed once into a tuple of keys/indices.
+
+Templates, router expressions, tool arguments and `output` keys all name places in the
+state the same way, so they share this one parser and one lookup. Lookups only walk
+mappings, sequences and the declared fields of pydantic models: never arbitrary
+attributes, so a path cannot reach dunders or methods.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*)|\[(-?\d+)\]|\[['\"]([^'\"\]]+)['\"]\]")
+
+
+class PathError(ValueError):
+    """A path that cannot be parsed, or that does not lead to a value."""
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+def parse_path(text: str) -> Path:
+    """`a.b[0]` -> ("a", "b", 0). Raises PathError with the offending position."""
+    out: list[str | int] = []
+    pos = 0
+    n = len(text)
+    expect_name = True
+    while pos < n:
+        if text[pos] == "." and not expect_name and out:
+            pos += 1
+            expect_name = True
+            continue
+        m = _SEGMENT.match(text, pos)
+        if m is None or (expect_name and m.group(1) is None):
+            raise PathError(f"bad path {text!r} at column {pos + 1}")
+        if m.group(1) is not None:
+            if not expect_name:
+                raise PathError(f"bad path {text!r} at column {pos + 1}: missing '.'")
+            out.append(m.group(1))
+        elif m.group(2) is not None:
+            out.append(int(m.group(2)))
+        else:
+            out.append(m.group(3))
+        expect_name = False
+        pos = m.end()
+    if expect_name:
+        raise PathError(f"bad path {text!r}: it ends with '.' or is empty")
+    return tuple(out)
+
+
+def format_path(path: Path) -> str:
+    out = ""
+    for seg in path:
+        if isinstance(seg, int):
+            out += f"[{seg}]"
+        else:
+            out += f".{seg}" if out else seg
+    return out
+
+
+def lookup(root: Any, path: Path) -> Any:
+    """The value at `path`, or MISSING. Walks mappings, sequences and model fields only."""
+    cur = root
+    for seg in path:
+        if isinstance(cur, Mapping):
+            cur = cur.get(seg, MISSING)  # type: ignore[call-overload]
+        elif isinstance(seg, int) and isinstance(cur, Sequence) and not isinstance(cur, str):
+            try:
+                cur = cur[seg]
+            except IndexError:
+                return MISSING
+        elif isinstance(seg, str) and seg in getattr(type(cur), "model_fields", ()):
+            cur = getattr(cur, seg)
+        else:
+            return MISSING
+        if cur is MISSING:
+            return MISSING
+    return cur
+
+
+def assign(root: dict[str, Any], path: Path, value: Any) -> None:
+    """Set `value` at `path`, creating mappings on the way (`output: report.summary`)."""
+    cur: Any = root
+    for seg in path[:-1]:
+        nxt = cur.get(seg) if isinstance(cur, dict) else None
+        if not isinstance(nxt, dict):
+            if not isinstance(cur, dict):
+                raise PathError(f"cannot write {format_path(path)!r}: {seg!r} is not a mapping")
+            nxt = {}
+            cur[seg] = nxt
+        cur = nxt
+    last = path[-1]
+    if isinstance(cur, list) and isinstance(last, int):
+        cur[last] = value
+    elif not isinstance(cur, dict):
+        raise PathError(f"cannot write {format_path(path)!r}")
+    else:
+        cur[last] = value

@@ -1,0 +1,173 @@
+"""What a run returns: the run's status and, per step, what happened and what it cost.
+
+Statuses are closed enums so callers branch on them, never on error text. Cost and token
+fields are None when unknown, never zero. `to_dict()` is what `agentloom run --json`
+prints.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from agentloom.messages import Usage
+
+
+class RunStatus(enum.StrEnum):
+    SUCCESS = "success"
+    FAILED = "failed"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    CANCELLED = "cancelled"
+
+
+class StepStatus(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+@dataclass(slots=True, kw_only=True)
+class StepOutcome:
+    """What a step module returns; the engine turns it into a StepResult and state."""
+
+    value: Any = None
+    """Written to the step's `output` key."""
+    text: str | None = None
+    """The raw text, readable as `{steps.<id>.output}`."""
+    usage: Usage | None = None
+    model: str | None = None
+    provider: str | None = None
+    finish_reason: str | None = None
+    time_to_first_token: float | None = None
+    reasoning_content: str | None = None
+    iterations: int | None = None
+    chosen: str | None = None
+    """A router's chosen target (None: no branch taken)."""
+    not_taken: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, kw_only=True)
+class StepResult:
+    id: str
+    type: str
+    status: StepStatus = StepStatus.PENDING
+    output: Any = None
+    text: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+    reason: str | None = None
+    """Why a step was skipped or cancelled."""
+    attempts: int = 0
+    usage: Usage | None = None
+    model: str | None = None
+    provider: str | None = None
+    finish_reason: str | None = None
+    time_to_first_token: float | None = None
+    reasoning_content: str | None = None
+    iterations: int | None = None
+    started_at: float | None = None
+    duration_seconds: float | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        return None if self.usage is None else self.usage.total_tokens
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        return None if self.usage is None else self.usage.cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        u = self.usage
+        return {
+            "id": self.id, "type": self.type, "status": self.status.value,
+            "output": _jsonable(self.output), "text": self.text,
+            "error": self.error, "error_type": self.error_type, "reason": self.reason,
+            "attempts": self.attempts,
+            "tokens": None if u is None else {
+                "input": u.input_tokens, "output": u.output_tokens,
+                "reasoning": u.reasoning_tokens, "cache_read": u.cache_read_tokens,
+                "cache_write": u.cache_write_tokens, "total": u.total_tokens,
+            },
+            "cost_usd": None if self.cost_usd is None else float(self.cost_usd),
+            "model": self.model, "provider": self.provider,
+            "finish_reason": self.finish_reason,
+            "time_to_first_token": self.time_to_first_token,
+            "reasoning_content": self.reasoning_content,
+            "iterations": self.iterations,
+            "duration_seconds": self.duration_seconds,
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class RunResult:
+    workflow: str
+    run_id: str
+    status: RunStatus
+    steps: dict[str, StepResult]
+    state: dict[str, Any]
+    duration_seconds: float
+    error: str | None = None
+    final_outputs: dict[str, Any] = field(default_factory=dict)
+    """Outputs of the steps nothing depends on that succeeded: what a run "answers"."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is RunStatus.SUCCESS
+
+    @property
+    def usage(self) -> Usage | None:
+        total: Usage | None = None
+        for r in self.steps.values():
+            if r.usage is not None:
+                total = r.usage if total is None else total + r.usage
+        return total
+
+    @property
+    def tokens(self) -> int | None:
+        u = self.usage
+        return None if u is None else u.total_tokens
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        """None when any model call's cost is unknown: a partial sum would lie."""
+        total = Decimal(0)
+        seen = False
+        for r in self.steps.values():
+            if r.usage is None:
+                continue
+            if r.usage.cost_usd is None:
+                return None
+            total += r.usage.cost_usd
+            seen = True
+        return total if seen else None
+
+    def to_dict(self) -> dict[str, Any]:
+        cost = self.cost_usd
+        return {
+            "workflow": self.workflow, "run_id": self.run_id, "status": self.status.value,
+            "error": self.error, "duration_seconds": self.duration_seconds,
+            "tokens": self.tokens, "cost_usd": None if cost is None else float(cost),
+            "outputs": _jsonable(self.final_outputs),
+            "steps": {k: v.to_dict() for k, v in self.steps.items()},
+            "state": _jsonable(self.state),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return value

@@ -1,0 +1,104 @@
+"""The workflow file, format v1: `name`, `version`, `description`, `config`, `providers`,
+`state`, `state_schema`, `steps`.
+
+Compatible with the public AgentLoom's files, strict where it was lax: every model forbids
+unknown fields, and every `config` field has an effect (see each field's docstring).
+Steps are validated one by one by the loader (`_schema_steps.Step`), so one bad step does
+not hide the problems of the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from agentloom.workflow._schema_steps import RetryConfig, Step, Strict
+
+__all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "Step", "WorkflowConfig",
+           "WorkflowDefinition"]
+
+
+class SandboxConfig(Strict):
+    """What the built-in tools may touch; handed as written (unset keys left out) to
+    `agentloom.tools.SandboxPolicy.from_config`, which owns the defaults."""
+
+    enabled: bool | None = None
+    allowed_commands: list[str] | None = None
+    allowed_paths: list[str] | None = None
+    readable_paths: list[str] | None = None
+    writable_paths: list[str] | None = None
+    allow_network: bool | None = None
+    allowed_domains: list[str] | None = None
+    allowed_schemes: list[str] | None = None
+    allow_private_addresses: bool | None = None
+    allowed_addresses: list[str] | None = None
+    max_output_bytes: int | None = Field(default=None, ge=0)
+    max_write_bytes: int | None = Field(default=None, ge=0)
+    danger_opt_in: list[str] | None = None
+    allow_internal_webhook_targets: bool | None = None
+
+
+class WorkflowConfig(Strict):
+    provider: str | None = None
+    """Provider of every step without its own; unset lets the runtime choose."""
+    model: str | None = None
+    """Model of every step without its own. `--model` changes this, never a step's model."""
+    stream: bool = False
+    """Stream every step's reply unless the step says `stream: false`."""
+    max_concurrent_steps: int = Field(default=10, ge=1, le=1024)
+    """Steps running at once, at most."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Whole-run deadline in seconds: work in flight is cancelled, status deadline_exceeded."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """No step starts once the run has spent this much; a step whose cost is unknown
+    fails the run closed (status budget_exceeded)."""
+    max_retries: int | None = Field(default=None, ge=0, le=100)
+    """Default `retry.max_retries` of every step (3 when neither is set)."""
+    on_step_failure: Literal["skip_downstream", "continue"] = "skip_downstream"
+    """What a failed step does to its dependents: skip them, or let them run."""
+    strict_outputs: bool = False
+    """Two steps that may run at once writing the same `output` key: error, not warning."""
+    sandbox: SandboxConfig | None = None
+    responses_file: str | None = None
+    """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
+    latency_model: Literal["constant", "normal", "replay"] | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+
+
+class ProviderConfig(Strict):
+    """An endpoint named in the top-level `providers:` map."""
+
+    type: str | None = Field(default=None, alias="type")
+    """The wire protocol: openai, anthropic, gemini, ollama (also accepted as `protocol`)."""
+    protocol: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the key (read by the CLI's runtime)."""
+    api_key: str | None = None
+    """A key written in the file; prefer api_key_env."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    models: list[str] | None = None
+
+
+class StateKeyRule(Strict):
+    redact: bool = False
+    description: str | None = None
+
+
+class WorkflowDefinition(Strict):
+    name: str
+    version: str = "1.0"
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, v: Any) -> Any:
+        # `version: 1.0` in YAML is a float; the format means the text.
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+    description: str | None = None
+    config: WorkflowConfig = Field(default_factory=WorkflowConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    state_schema: dict[str, StateKeyRule] = Field(default_factory=dict)
+    steps: list[Step] = Field(min_length=1)

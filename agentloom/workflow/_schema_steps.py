@@ -1,0 +1,231 @@
+"""One strict pydantic model per step type, discriminated on `type`.
+
+`extra="forbid"` everywhere, so a typo such as `temprature` is an error, not a silently
+dropped field; the loader turns pydantic's errors into `file:line` messages with a
+did-you-mean. Fields that later step types share (`output`, `timeout`, `retry`,
+`depends_on`) live in `StepBase`. Adding a step type is a model here plus a module in
+`steps/`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+STEP_ID = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
+DEFAULT_RETRYABLE_STATUS = (429, 500, 502, 503, 504)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class RetryConfig(Strict):
+    """Retries of one step. A retry re-runs the whole step (for `llm_call`, its tool loop)."""
+
+    max_retries: int | None = Field(default=None, ge=0, le=100)
+    """Retries after the first attempt; unset means `config.max_retries`, else 3."""
+    backoff_base: float = Field(default=2.0, ge=1.0)
+    """The wait before retry n (from 0) is backoff_base**n seconds, capped by backoff_max."""
+    backoff_max: float = Field(default=60.0, ge=0)
+    jitter: bool | float = True
+    """True spreads each wait by ±25%; a number is the fraction; false waits exactly."""
+    retryable_status_codes: list[int] = Field(
+        default_factory=lambda: list(DEFAULT_RETRYABLE_STATUS))
+
+    @field_validator("jitter")
+    @classmethod
+    def _jitter_range(cls, v: bool | float) -> bool | float:
+        if not isinstance(v, bool) and not 0 <= v <= 1:
+            raise ValueError("jitter must be true, false or a fraction between 0 and 1")
+        return v
+
+
+class StepBase(Strict):
+    id: str = Field(pattern=STEP_ID)
+    depends_on: list[str] = Field(default_factory=list)
+    output: str | None = None
+    """The state key (a path, such as `report.summary`) that receives the step's result."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds per attempt."""
+    retry: RetryConfig | None = None
+    description: str | None = None
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _one_dep(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+class Attachment(Strict):
+    type: Literal["image", "pdf", "audio"] = "image"
+    source: str
+    media_type: str | None = None
+    fetch: Literal["local", "provider"] = "local"
+
+
+class Thinking(Strict):
+    enabled: bool = False
+    budget_tokens: int | None = Field(default=None, ge=1)
+    level: Literal["low", "medium", "high"] | None = None
+    capture_reasoning: bool = True
+
+
+class ToolDecl(Strict):
+    """A tool the model may call: what it sees. Without parameters, the registered
+    tool's own schema is sent."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class NamedChoice(Strict):
+    name: str
+
+
+class ResponseSchema(Strict):
+    type: Literal["pydantic", "json_schema", "json_object"] = "json_object"
+    model: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    name: str | None = None
+    strict: bool = True
+    description: str | None = None
+
+    @model_validator(mode="after")
+    def _needs(self) -> ResponseSchema:
+        if self.type == "pydantic" and not self.model:
+            raise ValueError("response_schema of type pydantic needs 'model' (a dotted path)")
+        if self.type == "json_schema" and self.schema_ is None:
+            raise ValueError("response_schema of type json_schema needs 'schema'")
+        if self.schema_ is not None and _allows_additional(self.schema_):
+            raise ValueError("additionalProperties: true is refused in response_schema")
+        return self
+
+
+def _allows_additional(node: Any) -> bool:
+    if isinstance(node, dict):
+        if node.get("additionalProperties") is True:
+            return True
+        return any(_allows_additional(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_allows_additional(v) for v in node)
+    return False
+
+
+_SPEAKER = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+class LLMCallStep(StepBase):
+    type: Literal["llm_call"]
+    prompt: str | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    temperature: float | None = None
+    """Sent as given, without a range check."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    stream: bool | None = None
+    attachments: list[Attachment] = Field(default_factory=list)
+    thinking: Thinking | None = None
+    tools: list[ToolDecl] | None = None
+    tool_choice: Literal["auto", "none", "required"] | NamedChoice = "auto"
+    max_tool_iterations: int = Field(default=5, ge=1, le=1000)
+    response_schema: ResponseSchema | None = None
+    conversation: str | None = None
+    speaker: str | None = None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_names(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"name": t} if isinstance(t, str) else t for t in v]
+        return v
+
+    @field_validator("speaker")
+    @classmethod
+    def _speaker(cls, v: str | None) -> str | None:
+        if v is not None and not _SPEAKER.match(v):
+            raise ValueError("speaker takes letters, digits, _ and -, up to 64 characters")
+        return v
+
+    @model_validator(mode="after")
+    def _coherent(self) -> LLMCallStep:
+        if self.prompt is None and self.conversation is None:
+            raise ValueError("an llm_call step needs a 'prompt' (or a 'conversation')")
+        if self.tools and self.response_schema is not None:
+            raise ValueError(
+                "tools and response_schema can't share a step (an agent with an "
+                "output_schema combines them)"
+            )
+        th = self.thinking
+        if (th is not None and th.enabled and th.budget_tokens is not None
+                and self.max_tokens is not None and self.max_tokens <= th.budget_tokens):
+            raise ValueError(
+                    f"max_tokens ({self.max_tokens}) must be above thinking.budget_tokens "
+                    f"({th.budget_tokens})"
+                )
+        return self
+
+
+class ToolStep(StepBase):
+    type: Literal["tool"]
+    tool_name: str
+    tool_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Condition(Strict):
+    expression: str
+    target: str
+
+
+class RouterStep(StepBase):
+    type: Literal["router"]
+    conditions: list[Condition] = Field(default_factory=list)
+    default: str | None = None
+
+
+class SubworkflowStep(StepBase):
+    type: Literal["subworkflow"]
+    workflow_path: str | None = None
+    workflow_inline: dict[str, Any] | None = None
+    input: dict[str, Any] | None = None
+    return_keys: list[str] | None = None
+    isolated_state: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SubworkflowStep:
+        if (self.workflow_path is None) == (self.workflow_inline is None):
+            raise ValueError(
+                "a subworkflow step needs exactly one of workflow_path, workflow_inline")
+        return self
+
+
+class Notify(Strict):
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    body_template: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+
+
+class ApprovalGateStep(StepBase):
+    type: Literal["approval_gate"]
+    message: str | None = None
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    on_timeout: Literal["approve", "reject"] | None = None
+    notify: Notify | None = None
+
+
+Step = Annotated[
+    LLMCallStep | ToolStep | RouterStep | SubworkflowStep | ApprovalGateStep,
+    Field(discriminator="type"),
+]
+STEP_TYPES: dict[str, type[StepBase]] = {
+    "llm_call": LLMCallStep,
+    "tool": ToolStep,
+    "router": RouterStep,
+    "subworkflow": SubworkflowStep,
+    "approval_gate": ApprovalGateStep,
+}

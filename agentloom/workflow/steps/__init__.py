@@ -1,0 +1,19 @@
+"""One module per step type, each a thin adapter with two functions:
+
+- `prepare(step, pc)` at load: compile templates and expressions, report problems with
+  their line (`pc.report`, `pc.template`); returns what `execute` needs.
+- `execute(node, ctx)` at run time: returns a `StepOutcome`, or raises; the engine
+  handles retries, timeouts, state writes and skips.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from agentloom.workflow.steps import llm_call, router, tool
+
+STEP_KINDS: dict[str, ModuleType] = {
+    "llm_call": llm_call,
+    "tool": tool,
+    "router": router,
+}

@@ -1,0 +1,163 @@
+"""AiohttpTransport against a real aiohttp server on loopback: statuses, headers,
+streaming as chunks arrive, drops, refused connections, timeouts, redirects."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from agentloom.http import AiohttpTransport, HttpRequest, HttpTimeout, TransportError
+
+
+class Server:
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.seen: list[tuple[str, bytes, dict[str, str]]] = []
+
+    async def echo(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.seen.append((request.method, body, dict(request.headers)))
+        return web.Response(status=int(request.query.get("status", 200)), body=body,
+                            headers={"X-Request-Id": "req-1", "Retry-After": "3"})
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await resp.write(b"first")
+        await self.release.wait()  # the client must see "first" before this returns
+        await resp.write(b"second")
+        await resp.write_eof()
+        return resp
+
+    async def drop(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await resp.write(b"partial")
+        assert request.transport is not None
+        request.transport.abort()
+        return resp
+
+    async def hang(self, request: web.Request) -> web.Response:
+        await self.release.wait()
+        return web.Response()
+
+    async def redirect(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound("/echo")
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[Server, str]]:
+    s = Server()
+    app = web.Application()
+    app.add_routes([web.route("*", "/echo", s.echo), web.get("/stream", s.stream),
+                    web.get("/drop", s.drop), web.get("/hang", s.hang),
+                    web.get("/redirect", s.redirect)])
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield s, f"http://127.0.0.1:{port}"
+    s.release.set()
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def transport() -> AsyncIterator[AiohttpTransport]:
+    t = AiohttpTransport()
+    yield t
+    await t.aclose()
+
+
+async def test_buffered_post_with_status_and_lowercased_headers(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    s, url = server
+    resp = await transport.handle(HttpRequest(method="POST", url=f"{url}/echo?status=503",
+                                              headers={"X-Test": "1"}, body=b"payload"))
+    assert resp.status == 503
+    assert resp.headers["x-request-id"] == "req-1"
+    assert resp.headers["retry-after"] == "3"
+    assert await resp.read() == b"payload"
+    assert s.seen[0][0] == "POST" and s.seen[0][2]["X-Test"] == "1"
+
+
+async def test_session_is_reused(server: tuple[Server, str], transport: AiohttpTransport) -> None:
+    _, url = server
+    await transport.handle(HttpRequest(method="GET", url=f"{url}/echo"))
+    first = transport._session
+    await transport.handle(HttpRequest(method="GET", url=f"{url}/echo"))
+    assert transport._session is first
+
+
+async def test_stream_yields_chunks_as_they_arrive(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    s, url = server
+    resp = await transport.handle(HttpRequest(method="GET", url=f"{url}/stream", stream=True))
+    chunks = resp.aiter_bytes()
+    assert await asyncio.wait_for(chunks.__anext__(), 5) == b"first"
+    s.release.set()
+    rest = [c async for c in chunks]
+    assert b"".join(rest) == b"second"
+
+
+async def test_drop_mid_stream_is_a_read_error_after_the_request_was_sent(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    resp = await transport.handle(HttpRequest(method="GET", url=f"{url}/drop", stream=True))
+    got = []
+    with pytest.raises(TransportError) as info:
+        async for chunk in resp.aiter_bytes():
+            got.append(chunk)
+    assert info.value.phase == "read" and info.value.request_sent is True
+    assert b"".join(got) == b"partial"
+
+
+async def test_connect_refused_means_not_sent(transport: AiohttpTransport) -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(TransportError) as info:
+        await transport.handle(HttpRequest(method="POST", url=f"http://127.0.0.1:{port}/"))
+    assert info.value.phase == "connect" and info.value.request_sent is False
+
+
+async def test_read_timeout_means_sent(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    with pytest.raises(TransportError) as info:
+        await transport.handle(HttpRequest(method="GET", url=f"{url}/hang",
+                                           timeout=HttpTimeout(read=0.05)))
+    assert info.value.phase == "read" and info.value.request_sent is True
+
+
+async def test_redirects_are_not_followed(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    resp = await transport.handle(HttpRequest(method="GET", url=f"{url}/redirect"))
+    assert resp.status == 302
+    assert resp.headers["location"] == "/echo"
+
+
+async def test_invalid_url_is_local(transport: AiohttpTransport) -> None:
+    with pytest.raises(TransportError) as info:
+        await transport.handle(HttpRequest(method="GET", url="not a url"))
+    assert info.value.request_sent is False
+
+
+async def test_aclose_then_reuse_opens_a_new_session(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    await transport.handle(HttpRequest(method="GET", url=f"{url}/echo"))
+    await transport.aclose()
+    resp = await transport.handle(HttpRequest(method="GET", url=f"{url}/echo"))
+    assert resp.status == 200

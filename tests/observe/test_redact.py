@@ -1,0 +1,141 @@
+"""Redaction: state_schema globs, secret values, fixed patterns, nested values and models,
+and a scan of every artefact a run leaves (checkpoint store file, recording, a JSON dump)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from agentloom.messages import Message, ToolCallPart
+from agentloom.observe.redact import REDACTED, Redactor
+
+OPENAI_KEY = "sk-proj-AbCdEf0123456789AbCdEf0123456789"
+ANTHROPIC_KEY = "sk-ant-api03-ZZZZyyyyXXXXwwww1234"
+GOOGLE_KEY = "AIzaSyA1234567890abcdefghijklmnopqrstu"
+
+SCHEMA = {"api_token": {"redact": True}, "creds.*": {"redact": True},
+          "*_password": {"redact": True}, "topic": {"redact": False}, "notes": {"type": "str"}}
+
+
+class Account(BaseModel):
+    name: str
+    db_password: str
+    token_hint: str
+
+
+@dataclass(frozen=True)
+class Endpointish:
+    base_url: str
+    api_key: str | None
+
+
+def test_schema_globs_reach_nested_dicts_lists_and_models() -> None:
+    state = {
+        "topic": "queues",
+        "api_token": "tok-123456",
+        "creds": {"user": "bob", "pin": "4321"},
+        "people": [{"name": "ann", "admin_password": "pw-ann-999"}],
+        "account": Account(name="acme", db_password="pw-db-777", token_hint="x"),
+        "price": Decimal("1.5"),
+    }
+    out = Redactor.from_state_schema(SCHEMA).redact_state(state)
+    assert out["topic"] == "queues" and out["api_token"] == REDACTED
+    assert out["creds"] == {"user": REDACTED, "pin": REDACTED}
+    assert out["people"] == [{"name": "ann", "admin_password": REDACTED}]
+    assert out["account"] == {"name": "acme", "db_password": REDACTED, "token_hint": "x"}
+    assert out["price"] == Decimal("1.5")
+    assert state["api_token"] == "tok-123456", "the live state is not changed"
+
+
+def test_values_of_secret_keys_are_caught_elsewhere() -> None:
+    state = {"api_token": "tok-123456", "prompt": "call with tok-123456 please"}
+    r = Redactor.from_state_schema(SCHEMA, state=state)
+    assert r.redact_state(state)["prompt"] == f"call with {REDACTED} please"
+    assert r.redact_text("log: tok-123456") == f"log: {REDACTED}"
+
+
+def test_explicit_secrets_longest_first_and_inside_messages() -> None:
+    r = Redactor(secrets=["abcdef", "abcdef-longer"])
+    assert r.redact_text("x abcdef-longer y abcdef") == f"x {REDACTED} y {REDACTED}"
+    msg = Message(role="assistant", parts=(ToolCallPart(id="c", name="t",
+                                                        arguments='{"k": "abcdef"}'),))
+    out = r.redact_state({"conv": [msg]})["conv"][0]
+    assert isinstance(out, Message)
+    assert out.parts[0].arguments == f'{{"k": "{REDACTED}"}}'  # type: ignore[union-attr]
+
+
+def test_api_key_patterns_always_on() -> None:
+    r = Redactor()
+    text = (f"openai {OPENAI_KEY} anthropic {ANTHROPIC_KEY} google {GOOGLE_KEY} "
+            "Authorization: Bearer abc.def.ghi-123 x-api-key: 0123456789abcdef "
+            "url https://g.example/v1/models?key=SECRETKEY123&alt=sse")
+    out = r.redact_text(text)
+    for secret in (OPENAI_KEY, ANTHROPIC_KEY, GOOGLE_KEY, "abc.def.ghi-123",
+                   "0123456789abcdef", "SECRETKEY123"):
+        assert secret not in out, secret
+    assert "alt=sse" in out and "Bearer [REDACTED]" in out
+    assert r.redact_text("the sky is blue") == "the sky is blue"
+
+
+def test_headers_and_sensitive_field_names() -> None:
+    r = Redactor()
+    headers = {"Authorization": "Bearer xyz", "x-goog-api-key": "k", "X-Api-Key": "k2",
+               "content-type": "application/json"}
+    assert r.redact_headers(headers) == {"Authorization": REDACTED, "x-goog-api-key": REDACTED,
+                                         "X-Api-Key": REDACTED,
+                                         "content-type": "application/json"}
+    out = r.redact_state({"config": {"api_key": "plain-value", "model": "m"},
+                          "ep": Endpointish(base_url="https://x", api_key="plain-value")})
+    assert out["config"] == {"api_key": REDACTED, "model": "m"}
+    assert out["ep"] == Endpointish(base_url="https://x", api_key=REDACTED)
+
+
+async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
+    """Checkpoints (SQLite file, WAL included), a recording and a --json-like dump, all
+    written through the redactor, contain neither the key nor the state secret."""
+    from agentloom.http._base import HttpRequest
+    from agentloom.http._mock import MockTransport
+    from agentloom.http._record import RecordTransport
+    from agentloom.recording import Recorder, call_context
+    from agentloom.store import Checkpoint, SqliteStore
+
+    state = {"api_token": "tok-SECRET-42", "question": "use tok-SECRET-42 to log in"}
+    r = Redactor.from_state_schema(SCHEMA, state=state, secrets=[OPENAI_KEY])
+
+    async with SqliteStore(tmp_path / "runs.db") as store:
+        await store.create_run("r1", "flow", "h", r.redact_state(state))
+        await store.save_checkpoint("r1", Checkpoint(
+            state=r.redact_state(state),
+            step_results={"s": r.redact_state({"output": f"echo {OPENAI_KEY}"})}))
+
+    def handler(request: HttpRequest) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"x-api-key": OPENAI_KEY}, b'{"text": "ok tok-SECRET-42"}'
+
+    from agentloom.http._base import BufferedResponse
+
+    async def as_response(request: HttpRequest) -> BufferedResponse:
+        status, headers, body = handler(request)
+        return BufferedResponse(status=status, headers=headers, body=body)
+
+    recorder = Recorder(tmp_path / "rec.json", redactor=r)
+    transport = RecordTransport(MockTransport(as_response), recorder)
+    with call_context(step_id="s", turn=1):
+        await transport.handle(HttpRequest(
+            method="POST", url="http://127.0.0.1:9/v1/chat/completions",
+            headers={"authorization": f"Bearer {OPENAI_KEY}"},
+            body=json.dumps({"messages": [{"role": "user",
+                                           "content": state["question"]}]}).encode()))
+    (tmp_path / "result.json").write_text(json.dumps(r.redact_state({"final_state": state})))
+
+    scanned = 0
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            scanned += 1
+            for secret in (b"tok-SECRET-42", OPENAI_KEY.encode()):
+                assert secret not in data, f"{secret!r} leaked into {path.name}"
+    assert scanned >= 3

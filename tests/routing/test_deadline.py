@@ -1,0 +1,70 @@
+"""deadline_scope cancels work in flight at the deadline."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentloom.errors import DeadlineExceeded
+from agentloom.routing import deadline_scope
+from agentloom.testing import FakeClock
+
+
+async def test_deadline_cancels_work_in_flight_on_the_fake_clock() -> None:
+    clock = FakeClock()
+    finished = False
+    with pytest.raises(DeadlineExceeded) as info:
+        async with deadline_scope(clock, clock.now() + 30):
+            await clock.sleep(3600)
+            finished = True
+    assert not finished
+    assert info.value.scope == "run" and not info.value.retryable
+    assert clock.now() - 1000.0 == 30
+
+
+async def test_body_finishing_in_time_is_untouched() -> None:
+    clock = FakeClock()
+    async with deadline_scope(clock, clock.now() + 30):
+        await clock.sleep(5)
+    await asyncio.sleep(0)  # no stray cancellation arrives later
+    assert clock.now() - 1000.0 == 5
+
+
+async def test_no_deadline() -> None:
+    async with deadline_scope(FakeClock(), None):
+        await asyncio.sleep(0)
+
+
+async def test_outside_cancellation_is_not_turned_into_a_deadline() -> None:
+    clock = FakeClock()
+
+    async def body() -> None:
+        async with deadline_scope(clock, clock.now() + 1000):
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(body())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_work_in_flight_is_cancelled_at_the_deadline_not_after_it() -> None:
+    # The 100 ms promise is structural: the watcher cancels the body the moment the clock
+    # reaches the deadline, whatever the body is waiting on (here a never-ending event),
+    # and the body's cleanup runs before the scope raises.
+    clock = FakeClock()
+    deadline = clock.now() + 12.5
+    cleaned_at: list[float] = []
+
+    async def worker() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned_at.append(clock.now())
+
+    with pytest.raises(DeadlineExceeded):
+        async with deadline_scope(clock, deadline):
+            await asyncio.gather(worker(), worker())
+    assert cleaned_at == [deadline, deadline]

@@ -1,0 +1,116 @@
+"""The code examples of spec 002 ("Conversation summaries"), with `agentloop` read as
+`agentloom`, run against the fake OpenAI server through OPENAI_BASE_URL in the mapping."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("agentloom.runtime", reason="agentloom.runtime is not written yet")
+
+from agentloom import Agent, ConversationSummary, NullObserver, SummaryOptions
+from agentloom.testing._server import FakeReply
+from agentloom.testing.fake_openai import FakeOpenAIServer
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    srv = FakeOpenAIServer()
+    srv.start_in_thread()
+    try:
+        yield srv
+    finally:
+        srv.stop_thread()
+
+
+def env(server: FakeOpenAIServer) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
+            "AGENTLOOM_MODEL": "gpt-5.1"}
+
+
+READY = FakeReply(text="ready", model="gpt-5.1-2025-11-13", input_tokens=11, output_tokens=11,
+                  cached_tokens=0, reasoning_tokens=0)
+
+
+def test_run_result_prints_the_summary(server: FakeOpenAIServer,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    server.script(READY)
+    with Agent.from_env(env(server), tools=[]) as agent:
+        result = agent.run_result("Reply with exactly ready.", correlation_id="example-1")
+
+    print(result.text)
+    print(result.summary.model_dump_json(include={
+        "correlation_id", "provider", "model", "status", "iterations",
+        "tool_calls", "provider_retries", "usage",
+    }))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "ready"
+    shown = json.loads(out[1])
+    # The spec's library had no price table, so it printed cost_usd null; ours prices
+    # gpt-5.1 from its table. Every other field is the spec's, in the spec's order.
+    assert isinstance(shown["usage"].pop("cost_usd"), float)
+    assert out[1].startswith(
+        '{"correlation_id":"example-1","provider":"openai","model":"gpt-5.1-2025-11-13",'
+        '"status":"completed","iterations":1,"tool_calls":{},"provider_retries":0,'
+        '"usage":{"input_tokens":11,"output_tokens":11,"cache_read_tokens":0,'
+        '"cache_write_tokens":null,"reasoning_tokens":0,"cost_usd":'
+    )
+    assert out[1].endswith(',"input_includes_cached":true}}')
+    full = json.loads(result.summary.model_dump_json())
+    assert full["conversation_id"] and full["elapsed_seconds"] >= 0
+    assert full["iteration_limit"] == agent.max_iterations
+
+
+def test_observer_receives_the_summary(server: FakeOpenAIServer,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    class SummaryObserver(NullObserver):
+        def __init__(self) -> None:
+            self.latest: ConversationSummary | None = None
+
+        def on_conversation_end(self, summary: ConversationSummary) -> None:
+            self.latest = summary
+
+    server.script(READY)
+    observer = SummaryObserver()
+    with Agent.from_env(env(server), tools=[], observer=observer) as agent:
+        result = agent.run_result("Reply with exactly ready.")
+
+    print("observer received summary:", observer.latest == result.summary)
+    print("status:", result.summary.status)
+    assert capsys.readouterr().out.splitlines() == [
+        "observer received summary: True", "status: completed"]
+
+
+def test_summary_options_timeline(server: FakeOpenAIServer,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    server.script(READY)
+    with Agent.from_env(
+        env(server),
+        tools=[],
+        summary_options=SummaryOptions(timeline=True, stall_threshold=3, warn_at=(0.8,)),
+    ) as agent:
+        result = agent.run_result("Reply with exactly ready.")
+
+    print("timeline entries:", len(result.summary.timeline or ()))
+    print("first stop reason:", result.summary.timeline[0].stop_reason)  # type: ignore[index]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "timeline entries: 1"
+    # The spec's run answered through a provider that says end_turn; OpenAI says stop.
+    assert out[1] == "first stop reason: stop"
+
+
+def test_provider_failure_has_summary_with_retries(server: FakeOpenAIServer) -> None:
+    from agentloom.errors import AgentLoopError
+    from agentloom.testing._server import FakeError
+
+    server.script(FakeError(status=401, body={"error": {"message": "bad key"}}))
+    with Agent.from_env(env(server), tools=[]) as agent, \
+            pytest.raises(AgentLoopError) as info:
+        agent.run_result("x", correlation_id="c-1")
+    s = info.value.summary
+    assert s is not None and s.status == "provider_error"
+    assert s.provider_status_code == 401 and s.error_request_sent is True
+    assert s.correlation_id == "c-1" and s.iterations == 1
+    assert "bad key" not in s.model_dump_json()
