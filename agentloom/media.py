@@ -89,6 +89,8 @@ class AttachmentPolicy:
     and allowed_paths together), symlinks and `..` resolved first."""
     addresses: AddressPolicy = field(default_factory=AddressPolicy)
     max_bytes: int = MAX_BYTES
+    download_timeout: float = DOWNLOAD_TIMEOUT
+    """Seconds for a whole download, redirects included."""
 
 
 async def load_attachment(
@@ -336,7 +338,7 @@ async def _download(url: str, transport: Transport, policy: AttachmentPolicy) ->
     limit = policy.max_bytes
     current = url
     try:
-        async with asyncio.timeout(DOWNLOAD_TIMEOUT):
+        async with asyncio.timeout(policy.download_timeout):
             for _hop in range(MAX_REDIRECTS + 1):
                 if urlsplit(current).scheme.lower() not in ("http", "https"):
                     raise ConfigError(f"attachment {_short(url)}: redirect to a non-HTTP URL "
@@ -345,8 +347,10 @@ async def _download(url: str, transport: Transport, policy: AttachmentPolicy) ->
                 await _check_address(current, policy)
                 response = await transport.handle(HttpRequest(
                     method="GET", url=current, stream=True,
-                    timeout=HttpTimeout(connect=10.0, read=DOWNLOAD_TIMEOUT,
-                                        total=DOWNLOAD_TIMEOUT),
+                    # A little past our own deadline, so that one fires, with its message.
+                    timeout=HttpTimeout(connect=min(10.0, policy.download_timeout),
+                                        read=policy.download_timeout + 1,
+                                        total=policy.download_timeout + 1),
                 ))
                 try:
                     if response.status in _REDIRECTS:
@@ -374,7 +378,7 @@ async def _download(url: str, transport: Transport, policy: AttachmentPolicy) ->
                     await response.aclose()
     except TimeoutError:
         raise ConfigError(f"attachment {_short(url)}: download took over "
-                          f"{DOWNLOAD_TIMEOUT:.0f} s") from None
+                          f"{policy.download_timeout:g} s") from None
     except TransportError as exc:
         raise ConfigError(f"attachment {_short(url)}: download failed ({exc})") from exc
     raise ConfigError(f"attachment {_short(url)}: more than {MAX_REDIRECTS} redirects")

@@ -222,17 +222,15 @@ class Recorder:
 
     def __init__(self, path: str | Path | None = None, *,
                  redactor: Redactor | None = None) -> None:
+        from agentloom.observe.redact import Redactor
+
         self.recording = Recording(path=Path(path) if path else None)
-        self.redactor = redactor
+        self.redactor: Redactor = redactor or Redactor()
+        """Always on: without one given, API keys and auth headers are still removed."""
         self._lock = asyncio.Lock()
 
     def redact_body(self, body: bytes | None) -> Any:
-        value = _body_value(body)
-        if self.redactor is None:
-            from agentloom.observe.redact import Redactor
-
-            self.redactor = Redactor()
-        return self.redactor.redact_state(value)
+        return self.redactor.redact_state(_body_value(body))
 
     def next_attempt(self, ctx: CallContext, req_hash: str) -> int:
         if ctx.attempt is not None:

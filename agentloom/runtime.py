@@ -14,8 +14,9 @@ Resolution, in order:
   family (`gpt-*`/`o*`, `claude-*`, `gemini-*`, Ollama's `name:tag`); `generic_openai` and
   custom-named endpoints serve only models they list, or any model when pinned.
 - With no configured endpoint at all (no key set), the call goes to `local`, the embedded
-  model. It serves one model, `smollm2`; a model name it does not serve is replaced by
-  `smollm2`, so workflows written for a hosted model still run offline.
+  model. It answers to one name, `smollm2` (whatever GGUF file it runs); any other model
+  name is replaced by `smollm2`, so workflows written for a hosted model run offline.
+  The same holds when `local` is pinned.
 - The model defaults to `default_model` (AGENTLOOM_MODEL), else the provider's default.
 
 The library never reads `os.environ`: `Runtime.from_env(os.environ)` is the CLI's door.
@@ -185,7 +186,12 @@ class Runtime:
             self.add_provider(str(name), config)
 
     def set_rate_limit(self, provider: str, limit: RateLimit) -> None:
+        """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting."""
         self.limiters.set(provider, limit)
+
+    def set_breaker(self, settings: BreakerSettings) -> None:
+        """Circuit breaker thresholds for every endpoint (workflow setting)."""
+        self.breakers.configure(settings)
 
     def breaker_snapshot(self) -> dict[str, dict[str, Any]]:
         """Each endpoint's breaker state, for run summaries."""
@@ -207,6 +213,8 @@ class Runtime:
             provider = _ALIASES.get(provider, provider)
         elif use_default_provider:
             provider = self._default_provider
+        if provider == LOCAL:
+            return [(LOCAL, LOCAL_MODEL)]  # the embedded server answers to one name
         if provider:
             self._pinned(provider)
             return [

@@ -258,7 +258,7 @@ def child(name: str, urls: dict[str, str], quick: bool) -> None:
 
     runner = {"aiohttp": run_aiohttp, "httpx": run_httpx, "agentloom": run_agentloom,
               "engine": run_engine}[name]
-    n_seq, n_conc, n_ttft = (100, 400, 10) if quick else (300, 1000, 50)
+    n_seq, n_conc, n_ttft = (100, 400, 10) if quick else (300, 1000, 100)
     try:
         result = asyncio.run(runner(urls, n_seq, n_conc, 200, n_ttft))
     except Exception as exc:  # a client that cannot run is reported, not fatal

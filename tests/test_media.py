@@ -4,6 +4,7 @@ Downloads go through the real AiohttpTransport to a loopback aiohttp server."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,6 +37,7 @@ class Site:
     def __init__(self) -> None:
         self.hits: list[str] = []
         self.port = 0
+        self.release = asyncio.Event()
 
     async def handler(self, request: web.Request) -> web.StreamResponse:
         self.hits.append(request.path)
@@ -64,6 +66,9 @@ class Site:
             raise web.HTTPFound(f"http://127.0.0.1:{self.port}/f/noext")
         if name == "to-decimal":
             raise web.HTTPFound(f"http://2130706433:{self.port}/f/noext")
+        if name == "slow":
+            await self.release.wait()  # set when the test's server stops
+            return web.Response(body=PNG)
         if name == "to-ftp":
             raise web.HTTPFound("ftp://example.com/a.png")
         return web.Response(status=404, text="no such file")
@@ -80,6 +85,7 @@ async def site() -> AsyncIterator[Site]:
     await tcp.start()
     s.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     yield s
+    s.release.set()
     await runner.cleanup()
 
 
@@ -180,6 +186,14 @@ async def test_download_size_limit(site: Site, transport: Transport, name: str) 
     with pytest.raises(ConfigError, match="larger than"):
         await load(AttachmentSpec(source=f"http://127.0.0.1:{site.port}/f/{name}"),
                    transport, small)
+
+
+async def test_download_timeout(site: Site, transport: Transport) -> None:
+    hasty = AttachmentPolicy(addresses=LOCAL.addresses, download_timeout=0.05)
+    with pytest.raises(ConfigError, match=r"download took over 0\.05 s"):
+        await load(AttachmentSpec(source=f"http://127.0.0.1:{site.port}/f/slow"), transport,
+                   hasty)
+    assert AttachmentPolicy().download_timeout == 30.0
 
 
 # --- inline sources ---------------------------------------------------------------------

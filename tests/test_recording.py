@@ -291,3 +291,57 @@ async def test_retries_replay_in_recorded_order(tmp_path: Path) -> None:
         second = await replay.handle(_req("http://h", "x"))
     assert (first.status, first.headers["retry-after"]) == (429, "1")
     assert (second.status, await second.read()) == (200, b'{"ok": true}')
+
+
+async def test_default_recorder_still_strips_keys_from_urls_and_headers(tmp_path: Path) -> None:
+    from agentloom.http._base import BufferedResponse
+    from agentloom.http._mock import MockTransport
+
+    async def handler(request: HttpRequest) -> BufferedResponse:
+        return BufferedResponse(status=200, headers={"x-goog-api-key": "AIzaLEAK"}, body=b"{}")
+
+    path = tmp_path / "rec.json"
+    transport = RecordTransport(MockTransport(handler), Recorder(path))  # no redactor given
+    gemini = HttpRequest(method="POST", body=b"{}", headers={"x-goog-api-key": "AIzaLEAK"},
+                         url="http://h/v1beta/models/gemini-2.0-flash:generateContent?key=LEAKY1")
+    await transport.handle(gemini)
+    text = path.read_text()
+    assert "LEAKY1" not in text and "AIzaLEAK" not in text
+    assert json.loads(text)["exchanges"][0]["request"]["path"].endswith(":generateContent")
+
+
+async def test_stream_that_broke_midway_replays_the_break(tmp_path: Path) -> None:
+    from agentloom.http._mock import MockTransport
+
+    class _Breaking:
+        status = 200
+        headers = {"content-type": "text/event-stream"}
+
+        async def read(self) -> bytes:
+            raise AssertionError("not used")
+
+        async def aiter_bytes(self) -> AsyncIterator[bytes]:
+            yield b'data: {"d": "par'
+            yield b'tial"}\n\n'
+            raise TransportError("ServerDisconnectedError", phase="read", request_sent=True)
+
+        async def aclose(self) -> None:
+            return None
+
+    async def handler(request: HttpRequest) -> Any:
+        return _Breaking()
+
+    path = tmp_path / "rec.json"
+    transport = RecordTransport(MockTransport(handler), Recorder(path))
+    got: list[bytes] = []
+    with call_context(step_id="s", turn=1), pytest.raises(TransportError):
+        resp = await transport.handle(_req("http://h", "x", stream=True))
+        async for chunk in resp.aiter_bytes():
+            got.append(chunk)
+    replayed: list[bytes] = []
+    with call_context(step_id="s", turn=1), pytest.raises(TransportError) as info:
+        resp = await ReplayTransport(path).handle(_req("http://h", "x", stream=True))
+        async for chunk in resp.aiter_bytes():
+            replayed.append(chunk)
+    assert replayed == got == [b'data: {"d": "par', b'tial"}\n\n']
+    assert info.value.phase == "read" and info.value.request_sent is True

@@ -254,3 +254,9 @@ def test_fallback_entry_without_provider_goes_to_whoever_serves_its_model() -> N
         ("openai", "gpt-4o"),
         ("anthropic", "claude-haiku-4-5"),
     ]
+
+
+def test_pinned_local_always_answers_as_smollm2() -> None:
+    rt = Runtime.from_env({"AGENTLOOM_LOCAL_MODEL_PATH": "/models/other.gguf"})
+    assert rt.resolve("gpt-4o", "local") == [("local", "smollm2")]
+    assert rt.local_model_path == "/models/other.gguf"

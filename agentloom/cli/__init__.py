@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -50,7 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check a workflow file and show its plan")
     validate.add_argument("file", metavar="FILE")
+
+    sub.add_parser("schema", help="print the JSON Schema of the workflow format")
+
+    for module_name in _COMMAND_MODULES.values():
+        _command_module(module_name).add_parser(sub)
     return parser
+
+
+_COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch"}
+"""Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
+Their modules import only what building the parser needs; the rest loads in `run`."""
+
+
+def _command_module(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from agentloom.cli.validate import command_validate
 
             return command_validate(args)
+        if args.command in _COMMAND_MODULES:
+            code: int = _command_module(_COMMAND_MODULES[args.command]).run(args)
+            return code
+        if args.command == "schema":
+            from agentloom.cli.schema import command_schema
+
+            return command_schema(args)
     except UsageError as exc:
         sys.stderr.write(f"agentloom: error: {exc}\n")
         return EXIT_USAGE

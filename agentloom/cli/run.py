@@ -63,9 +63,17 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) ->
         if args.stream and not args.json:
             on_event = _print_delta
         return await arun_workflow(wf, clients=runtime, state=state, tools=tools,
-                                   on_event=on_event)
+                                   on_event=on_event, transport=_transport(wf, runtime))
     finally:
         await runtime.aclose()
+
+
+def _transport(wf: Workflow, runtime: Any) -> Any:
+    # Only attachments download through the engine; without them aiohttp stays unloaded
+    # until a model call needs it.
+    if any(getattr(n.step, "attachments", None) for n in wf.nodes.values()):
+        return runtime.transport()
+    return None
 
 
 def _registry(paths: list[str]) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from agentloom.cli import EXIT_FAILED, EXIT_OK
 from agentloom.cli._common import load_or_report
@@ -13,6 +14,8 @@ def command_validate(args: argparse.Namespace) -> int:
     if wf is None:
         return EXIT_FAILED
     nodes = wf.nodes
+    for warning in wf.warnings:
+        sys.stderr.write(warning + "\n")
     config = wf.config
     print(f"{args.file}: valid workflow {wf.name!r}, {len(nodes)} "
           f"step{'s' if len(nodes) != 1 else ''}")

@@ -25,7 +25,7 @@ from agentloom.recording import (
 
 
 def _redacted_url(recorder: Recorder, url: str) -> str:
-    return recorder.redactor.redact_text(url) if recorder.redactor is not None else url
+    return recorder.redactor.redact_text(url)
 
 
 class _RecordingStream:
@@ -46,20 +46,26 @@ class _RecordingStream:
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         complete = False
+        error: dict[str, Any] | None = None
         try:
             async for chunk in self._inner.aiter_bytes():
                 self._chunks.append({"t": round(self._clock.now() - self._start, 6),
                                      **encode_bytes(chunk)})
                 yield chunk
             complete = True
+        except TransportError as exc:
+            # A stream that broke midway replays the same way: these chunks, then this.
+            error = {"message": str(exc), "phase": exc.phase, "request_sent": exc.request_sent,
+                     "t": round(self._clock.now() - self._start, 6)}
+            raise
         finally:
-            await self._finish(complete)
+            await self._finish(complete, error)
 
-    async def _finish(self, complete: bool) -> None:
+    async def _finish(self, complete: bool, error: dict[str, Any] | None = None) -> None:
         if self._finished:
             return
         self._finished = True
-        await self._done(self._chunks, complete)
+        await self._done(self._chunks, complete, error)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -98,10 +104,15 @@ class RecordTransport:
             raise
         headers = self._headers(response.headers)
         if request.stream:
-            async def done(chunks: list[dict[str, Any]], complete: bool) -> None:
-                await self.recorder.add({**base, "elapsed": self._elapsed(start), "response": {
+            async def done(chunks: list[dict[str, Any]], complete: bool,
+                           error: dict[str, Any] | None) -> None:
+                recorded: dict[str, Any] = {
                     "status": response.status, "headers": headers,
-                    "chunks": [self._redact_chunk(c) for c in chunks], "complete": complete}})
+                    "chunks": [self._redact_chunk(c) for c in chunks], "complete": complete}
+                if error is not None:
+                    recorded["stream_error"] = {**error, "message": self._redact(error["message"])}
+                await self.recorder.add({**base, "elapsed": self._elapsed(start),
+                                         "response": recorded})
 
             return _RecordingStream(response, done, self._clock, start)
         try:
@@ -118,8 +129,7 @@ class RecordTransport:
         return round(self._clock.now() - start, 6)
 
     def _redact(self, text: str) -> str:
-        r = self.recorder.redactor
-        return r.redact_text(text) if r is not None else text
+        return self.recorder.redactor.redact_text(text)
 
     def _redact_chunk(self, item: dict[str, Any]) -> dict[str, Any]:
         if "text" in item:
@@ -127,8 +137,7 @@ class RecordTransport:
         return item
 
     def _headers(self, headers: dict[str, str]) -> dict[str, str]:
-        r = self.recorder.redactor
-        return r.redact_headers(headers) if r is not None else dict(headers)
+        return self.recorder.redactor.redact_headers(headers)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -29,11 +29,12 @@ from agentloom.recording import (
 
 class _ReplayedStream:
     def __init__(self, status: int, headers: dict[str, str], chunks: list[dict[str, Any]],
-                 clock: Clock | None) -> None:
+                 clock: Clock | None, error: dict[str, Any] | None = None) -> None:
         self.status = status
         self.headers = headers
         self._chunks = chunks
         self._clock = clock
+        self._error = error
 
     async def read(self) -> bytes:
         return b"".join([c async for c in self.aiter_bytes()])
@@ -46,6 +47,12 @@ class _ReplayedStream:
                 await self._clock.sleep(max(0.0, t - last))
                 last = t
             yield decode_bytes(item)
+        if self._error is not None:
+            if self._clock is not None:
+                await self._clock.sleep(max(0.0, float(self._error.get("t", last)) - last))
+            raise TransportError(f"(replayed) {self._error.get('message', 'stream broke')}",
+                                 phase=self._error.get("phase", "read"),
+                                 request_sent=self._error.get("request_sent", True))
 
     async def aclose(self) -> None:
         return None
@@ -93,7 +100,8 @@ class ReplayTransport:
         resp = exchange["response"]
         status, headers = int(resp["status"]), dict(resp.get("headers") or {})
         if "chunks" in resp:
-            return _ReplayedStream(status, headers, list(resp["chunks"]), self._latency_clock)
+            return _ReplayedStream(status, headers, list(resp["chunks"]), self._latency_clock,
+                                   resp.get("stream_error"))
         if self._latency_clock is not None:
             await self._latency_clock.sleep(float(exchange.get("elapsed", 0.0)))
         return BufferedResponse(status=status, headers=headers, body=decode_bytes(resp))

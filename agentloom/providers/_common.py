@@ -30,6 +30,19 @@ def join_url(base_url: str, version: str, path: str) -> str:
     return base + path
 
 
+def merge_over(body: dict[str, Any], extra: dict[str, Any]) -> None:
+    """`extra` over `body`, objects merged key by key: a profile's
+    `generationConfig.topK` must not wipe the `thinkingConfig` we wrote beside it."""
+    for key, value in extra.items():
+        current = body.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            merged = dict(current)
+            merge_over(merged, value)
+            body[key] = merged
+        else:
+            body[key] = value
+
+
 def build_http_request(
     request: ModelRequest,
     endpoint: Endpoint,
@@ -40,7 +53,7 @@ def build_http_request(
 ) -> HttpRequest:
     """Merge `extra` over the body and endpoint/request headers over the protocol's own."""
     if request.extra:
-        body.update(request.extra)
+        merge_over(body, request.extra)
     all_headers = {"content-type": "application/json", **headers, **endpoint.headers,
                    **request.headers}
     return HttpRequest(

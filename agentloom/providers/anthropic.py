@@ -6,6 +6,7 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
   in `ReasoningPart` and sent back unchanged on the next turn of a tool loop. Reasoning
   parts without a signature (from another provider) are not sent: Anthropic refuses them.
 - With thinking on, `temperature` is not sent: the API only accepts its default then.
+  `capture_reasoning: false` asks for `display: omitted` (signatures, no text).
 - There is no native JSON mode: a `response_format` puts the schema in the system prompt
   and prefills the reply with `{` (not with thinking on, which refuses prefill); the
   prefill is put back in front of the returned text, so callers see the whole JSON.
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
+MIN_BUDGET = 1024
 _RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 _CAPS = Capabilities(
@@ -86,8 +88,11 @@ def check_reasoning_settings(
         raise ConfigError(
             f"model {model!r}: thinking.enabled on a Claude model needs thinking.budget_tokens"
         )
-    if budget <= 0:
-        raise ConfigError(f"model {model!r}: thinking.budget_tokens must be positive, got {budget}")
+    if budget < MIN_BUDGET:
+        raise ConfigError(
+            f"model {model!r}: thinking.budget_tokens must be at least {MIN_BUDGET} "
+            f"for Claude, got {budget}"
+        )
     if max_tokens is not None and max_tokens <= budget:
         raise ConfigError(
             f"model {model!r}: max_tokens ({max_tokens}) must be above "
@@ -209,7 +214,12 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
             raise ConfigError(
                 f"model {request.model!r}: thinking on a Claude model needs budget_tokens"
             )
-        body["thinking"] = {"type": "enabled", "budget_tokens": reasoning.budget_tokens}
+        thinking: dict[str, Any] = {"type": "enabled",
+                                    "budget_tokens": reasoning.budget_tokens}
+        if not reasoning.capture:
+            # The text is withheld but the signature still comes, for the tool loop.
+            thinking["display"] = "omitted"
+        body["thinking"] = thinking
     elif request.temperature is not None:
         body["temperature"] = request.temperature
     tools: list[dict[str, Any]] = [

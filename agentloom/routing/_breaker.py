@@ -118,6 +118,12 @@ class Breakers:
         self._clock = clock
         self._by_name: dict[str, CircuitBreaker] = {}
 
+    def configure(self, settings: BreakerSettings) -> None:
+        """New thresholds for every breaker, existing ones included (workflow config)."""
+        self.settings = settings
+        for breaker in self._by_name.values():
+            breaker.settings = settings
+
     def get(self, name: str) -> CircuitBreaker:
         breaker = self._by_name.get(name)
         if breaker is None:

@@ -121,7 +121,13 @@ def parse_retry_after(value: str | None, *, now_wall: float) -> float | None:
 def retry_after_of(error: ProviderError, *, now_wall: float) -> float | None:
     """The wait a failed call asked for: the raw header read against our clock (so an
     HTTP date is measured from the injected wall time), else what the provider parsed."""
-    raw = error.headers.get("retry-after") if error.headers else None
+    headers = error.headers or {}
+    millis = headers.get("retry-after-ms")  # OpenAI's finer-grained variant
+    if millis is not None:
+        parsed_ms = parse_retry_after(millis, now_wall=now_wall)
+        if parsed_ms is not None:
+            return parsed_ms / 1000.0
+    raw = headers.get("retry-after")
     if raw is not None:
         parsed = parse_retry_after(raw, now_wall=now_wall)
         if parsed is not None:

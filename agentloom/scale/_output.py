@@ -37,7 +37,10 @@ class ResultWriter:
         self.lines_written = 0
 
     async def open(self) -> ResultWriter:
-        self._file = await asyncio.to_thread(self._open)
+        """Truncate now when starting over; an appended file is opened at the first
+        result, so a batch that fails before any run leaves no empty file behind."""
+        if not self._append:
+            self._file = await asyncio.to_thread(self._open)
         return self
 
     def _open(self) -> IO[str]:
@@ -66,7 +69,8 @@ class ResultWriter:
             await asyncio.to_thread(self._write_lines, lines)
 
     def _write_lines(self, lines: list[str]) -> None:
-        assert self._file is not None
+        if self._file is None:
+            self._file = self._open()
         for line in lines:
             self._file.write(line)
         self._file.flush()
@@ -98,6 +102,8 @@ def render_summary(stats: BatchStats, console: Console) -> None:
     """The end-of-batch table, then every input that did not succeed with its reason."""
     from rich.table import Table
 
+    if stats.error is not None and stats.done == 0:
+        return  # nothing ran: the error itself is the message
     table = Table(title="batch summary" + (" (interrupted)" if stats.interrupted else ""),
                   show_header=False, title_justify="left")
     table.add_column(style="bold")

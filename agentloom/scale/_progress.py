@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, Protocol
 
-from agentloom.scale._output import format_cost, format_tokens, render_summary
+from agentloom.scale._output import render_summary
 from agentloom.scale._summary import BatchStats
 from agentloom.scale._types import BatchItemResult
 
@@ -47,7 +47,8 @@ def status_line(stats: BatchStats) -> str:
     eta = stats.eta_seconds
     return (f"{stats.done:,}/{todo:,} done · {stats.failed + stats.invalid:,} failed · "
             f"{stats.running:,} running · {f'{rate:.1f}' if rate else '-'} runs/s · "
-            f"{format_tokens(stats)} tokens · {format_cost(stats)} · "
+            f"{stats.tokens:,}{'+' if stats.runs_without_tokens else ''} tokens · "
+            f"${stats.cost_usd:.4f}{'+' if stats.runs_without_cost else ''} · "
             f"ETA {_clock_text(eta) if eta is not None else '-'}")
 
 
@@ -89,6 +90,8 @@ class PlainProgress:
             self._write("batch: " + status_line(stats))
 
     def finish(self, stats: BatchStats) -> None:
+        if stats.error is not None and stats.done == 0:
+            return
         self._write("batch: " + status_line(stats))
         render_summary(stats, _console(self.stream, terminal=False))
 
@@ -121,7 +124,9 @@ class JsonProgress:
 
 
 class RichProgress:
-    """A live bar on a terminal (rich), refreshed a few times a second."""
+    """A live display on a terminal (rich), refreshed a few times a second: the bar with
+    done/total and the ETA on one line, failures, running runs, rate, tokens and cost on
+    the next, so both fit an 80-column terminal."""
 
     def __init__(self, stream: IO[str] | None = None) -> None:
         self._stream = stream
@@ -130,14 +135,30 @@ class RichProgress:
 
     def start(self, stats: BatchStats) -> None:
         from rich.progress import BarColumn, Progress, TextColumn
+        from rich.text import Text
+
+        class _TwoLines(Progress):
+            detail = ""
+
+            def get_renderables(self) -> Any:
+                yield self.make_tasks_table(self.tasks)
+                yield Text(self.detail, style="dim")
 
         console = _console(self._stream or sys.stdout, terminal=True)
-        self._progress = Progress(
-            TextColumn("[bold]batch"), BarColumn(), TextColumn("{task.fields[line]}"),
-            console=console, refresh_per_second=4, transient=False)
+        self._progress = _TwoLines(
+            TextColumn("[bold]batch"), BarColumn(bar_width=None),
+            TextColumn("{task.fields[head]}"),
+            console=console, refresh_per_second=4, transient=False, expand=True)
         self._task = self._progress.add_task("batch", total=max(1, stats.total - stats.skipped),
-                                             line=status_line(stats))
+                                             head="")
+        self._show(stats)
         self._progress.start()
+
+    def _show(self, stats: BatchStats) -> None:
+        head, _, detail = status_line(stats).partition(" · ")
+        eta = detail.rpartition(" · ")
+        self._progress.detail = eta[0]
+        self._progress.update(self._task, completed=stats.done, head=f"{head} · {eta[2]}")
 
     def result(self, item: BatchItemResult, stats: BatchStats) -> None:
         if self._progress is None:
@@ -145,12 +166,12 @@ class RichProgress:
         if item.status == "invalid_input":
             self._progress.console.print(f"{item.source}: {item.error}", markup=False,
                                          highlight=False)
-        self._progress.update(self._task, completed=stats.done, line=status_line(stats))
+        self._show(stats)
 
     def finish(self, stats: BatchStats) -> None:
         if self._progress is None:
             return
-        self._progress.update(self._task, completed=stats.done, line=status_line(stats))
+        self._show(stats)
         self._progress.stop()
         render_summary(stats, self._progress.console)
         self._progress = None

@@ -56,6 +56,11 @@ class RayWorker:
                     self._cm = cm
         return self._run_one
 
+    async def ready(self) -> str:
+        """Open the runner now, so startup costs and errors show before any input."""
+        await self._runner()
+        return self.name
+
     async def run(self, inp: BatchInput, attempt: int) -> BatchItemResult:
         try:
             result = await (await self._runner())(inp)
@@ -91,14 +96,19 @@ class RayExecutor:
         address: None starts a private local Ray instance (or uses the one this
             process already has); `auto` joins a running cluster; `ray://host:port`
             goes through Ray Client; `host:port` is a cluster's GCS address.
+        num_cpus_per_worker: CPUs each actor reserves. The default, 0, lets any number
+            of actors start on any cluster (runs are I/O-bound); they are spread over
+            the nodes.
         max_attempts: how many workers may die under one input before it is an error.
+        start_timeout: seconds to wait for every actor to open its runner.
     """
 
     name = "ray"
 
     def __init__(self, factory: RunnerFactory, *, concurrency: int = 16,
                  workers: int | None = None, address: str | None = None,
-                 num_cpus_per_worker: float = 0.5, max_attempts: int = 3,
+                 num_cpus_per_worker: float = 0.0, max_attempts: int = 3,
+                 start_timeout: float = 120.0,
                  init_kwargs: dict[str, Any] | None = None) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
@@ -110,6 +120,7 @@ class RayExecutor:
         self.address = address
         self.num_cpus_per_worker = num_cpus_per_worker
         self.max_attempts = max_attempts
+        self.start_timeout = start_timeout
         self.init_kwargs = dict(init_kwargs or {})
         self.slots: list[_Slot] = []
         self._ray: Any = None
@@ -126,6 +137,7 @@ class RayExecutor:
             self._per_worker = max(1, math.ceil(self.concurrency / n))
             self._actor_cls = ray.remote(RayWorker)
             self.slots = [self._new_slot(i, 0) for i in range(n)]
+            await self._wait_ready()
             async for item in self._dispatch(inputs, started):
                 yield item
         finally:
@@ -133,10 +145,25 @@ class RayExecutor:
             if owns:
                 ray.shutdown()
 
+    async def _wait_ready(self) -> None:
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(_await_ref(s.handle.ready.remote()) for s in self.slots)),
+                self.start_timeout)
+        except TimeoutError:
+            raise ConfigError(f"{len(self.slots)} Ray worker(s) did not start within "
+                              f"{self.start_timeout:g}s: does the cluster have room for "
+                              f"them?") from None
+        except Exception as exc:
+            cause = getattr(exc, "cause", None) or exc
+            raise ConfigError(f"a Ray worker could not start its runner: "
+                              f"{type(cause).__name__}: {cause}") from None
+
     def _new_slot(self, index: int, generation: int) -> _Slot:
         slot = _Slot(index=index, generation=generation, handle=None)
         slot.handle = self._actor_cls.options(
             max_concurrency=self._per_worker, num_cpus=self.num_cpus_per_worker,
+            scheduling_strategy="SPREAD",
         ).remote(self.factory, slot.name)
         return slot
 

@@ -8,6 +8,7 @@ reported, and the runs that reported none are counted apart (`runs_without_token
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +31,22 @@ class BatchStats:
     cost_usd: float = 0.0
     runs_without_tokens: int = 0
     runs_without_cost: int = 0
-    started_at: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+    started_at: float = -1.0
     ended_at: float | None = None
+    first_run_at: float | None = None
+    """When the first run started: runs/s leaves out startup (e.g. joining a cluster)."""
     interrupted: bool = False
+    error: str | None = None
+    """Why the batch stopped before it could run (e.g. the cluster is unreachable)."""
     failures: list[BatchItemResult] = field(default_factory=list)
     """Every input that did not succeed (invalid ones included), in finishing order."""
     executor: str = "local"
     output: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.started_at < 0:
+            self.started_at = self.clock()
 
     @property
     def done(self) -> int:
@@ -48,13 +58,16 @@ class BatchStats:
 
     @property
     def elapsed(self) -> float:
-        end = self.ended_at if self.ended_at is not None else time.monotonic()
+        end = self.ended_at if self.ended_at is not None else self.clock()
         return max(0.0, end - self.started_at)
 
     @property
     def runs_per_second(self) -> float | None:
         ran = self.succeeded + self.failed
-        elapsed = self.elapsed
+        if self.first_run_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else self.clock()
+        elapsed = end - self.first_run_at
         return ran / elapsed if ran and elapsed > 0 else None
 
     @property
@@ -63,6 +76,8 @@ class BatchStats:
         return self.remaining / rate if rate else None
 
     def started(self) -> None:
+        if self.first_run_at is None:
+            self.first_run_at = self.clock()
         self.running += 1
 
     def add(self, item: BatchItemResult) -> None:
@@ -89,7 +104,7 @@ class BatchStats:
 
     def finish(self) -> None:
         if self.ended_at is None:
-            self.ended_at = time.monotonic()
+            self.ended_at = self.clock()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,7 +116,7 @@ class BatchStats:
             "elapsed_seconds": round(self.elapsed, 3),
             "runs_per_second": None if self.runs_per_second is None
             else round(self.runs_per_second, 2),
-            "interrupted": self.interrupted, "executor": self.executor,
+            "interrupted": self.interrupted, "error": self.error, "executor": self.executor,
             "output": self.output,
             "failures": [{"id": f.id, "status": f.status, "source": f.source,
                           "error": f.error} for f in self.failures],

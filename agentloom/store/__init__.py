@@ -16,49 +16,49 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.store._base import (
-    FINISHED_STATUSES as FINISHED_STATUSES,
+    FINISHED_STATUSES,
+    RUN_STATUSES,
+    Checkpoint,
+    CheckpointStore,
+    ModelExchangeRecord,
+    PauseInfo,
+    ResumeAction,
+    RunExists,
+    RunNotFound,
+    RunRecord,
+    RunStatus,
+    StoreConfigError,
+    StoreError,
+    ToolCallRecord,
+    ToolLoopProgress,
+    tool_call_resume_action,
 )
-from agentloom.store._base import (
-    RUN_STATUSES as RUN_STATUSES,
-)
-from agentloom.store._base import (
-    Checkpoint as Checkpoint,
-)
-from agentloom.store._base import (
-    CheckpointStore as CheckpointStore,
-)
-from agentloom.store._base import (
-    ModelExchangeRecord as ModelExchangeRecord,
-)
-from agentloom.store._base import (
-    PauseInfo as PauseInfo,
-    ResumeAction as ResumeAction,
-)
-from agentloom.store._base import (
-    RunExists as RunExists,
-)
-from agentloom.store._base import (
-    RunNotFound as RunNotFound,
-)
-from agentloom.store._base import (
-    RunRecord as RunRecord,
-)
-from agentloom.store._base import (
-    RunStatus as RunStatus,
-)
-from agentloom.store._base import (
-    StoreConfigError as StoreConfigError,
-)
-from agentloom.store._base import (
-    StoreError as StoreError,
-)
-from agentloom.store._base import (
-    ToolCallRecord as ToolCallRecord,
-)
-from agentloom.store._base import (
-    ToolLoopProgress as ToolLoopProgress,
-    tool_call_resume_action as tool_call_resume_action,
-)
+
+__all__ = [
+    "FINISHED_STATUSES",
+    "RUN_STATUSES",
+    "Checkpoint",
+    "CheckpointStore",
+    "JsonSerializer",
+    "MemoryBackend",
+    "MemoryStore",
+    "ModelExchangeRecord",
+    "PauseInfo",
+    "PostgresStore",
+    "ResumeAction",
+    "RunExists",
+    "RunNotFound",
+    "RunRecord",
+    "RunStatus",
+    "Serializer",
+    "SqliteStore",
+    "StoreConfigError",
+    "StoreError",
+    "ToolCallRecord",
+    "ToolLoopProgress",
+    "open_store",
+    "tool_call_resume_action",
+]
 
 if TYPE_CHECKING:
     from agentloom.store._memory import MemoryBackend as MemoryBackend

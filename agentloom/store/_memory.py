@@ -52,7 +52,11 @@ class MemoryBackend:
 
 class MemoryStore:
     def __init__(self, backend: MemoryBackend | None = None, *, serde: Serializer | None = None,
-                 now: Callable[[], datetime] | None = None) -> None:
+                 now: Callable[[], datetime] | None = None,
+                 keep_checkpoints: int | None = None) -> None:
+        if keep_checkpoints is not None and keep_checkpoints < 1:
+            raise StoreError(f"keep_checkpoints must be at least 1, got {keep_checkpoints}")
+        self._keep = keep_checkpoints
         self._b = backend if backend is not None else MemoryBackend()
         self._serde: Serializer = serde or JsonSerializer()
         self._now = now or utcnow
@@ -99,7 +103,10 @@ class MemoryStore:
         cost = checkpoint.cost_usd if checkpoint.cost_usd is not None else run.cost_usd
         self._b.runs[run_id] = replace(run, latest_seq=seq, status=checkpoint.status,
                                        updated_at=now, cost_usd=cost)
-        self._b.checkpoints[run_id].append((seq, now, payload))
+        history = self._b.checkpoints[run_id]
+        history.append((seq, now, payload))
+        if self._keep is not None and len(history) > self._keep:
+            del history[: len(history) - self._keep]
         return seq
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:

@@ -85,8 +85,17 @@ class _PgDb:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_PgTx]:
-        async with self._lock, self._conn.transaction():
-            yield _PgTx(self._conn)
+        async with self._lock:
+            if self._conn is None:
+                await self.open()
+            conn = self._conn
+            try:
+                async with conn.transaction():
+                    yield _PgTx(conn)
+            except Exception:
+                if conn.closed:  # the server went away: reconnect on the next call
+                    self._conn = None
+                raise
 
     async def migration_lock(self, tx: Any) -> None:
         await tx.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
@@ -107,9 +116,11 @@ class PostgresStore(SqlStore):
 
     def __init__(self, dsn: str, *, serde: Serializer | None = None,
                  now: Callable[[], datetime] | None = None,
+                 keep_checkpoints: int | None = None,
                  connect_timeout: float = 10.0) -> None:
         self.dsn = dsn
-        super().__init__(_PgDb(dsn, connect_timeout=connect_timeout), serde=serde, now=now)
+        super().__init__(_PgDb(dsn, connect_timeout=connect_timeout), serde=serde, now=now,
+                         keep_checkpoints=keep_checkpoints)
 
     def __repr__(self) -> str:
         return f"PostgresStore({_redact_dsn(self.dsn)!r})"

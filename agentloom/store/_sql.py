@@ -73,7 +73,11 @@ class SqlStore:
     """A `CheckpointStore` over any `SqlDb`. Opens and migrates on first use."""
 
     def __init__(self, db: SqlDb, *, serde: Serializer | None = None,
-                 now: Callable[[], datetime] | None = None) -> None:
+                 now: Callable[[], datetime] | None = None,
+                 keep_checkpoints: int | None = None) -> None:
+        if keep_checkpoints is not None and keep_checkpoints < 1:
+            raise StoreError(f"keep_checkpoints must be at least 1, got {keep_checkpoints}")
+        self._keep = keep_checkpoints
         self._db = db
         self._serde: Serializer = serde or JsonSerializer()
         self._now = now or utcnow
@@ -181,6 +185,9 @@ class SqlStore:
                 "INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES (?, ?, ?, ?j)",
                 (run_id, seq, now, payload),
             )
+            if self._keep is not None:
+                await tx.execute("DELETE FROM checkpoints WHERE run_id = ? AND seq <= ?",
+                                 (run_id, seq - self._keep))
         return seq
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:

@@ -88,21 +88,37 @@ class _SqliteDb:
                                        ) from exc
             raise
 
-    def _exec_plain(self, sql: str) -> None:
+    def _begin(self) -> None:
         assert self._conn is not None
-        self._conn.execute(sql)
+        if self._conn.in_transaction:  # left open by a cancelled caller: undo it first
+            self._conn.execute("ROLLBACK")
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        assert self._conn is not None
+        try:
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._rollback_if_open()
+            raise
+
+    def _rollback_if_open(self) -> None:
+        if self._conn is not None and self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SqliteTx]:
+        # The worker thread runs calls in order, so whatever a cancelled caller left
+        # queued (a BEGIN, a statement) finishes before the next transaction's BEGIN,
+        # which undoes it if it is still open.
         async with self._lock:
-            await self.call(self._exec_plain, "BEGIN IMMEDIATE")
             try:
+                await self.call(self._begin)
                 yield _SqliteTx(self)
             except BaseException:
-                # The single worker thread runs this before any later BEGIN.
-                await asyncio.shield(self.call(self._exec_plain, "ROLLBACK"))
+                await asyncio.shield(self.call(self._rollback_if_open))
                 raise
-            await self.call(self._exec_plain, "COMMIT")
+            await self.call(self._commit)
 
     async def migration_lock(self, tx: Any) -> None:
         return None  # BEGIN IMMEDIATE already holds the database's write lock
@@ -129,9 +145,11 @@ class SqliteStore(SqlStore):
     """
 
     def __init__(self, path: str | Path = DEFAULT_PATH, *, serde: Serializer | None = None,
-                 now: Callable[[], datetime] | None = None, busy_timeout: float = 30.0) -> None:
+                 now: Callable[[], datetime] | None = None,
+                 keep_checkpoints: int | None = None, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        super().__init__(_SqliteDb(self.path, busy_timeout=busy_timeout), serde=serde, now=now)
+        super().__init__(_SqliteDb(self.path, busy_timeout=busy_timeout), serde=serde, now=now,
+                         keep_checkpoints=keep_checkpoints)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"

@@ -23,7 +23,10 @@ class FakeClock:
         clock.advance(5)             # move time by hand, waking due sleepers
 
     `autojump_threshold` is how many real seconds the loop must stay idle before time
-    jumps; 0 (the default) jumps as soon as the loop has nothing ready to run.
+    jumps; 0 (the default) jumps as soon as the loop has nothing ready to run. A loop
+    waiting on real sockets looks idle too, so with a fake server in play a pending fake
+    timer (a deadline, say) fires while the request is in flight; give a small threshold
+    (e.g. 0.05) when a test needs real I/O to finish before fake time moves.
     """
 
     def __init__(

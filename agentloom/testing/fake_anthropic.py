@@ -3,7 +3,8 @@
 It speaks the real wire format: `POST /v1/messages` answers a `message` object, or with
 `"stream": true` the SSE sequence message_start, content_block_start/delta/stop (thinking
 with its signature, text, tool_use with input_json_delta), message_delta, message_stop,
-with pings between. Like the real API it wants `x-api-key` and `anthropic-version`, and
+with pings between. `thinking.display: omitted` gets signed thinking without its text.
+Like the real API it wants `x-api-key` and `anthropic-version`, and
 when the request ends with an assistant turn (a prefill) the reply continues it: a
 scripted text that starts with the prefill is sent without it.
 
@@ -113,7 +114,9 @@ class FakeAnthropicServer(FakeServer):
     def _blocks(self, body: Any, reply: FakeReply, rid: str) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         if reply.reasoning is not None:
-            blocks.append({"type": "thinking", "thinking": reply.reasoning,
+            thinking = (body.get("thinking") if isinstance(body, dict) else None) or {}
+            shown = "" if thinking.get("display") == "omitted" else reply.reasoning
+            blocks.append({"type": "thinking", "thinking": shown,
                            "signature": reply.reasoning_signature or f"sig-{rid}"})
         text = _text(body, reply)
         if text or not reply.tool_calls:

@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 def build_server() -> MCPServer:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
 
     server = MCPServer("agentloom-test")
 
-    @server.tool(description="Add two integers and return the sum.")
+    @server.tool(
+        description="Add two integers and return the sum.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
     def add(a: int, b: int) -> int:
         return a + b
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -122,6 +123,7 @@ class _Connection:
     _ready: asyncio.Future[None] | None = None
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
     _stderr: IO[str] | None = None
+    _scope: Any = None
 
     async def start(self) -> None:
         self._stderr = await asyncio.to_thread(
@@ -130,11 +132,12 @@ class _Connection:
         self._ready = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._own(), name=f"mcp:{self.config.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), self.config.timeout)
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                await self.close()
-                raise
+            # The owner enforces the start timeout itself (see _own).
+            await asyncio.shield(self._ready)
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+        except Exception as exc:
             # Give the process a moment to finish writing stderr, then read it before
             # closing (closing drops the file).
             await asyncio.sleep(0.05)
@@ -172,24 +175,38 @@ class _Connection:
             return ""
 
     async def _own(self) -> None:
+        import anyio
         from mcp import ClientSession
 
         assert self._ready is not None
+        # One anyio scope around everything: its deadline is the start timeout (lifted
+        # once connected), and cancelling it is how `close` stops a start in progress.
+        # Native task.cancel() does not reliably unwind the SDK's task groups.
+        scope = anyio.CancelScope(deadline=anyio.current_time() + self.config.timeout)
+        self._scope = scope
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                streams = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(
-                    ClientSession(streams[0], streams[1], read_timeout_seconds=self.config.timeout)
-                )
-                await session.initialize()
-                self.session = session
-                self.tools = await self._list_tools(session)
-                self._ready.set_result(None)
-                await self._closing.wait()
+            with scope:
+                async with contextlib.AsyncExitStack() as stack:
+                    streams = await stack.enter_async_context(self._transport())
+                    session = await stack.enter_async_context(
+                        ClientSession(
+                            streams[0], streams[1], read_timeout_seconds=self.config.timeout
+                        )
+                    )
+                    await session.initialize()
+                    self.tools = await self._list_tools(session)
+                    self.session = session
+                    scope.deadline = math.inf
+                    self._ready.set_result(None)
+                    await self._closing.wait()
+            if not self._ready.done():
+                self._ready.set_exception(TimeoutError())
         except BaseException as exc:
             if not self._ready.done():
-                self._ready.set_exception(exc)
-            if isinstance(exc, asyncio.CancelledError):
+                self._ready.set_exception(
+                    exc if isinstance(exc, Exception) else RuntimeError(repr(exc))
+                )
+            if not isinstance(exc, Exception):
                 raise
         finally:
             self.session = None
@@ -221,7 +238,14 @@ class _Connection:
                 schema = dict(t.input_schema or {})
                 schema.setdefault("type", "object")
                 schema.setdefault("properties", {})
-                tools.append(MCPTool(self, t.name, t.description or "", schema))
+                tool = MCPTool(self, t.name, t.description or "", schema)
+                # The server's own hints: a read-only or idempotent tool is safe to re-run
+                # after a crash.
+                hints = t.annotations
+                tool.idempotent = bool(
+                    hints is not None and (hints.read_only_hint or hints.idempotent_hint)
+                )
+                tools.append(tool)
             cursor = result.next_cursor
             if not cursor:
                 return tools
@@ -242,14 +266,13 @@ class _Connection:
 
     async def close(self) -> None:
         self._closing.set()
+        if self._scope is not None and (self._ready is None or not self._ready.done()):
+            self._scope.cancel()
         task, ready = self._task, self._ready
         if task is not None and not task.done():
-            if ready is not None and ready.done() and ready.exception() is None:
-                # Connected: let the owner leave the SDK's contexts (it stops the server).
-                with contextlib.suppress(TimeoutError, Exception):
-                    await asyncio.wait_for(asyncio.shield(task), 10)
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), 15)
             if not task.done():
-                # Still starting (or stuck): cancelling unwinds the same contexts.
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task

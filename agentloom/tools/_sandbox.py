@@ -287,6 +287,16 @@ class SandboxPolicy:
 
     # --- commands -------------------------------------------------------------------
 
+    def default_workdir(self) -> Path | None:
+        """Where a command without `cwd` runs when the sandbox is enabled: the first
+        readable or writable directory; None for an empty temporary directory (so a
+        relative file name never reaches the process's own working directory).
+        Blocking (it stats paths): call it in a thread."""
+        for root in self._roots((*self.allowed_paths, *self.readable_paths)):
+            if root.is_dir():
+                return root
+        return None
+
     def check_command(self, argv: list[str], cwd: str | None) -> Path | None:
         """Refuse a command line this policy does not allow; returns the resolved cwd.
 

@@ -54,12 +54,25 @@ class RunContext:
     tools: ToolSource | None = None
     clock: Clock = SYSTEM_CLOCK
     on_event: StepEventSink | None = None
+    transport: Any = None
+    """The HTTP transport attachments are downloaded with (the runtime's)."""
     step_text: dict[str, str] = field(default_factory=dict)
     scope: Scope = field(init=False)
     _policy: Any = None
+    _clients: dict[tuple[str | None, str | None], ModelClient] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.state, self.step_text)
+
+    def client(self, model: str | None, provider: str | None, retry: Any = None) -> ModelClient:
+        """One client per (model, provider) for the run: steps on the same model share
+        it instead of building a new one per step."""
+        key = (model, provider)
+        client = self._clients.get(key)
+        if client is None:
+            client = self.clients.client(model=model, provider=provider, retry=retry)
+            self._clients[key] = client
+        return client
 
     def sandbox_policy(self) -> Any:
         """The tools' sandbox policy from `config.sandbox`, built once per run."""

@@ -42,8 +42,10 @@ async def arun_workflow(
     rng: random.Random | None = None,
     on_event: StepEventSink | None = None,
     run_id: str | None = None,
+    transport: Any = None,
 ) -> RunResult:
-    """Run a loaded workflow to its end. `state` is merged over the file's `state`.
+    """Run a loaded workflow to its end. `state` is merged over the file's `state`;
+    `transport` is the HTTP transport attachments are downloaded with.
 
     Never raises for a step's failure: the result's status and per-step results say what
     happened. Cancelling the caller cancels the run."""
@@ -51,7 +53,8 @@ async def arun_workflow(
     if state:
         merged.update(state)
     ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=merged,
-                     clients=clients, tools=tools, clock=clock, on_event=on_event)
+                     clients=clients, tools=tools, clock=clock, on_event=on_event,
+                     transport=transport)
     return await _Run(ctx, rng or random.Random()).run()
 
 
@@ -79,7 +82,6 @@ class _Run:
         self.spent = Decimal(0)
         self.status = RunStatus.SUCCESS
         self.error: str | None = None
-        self.policies: dict[str, RetryPolicy] = {}
 
     async def run(self) -> RunResult:
         clock = self.ctx.clock
@@ -88,7 +90,8 @@ class _Run:
         try:
             async with asyncio.timeout(self.config.timeout), asyncio.TaskGroup() as tg:
                 while self.ready or self.running:
-                    while self.ready and self.running < limit and self.status is RunStatus.SUCCESS:
+                    while (self.ready and self.running < limit
+                           and self.status is RunStatus.SUCCESS):
                         node_id = self.ready.popleft()
                         if self._over_budget():
                             self._stop_all("run budget exceeded")
@@ -96,9 +99,7 @@ class _Run:
                         self.running += 1
                         self.results[node_id].status = StepStatus.RUNNING
                         tg.create_task(self._step_task(self.wf.nodes[node_id]))
-                    if self.status is not RunStatus.SUCCESS and not self.running:
-                        break
-                    if not self.running:
+                    if not self.running:  # nothing in flight and nothing may start
                         break
                     finished = await self.done_q.get()
                     self.running -= 1
@@ -132,6 +133,7 @@ class _Run:
         result.started_at = start = clock.now()
         try:
             outcome = await self._attempts(node, result)
+            self._commit(node, result, outcome)
         except asyncio.CancelledError:
             result.duration_seconds = clock.now() - start
             raise
@@ -142,8 +144,6 @@ class _Run:
             usage = getattr(exc, "usage", None)
             if usage is not None:
                 result.usage = usage
-        else:
-            self._commit(node, result, outcome)
         result.duration_seconds = clock.now() - start
         self.done_q.put_nowait(node.id)
 
@@ -176,6 +176,10 @@ class _Run:
                 await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
 
     def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
+        # The state write goes first: if the output path can't be written, the step
+        # fails and nothing of it is visible.
+        if node.output_path is not None:
+            assign(self.ctx.state, node.output_path, out.value)
         result.status = StepStatus.SUCCESS
         result.output = out.value
         result.text = out.text if out.text is not None else (
@@ -185,8 +189,6 @@ class _Run:
         result.time_to_first_token = out.time_to_first_token
         result.reasoning_content = out.reasoning_content
         result.iterations = out.iterations
-        if node.output_path is not None:
-            assign(self.ctx.state, node.output_path, out.value)
         if result.text is not None:
             self.ctx.step_text[node.id] = result.text
         for target in out.not_taken:
@@ -241,7 +243,7 @@ class _Run:
         return None
 
     def _policy(self, node: StepNode) -> RetryPolicy:
-        policy = self.policies.get(node.id)
+        policy: RetryPolicy | None = node.policy
         if policy is None:
             r = node.step.retry
             max_retries = (r.max_retries if r is not None and r.max_retries is not None
@@ -256,7 +258,7 @@ class _Run:
                 retryable_status_codes=frozenset(r.retryable_status_codes) if r
                 else RetryPolicy().retryable_status_codes,
             )
-            self.policies[node.id] = policy
+            node.policy = policy
         return policy
 
     def _over_budget(self) -> bool:

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import difflib
 import os
-import types
-import typing
-from collections.abc import Callable
 from pathlib import Path as FsPath
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentloom.errors import TemplateError, WorkflowError
+from agentloom.workflow._diagnose import describe
+from agentloom.workflow._diagnose import dotted as _dotted
 from agentloom.workflow._paths import PathError, parse_path
 from agentloom.workflow._problems import WorkflowProblems
 from agentloom.workflow._schema import WorkflowConfig, WorkflowDefinition
-from agentloom.workflow._schema_steps import STEP_TYPES, Step, StepBase
+from agentloom.workflow._schema_steps import Step, StepBase
 from agentloom.workflow._templates import Template, compile_template
 from agentloom.workflow._workflow import StepNode, Workflow
 from agentloom.workflow._yaml import Marks, load_yaml
@@ -108,6 +107,10 @@ class _Checker:
         self.filename = filename
         self.problems: list[WorkflowError] = []
         self.definition_config: Any = None
+        self.warnings: list[str] = []
+        self._ancestors: dict[str, set[str]] = {}
+        self._raw_index: dict[str, int] = {}
+        self._deps_of: dict[str, list[str]] = {}
 
     def err(self, message: str, line: int | None, field: str | None = None) -> None:
         self.problems.append(WorkflowError(message, file=self.filename, line=line, field=field))
@@ -143,7 +146,7 @@ class _Checker:
                 except ValidationError as exc:
                     models.append(None)
                     for e in exc.errors():
-                        self._pydantic_error(e, ("steps", i))
+                        self.err(*describe(e, ("steps", i), self.data, self.marks))
         top = dict(data)
         valid_steps = [m for m in models if m is not None]
         if valid_steps:
@@ -156,7 +159,7 @@ class _Checker:
             for e in exc.errors():
                 if e["loc"][:1] == ("steps",) and len(e["loc"]) > 1:
                     continue  # each step was validated (and reported) on its own
-                self._pydantic_error(e, ())
+                self.err(*describe(e, (), self.data, self.marks))
             try:
                 self.definition_config = WorkflowConfig.model_validate(data.get("config") or {})
             except ValidationError:
@@ -164,94 +167,16 @@ class _Checker:
         nodes = self._graph(raw_steps if isinstance(raw_steps, list) else [], models)
         self._prepare(nodes, raw_steps if isinstance(raw_steps, list) else [])
         self._check_invalid_steps(raw_steps if isinstance(raw_steps, list) else [], models)
+        self._check_outputs(nodes)
+        self._warn_unknown_state(nodes)
         if self.problems or definition is None:
             raise WorkflowProblems(self.problems or [WorkflowError(
                 "invalid workflow", file=self.filename, line=1)])
         definition = definition.model_copy(update={"steps": [n.step for n in nodes.values()]})
         return Workflow(definition=definition, nodes=nodes, file=self.filename,
-                        base_dir=base_dir)
+                        base_dir=base_dir, warnings=self.warnings)
 
     # -- pydantic errors -> file:line ---------------------------------------------------
-
-    def _pydantic_error(self, e: Any, prefix: tuple[str | int, ...]) -> None:
-        loc = prefix + tuple(e["loc"])
-        container: Any = self.data
-        line = self.marks.line_of(container)
-        real: list[str | int] = []
-        for part in loc:
-            if _has(container, part):
-                line = self.marks.line_of(container, part) or line
-                container = container[part]
-                real.append(part)
-        kind = e["type"]
-        where, model = self._where(real)
-        msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
-        field = _dotted(real)
-        if kind == "extra_forbidden":
-            key = str(real[-1])
-            parent_where, parent_model = self._where(real[:-1])
-            message = f"unknown field {key!r} in {parent_where}"
-            if parent_model is not None:
-                names = _field_names(parent_model)
-                close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-                if close:
-                    message += f"; did you mean {close[0]!r}?"
-        elif kind == "missing":
-            message = f"{where}: missing required field {str(loc[-1])!r}"
-            field = _dotted([*real, loc[-1]])
-        elif kind in ("union_tag_invalid", "union_tag_not_found"):
-            given = container.get("type") if isinstance(container, dict) else None
-            types_ = ", ".join(STEP_TYPES)
-            if given is None:
-                message = f"{where}: missing 'type' (one of {types_})"
-            else:
-                message = f"{where}: unknown step type {given!r}; expected one of {types_}"
-                close = difflib.get_close_matches(str(given), list(STEP_TYPES), n=1)
-                if close:
-                    message += f"; did you mean {close[0]!r}?"
-                line = self.marks.line_of(container, "type") or line
-            field = _dotted([*real, "type"])
-        else:
-            shown = repr(e.get("input"))
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            leaf = real[-1] if real and real[-1] == loc[-1] and isinstance(real[-1], str) else None
-            if leaf is not None:
-                parent_where, _ = self._where(real[:-1])
-                message = f"{parent_where}, field {leaf!r}: {msg} (got {shown})"
-            else:
-                message = f"{where}: {msg}"
-        del model
-        self.err(message, line, field)
-
-    def _where(self, real: list[str | int]) -> tuple[str, type[BaseModel] | None]:
-        """A readable name for a location, and the model class that validates it."""
-        model: type[BaseModel] | None = WorkflowDefinition
-        words: list[str] = []
-        raw: Any = self.data
-        skip_key = False
-        i = 0
-        while i < len(real):
-            part = real[i]
-            if part == "steps" and i == 0 and len(real) > 1 and isinstance(raw, dict):
-                index = real[1]
-                step = raw["steps"][index]
-                sid = step.get("id") if isinstance(step, dict) else None
-                stype = step.get("type") if isinstance(step, dict) else None
-                words.append(f"step {sid!r} ({stype})" if sid else f"step #{int(index) + 1}")
-                model = STEP_TYPES.get(str(stype))
-                raw = step
-                i += 2
-                continue
-            if skip_key:
-                skip_key = False
-            elif model is not None and isinstance(part, str):
-                model, skip_key = _field_model(model, part)
-            words.append(str(part) if isinstance(part, str) else f"[{part}]")
-            raw = raw[part] if _has(raw, part) else None
-            i += 1
-        text = " ".join(words).replace(" [", "[") if words else "the workflow"
-        return text, model
 
     # -- graph ----------------------------------------------------------------------------
 
@@ -326,6 +251,9 @@ class _Checker:
                     pc.template(raw[key], key)
 
     def ancestors(self, step_id: str) -> set[str]:
+        cached = self._ancestors.get(step_id)
+        if cached is not None:
+            return cached
         out: set[str] = set()
         todo = list(self._deps_of.get(step_id, ()))
         while todo:
@@ -333,7 +261,58 @@ class _Checker:
             if d not in out:
                 out.add(d)
                 todo.extend(self._deps_of.get(d, ()))
+        self._ancestors[step_id] = out
         return out
+
+    def _warn_unknown_state(self, nodes: dict[str, StepNode]) -> None:
+        """A `{state.x}` whose key neither the file's state nor any step's output provides
+        must come from `--state`; likely a typo otherwise, so `validate` says so."""
+        state = self.data.get("state") if isinstance(self.data, dict) else None
+        provided = set(state) if isinstance(state, dict) else set()
+        provided |= {n.output_path[0] for n in nodes.values() if n.output_path}
+        for node in nodes.values():
+            templates = getattr(node.prepared, "templates", None)
+            if templates is None:
+                continue
+            index = self._raw_index[node.id]
+            for field_path, template in templates():
+                for ref in template.refs:
+                    if ref.root == "state" and ref.path[0] not in provided:
+                        line = self.line_in_step(index, field_path)
+                        self.warnings.append(
+                            f"{self.filename}:{line}: warning: step {node.id!r} reads "
+                            f"{{{ref.source}}}, which neither the file's state nor any step's "
+                            "output provides; pass it with --state")
+
+    def _check_outputs(self, nodes: dict[str, StepNode]) -> None:
+        """With `strict_outputs`, two steps that may run at once writing one key is an
+        error: one write would be lost. Branches of one router are exempt (one runs)."""
+        config = self.definition_config
+        if config is None or not config.strict_outputs:
+            return
+        branch_of: dict[str, str] = {}
+        for node in nodes.values():
+            for target in getattr(node.prepared, "targets", ()):
+                branch_of[target] = node.id
+        writers: dict[str, list[StepNode]] = {}
+        for node in nodes.values():
+            if node.output_path is not None:
+                key = _dotted(list(node.output_path))
+                writers.setdefault(key, []).append(node)
+        for key, group in writers.items():
+            for i, first in enumerate(group):
+                for second in group[i + 1:]:
+                    if first.id in self.ancestors(second.id) or \
+                            second.id in self.ancestors(first.id):
+                        continue
+                    router = branch_of.get(first.id)
+                    if router is not None and router == branch_of.get(second.id):
+                        continue
+                    index = self._raw_index[second.id]
+                    self.err(f"steps {first.id!r} and {second.id!r} may run at the same "
+                             f"time and both write {key!r} (strict_outputs); chain them "
+                             "with depends_on or write different keys",
+                             self.line_in_step(index, ("output",)), f"steps[{index}].output")
 
     # -- per-type preparation --------------------------------------------------------------
 
@@ -403,52 +382,3 @@ def _find_cycle(deps_of: dict[str, list[str]]) -> list[str] | None:
                 state[node] = 2
                 path.pop()
     return None
-
-
-def _has(container: Any, part: Any) -> bool:
-    if isinstance(container, dict):
-        return part in container
-    return isinstance(container, list) and isinstance(part, int) and part < len(container)
-
-
-def _dotted(parts: list[Any]) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
-
-
-def _field_names(model: type[BaseModel]) -> list[str]:
-    names = []
-    for name, info in model.model_fields.items():
-        names.append(info.alias or name)
-    return names
-
-
-def _field_model(model: type[BaseModel], name: str) -> tuple[type[BaseModel] | None, bool]:
-    """The model validating field `name`, and whether the field is a mapping of them
-    (whose keys are names the user chose, not fields)."""
-    for fname, info in model.model_fields.items():
-        if name in (fname, info.alias):
-            is_map = typing.get_origin(info.annotation) is dict
-            return _first_model(info.annotation), is_map
-    return None, False
-
-
-def _first_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    origin = typing.get_origin(annotation)
-    if origin is None and not isinstance(annotation, types.UnionType):
-        return None
-    args = typing.get_args(annotation)
-    if origin is dict and len(args) == 2:
-        args = (args[1],)
-    for arg in args:
-        found = _first_model(arg)
-        if found is not None:
-            return found
-    return None
-
-
-Reporter = Callable[..., None]

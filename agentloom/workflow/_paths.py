@@ -94,12 +94,17 @@ def assign(root: dict[str, Any], path: Path, value: Any) -> None:
     """Set `value` at `path`, creating mappings on the way (`output: report.summary`)."""
     cur: Any = root
     for seg in path[:-1]:
-        nxt = cur.get(seg) if isinstance(cur, dict) else None
-        if not isinstance(nxt, dict):
-            if not isinstance(cur, dict):
-                raise PathError(f"cannot write {format_path(path)!r}: {seg!r} is not a mapping")
-            nxt = {}
-            cur[seg] = nxt
+        if isinstance(cur, dict):
+            nxt = cur.get(seg)
+            if nxt is None:
+                nxt = cur[seg] = {}
+        elif isinstance(cur, list) and isinstance(seg, int) and -len(cur) <= seg < len(cur):
+            nxt = cur[seg]
+        else:
+            nxt = MISSING
+        if not isinstance(nxt, dict | list):
+            raise PathError(f"cannot write {format_path(path)!r}: {seg!r} holds a "
+                            f"{type(nxt).__name__}, not a mapping")
         cur = nxt
     last = path[-1]
     if isinstance(cur, list) and isinstance(last, int):

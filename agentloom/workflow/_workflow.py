@@ -30,6 +30,8 @@ class StepNode:
     dependents: list[str] = field(default_factory=list)
     prepared: Any = None
     output_path: Path | None = None
+    policy: Any = None
+    """The step's RetryPolicy, resolved on first run (config.max_retries is fixed by then)."""
 
 
 @dataclass(slots=True)
@@ -39,6 +41,8 @@ class Workflow:
     """In file order."""
     file: str | None = None
     base_dir: FsPath = field(default_factory=FsPath)
+    warnings: list[str] = field(default_factory=list)
+    """`file:line: warning: ...` lines: not errors, but worth a look (`validate` shows them)."""
 
     @property
     def name(self) -> str:

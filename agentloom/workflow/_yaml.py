@@ -44,10 +44,13 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
     marks = Marks()
     errors: list[WorkflowError] = []
 
-    class Loader(yaml.SafeLoader):
+    # libyaml's parser when present: 5-10x faster, with the same marks.
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc,valid-type]
         pass
 
-    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    def construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
         loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
         key_lines: dict[Any, int] = {}
@@ -66,7 +69,7 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
         marks.keep.append(out)
         return out
 
-    def construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> list[Any]:
+    def construct_sequence(loader: Any, node: yaml.SequenceNode) -> list[Any]:
         out = [loader.construct_object(child, deep=True) for child in node.value]
         marks.start[id(out)] = node.start_mark.line + 1
         marks.items[id(out)] = [child.start_mark.line + 1 for child in node.value]

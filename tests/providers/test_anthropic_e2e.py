@@ -52,7 +52,9 @@ def check_request(body: dict[str, Any]) -> None:
     streaming = bool(body.get("stream"))
     params = _PARAMS[streaming]
     force(_ADAPTERS[streaming].validate_python(body))
-    known = set(get_type_hints(params))
+    # The installed SDK no longer lists temperature; the spec sends it as given, and the
+    # API still takes it on models without thinking.
+    known = set(get_type_hints(params)) | {"temperature"}
     assert set(body) <= known, set(body) - known
 
 
@@ -77,7 +79,7 @@ def request(stream: bool = False, **kw: Any) -> ModelRequest:
         model=MODEL, stream=stream,
         messages=(Message.system("You describe pictures."),
                   Message.user("What is this?", ImagePart(media_type="image/png", data=PNG))),
-        reasoning=ReasoningConfig(enabled=True, budget_tokens=2000), **kw,
+        **{"reasoning": ReasoningConfig(enabled=True, budget_tokens=2000), **kw},
     )
 
 
@@ -131,6 +133,16 @@ async def test_thinking_signature_goes_back_on_the_next_turn(
                             "signature": "SIG-1"}
     assert assistant[-1]["type"] == "tool_use" and assistant[-1]["id"] == call.id
     assert sent["messages"][2]["content"][0]["tool_use_id"] == call.id
+
+
+async def test_uncaptured_thinking_keeps_its_signature(
+    server: FakeAnthropicServer, client: ProviderClient
+) -> None:
+    server.script(FakeReply(text="ok", reasoning="secret", reasoning_signature="SIG"))
+    r = await client.complete(request(
+        stream=True, reasoning=ReasoningConfig(enabled=True, budget_tokens=2000, capture=False)))
+    assert r.reasoning is None
+    assert ReasoningPart(text="", signature="SIG") in r.parts
 
 
 async def test_fake_replies_parse_with_the_sdk(server: FakeAnthropicServer) -> None:
@@ -204,3 +216,33 @@ async def test_missing_key_is_refused_by_the_fake(server: FakeAnthropicServer) -
         assert info.value.status == 401
     finally:
         await transport.aclose()
+
+
+def test_every_block_kind_is_a_valid_sdk_param() -> None:
+    from agentloom.messages import (
+        DocumentPart,
+        NamedToolChoice,
+        ResponseFormat,
+        TextPart,
+        ToolCallPart,
+    )
+    from agentloom.providers.anthropic import encode_body
+
+    conversation = (
+        Message.system("Sys."),
+        Message.user("look", ImagePart(media_type="image/png", data=PNG),
+                     ImagePart(url="https://example.com/a.png"), DocumentPart(data=b"%PDF"),
+                     name="alice"),
+        Message(role="assistant", parts=(
+            ReasoningPart(text="t", signature="S"), ReasoningPart(text="", redacted="R"),
+            TextPart(text="calling"), ToolCallPart(id="t1", name="f", arguments="{}"))),
+        Message(role="tool", parts=(ToolResultPart(call_id="t1", name="f", content="x",
+                                                   is_error=True),)),
+    )
+    for stream in (False, True):
+        check_request(encode_body(ModelRequest(
+            model=MODEL, messages=conversation, stream=stream, temperature=0.5, max_tokens=99,
+            tools=(ToolSpec(name="f"),), tool_choice=NamedToolChoice(name="f"),
+            vendor_tools=({"type": "web_search_20250305", "name": "web_search"},),
+            response_format=ResponseFormat(kind="json_schema", schema={"type": "object"}),
+        )))

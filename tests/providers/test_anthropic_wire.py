@@ -86,6 +86,10 @@ def test_reasoning_table_row() -> None:
     assert b["thinking"] == {"type": "enabled", "budget_tokens": 2000}
     assert "temperature" not in b  # Anthropic refuses a temperature with thinking on
     assert "high" not in json.dumps(b)  # level is ignored
+    hidden = body(req(reasoning=ReasoningConfig(enabled=True, budget_tokens=2000,
+                                                capture=False)))
+    assert hidden["thinking"] == {"type": "enabled", "budget_tokens": 2000,
+                                  "display": "omitted"}
     off = body(req(temperature=0.3, reasoning=ReasoningConfig(enabled=False, budget_tokens=9)))
     assert "thinking" not in off and off["temperature"] == 0.3
 
@@ -99,6 +103,8 @@ def test_load_time_rules() -> None:
         check_reasoning_settings(MODEL, None, ReasoningConfig(enabled=True))
     with pytest.raises(ConfigError, match=r"max_tokens \(4000\) must be above"):
         check_reasoning_settings(MODEL, 4000, ReasoningConfig(enabled=True, budget_tokens=4000))
+    with pytest.raises(ConfigError, match="at least 1024"):
+        check_reasoning_settings(MODEL, None, ReasoningConfig(enabled=True, budget_tokens=100))
     with pytest.raises(ConfigError):
         body(req(reasoning=ReasoningConfig(enabled=True)))
 

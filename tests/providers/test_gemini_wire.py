@@ -65,6 +65,11 @@ def test_contents_system_and_generation_config() -> None:
     ]
     assert b["generationConfig"] == {"temperature": 0.2, "maxOutputTokens": 400}
     assert b["safetySettings"] == []
+    # Objects in `extra` merge key by key with what the encoder wrote.
+    merged = body(req(max_tokens=5, reasoning=ReasoningConfig(enabled=True),
+                      extra={"generationConfig": {"topK": 3}}))
+    assert merged["generationConfig"] == {"maxOutputTokens": 5, "topK": 3,
+                                          "thinkingConfig": {"includeThoughts": True}}
 
 
 @pytest.mark.parametrize(

@@ -71,14 +71,15 @@ async def test_tool_calls(setup: tuple[FakeOpenAIServer, ProviderClient], stream
     assert resp.finish_reason == "tool_calls"
 
 
+@pytest.mark.parametrize("stream", [False, True])
 async def test_error_status_with_retry_after(
-    setup: tuple[FakeOpenAIServer, ProviderClient]
+    setup: tuple[FakeOpenAIServer, ProviderClient], stream: bool
 ) -> None:
     server, client = setup
     server.script(FakeError(status=429, body={"error": {"message": "slow down"}},
                             headers={"Retry-After": "2"}))
     with pytest.raises(ProviderError) as info:
-        await client.complete(REQ)
+        await client.complete(REQ.replace(stream=stream))
     err = info.value
     assert (err.status, err.retryable, err.retry_after, err.request_sent) == (429, True, 2.0, True)
     assert "slow down" in str(err)
@@ -112,3 +113,32 @@ async def test_bad_body(setup: tuple[FakeOpenAIServer, ProviderClient]) -> None:
     assert (info.value.phase, info.value.retryable) == ("body", True)
     # The same connection still works afterwards.
     assert (await client.complete(REQ)).text == "Hello from the fake server."
+
+
+async def test_models_route_and_path_without_v1(
+    setup: tuple[FakeOpenAIServer, ProviderClient]
+) -> None:
+    server, _ = setup
+    transport = AiohttpTransport()
+    try:
+        from agentloom.http import HttpRequest
+
+        resp = await transport.handle(HttpRequest(method="GET", url=f"{server.base_url}/v1/models"))
+        assert resp.status == 200 and b"gpt-4o-mini" in await resp.read()
+        ep = vendor_endpoint("generic_openai", base_url=server.base_url)
+        client = ProviderClient(ep, get_protocol("openai"), transport)
+        assert (await client.complete(REQ)).text
+        assert server.requests[-1].path == "/chat/completions"
+        assert "authorization" not in server.requests[-1].headers
+    finally:
+        await transport.aclose()
+
+
+def test_import_agentloom_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, agentloom, agentloom.http, agentloom.providers; "
+            "print('aiohttp' in sys.modules, 'agentloom.providers.openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -130,3 +130,12 @@ def test_rate_limit_validation() -> None:
         RateLimit(rpm=0)
     with pytest.raises(ValueError):
         RateLimit(tpm=-5)
+
+
+def test_breakers_can_be_reconfigured_from_a_workflow() -> None:
+    reg = Breakers(clock=FakeClock())
+    existing = reg.get("a")
+    reg.configure(BreakerSettings(failure_threshold=1))
+    existing.record("failure")
+    assert existing.state == "open"
+    assert reg.get("b").settings.failure_threshold == 1

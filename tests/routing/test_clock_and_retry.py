@@ -125,3 +125,26 @@ def test_retry_after_of_prefers_the_header_read_against_our_clock() -> None:
         "x", provider="p", status=429, headers={"retry-after": "junk"}, retry_after=3.0
     )
     assert retry_after_of(err2, now_wall=0.0) == 3.0
+
+
+def test_retry_after_ms_wins() -> None:
+    err = ProviderError(
+        "x", provider="p", status=429, headers={"retry-after-ms": "1500", "retry-after": "2"}
+    )
+    assert retry_after_of(err, now_wall=0.0) == 1.5
+
+
+async def test_autojump_threshold_lets_real_work_finish_first() -> None:
+    clock = FakeClock(autojump_threshold=0.02)
+    order: list[str] = []
+
+    async def timer() -> None:
+        await clock.sleep(100)
+        order.append("timer")
+
+    async def real_io() -> None:
+        await asyncio.sleep(0.001)  # stands for a loopback round trip
+        order.append("io")
+
+    await asyncio.gather(timer(), real_io())
+    assert order == ["io", "timer"]

@@ -113,3 +113,20 @@ async def test_sigkill_mid_writes_leaves_a_consistent_store(tmp_path: Path) -> N
         calls = await store.get_tool_calls("r")
         assert len(calls) in (cp.seq - 1, cp.seq)
         assert await store.save_checkpoint("r", cp) == cp.seq + 1
+
+
+async def test_keep_checkpoints_bounds_history(tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentloom.store import Checkpoint
+
+    path = tmp_path / "runs.db"
+    async with SqliteStore(path, keep_checkpoints=2) as store:
+        await store.create_run("r", "flow", "h", {})
+        for i in range(5):
+            await store.save_checkpoint("r", Checkpoint(state={"i": i}))
+        cp = await store.load_latest("r")
+        assert cp is not None and cp.seq == 5 and cp.state == {"i": 4}
+    with sqlite3.connect(path) as conn:
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM checkpoints ORDER BY seq")]
+    assert seqs == [4, 5]

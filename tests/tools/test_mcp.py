@@ -40,6 +40,9 @@ async def test_tools_are_listed_as_server_dot_tool(source: MCPToolSource) -> Non
     assert add.description == "Add two integers and return the sum."
     assert add.parameters["required"] == ["a", "b"]
     assert add.parameters["properties"]["a"]["type"] == "integer"
+    # Idempotence comes from the server's read-only/idempotent hints.
+    assert add.idempotent is True
+    assert next(t for t in source.tools if t.name == "test.echo").idempotent is False
 
 
 async def test_calls_through_a_toolset(source: MCPToolSource) -> None:

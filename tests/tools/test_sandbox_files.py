@@ -193,6 +193,20 @@ async def test_path_arguments_outside_the_sandbox_are_refused(jail: Path) -> Non
         await tool({"command": ["cat", "x"], "cwd": "/etc"}, CTX)
 
 
+async def test_without_cwd_commands_run_inside_the_sandbox(
+    jail: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process's own directory holds a secret; a relative name must not reach it.
+    monkeypatch.chdir(jail.parent)
+    tool = shell(jail, "cat", "ls")
+    assert await tool({"command": "cat notes.txt"}, CTX) == "inside"
+    with pytest.raises(ToolError, match="No such file"):
+        await tool({"command": "cat secret.txt"}, CTX)
+    # No paths allowed at all: an empty scratch directory.
+    bare = ShellCommandTool(policy=SandboxPolicy(allowed_commands=("ls",)))
+    assert await bare({"command": "ls -a"}, CTX) == ".\n..\n"
+
+
 async def test_a_failing_command_reports_its_status_and_stderr(jail: Path) -> None:
     tool = shell(jail, "cat")
     with pytest.raises(ToolError, match=r"cat exited with status 1: .*missing"):

@@ -341,3 +341,14 @@ async def test_dotted_output_and_state_override() -> None:
     result = await arun_workflow(load_workflow_text(text), clients=Factory(echo_model()),
                                  state={"who": "cli"})
     assert result.state["report"] == {"greeting": "echo: hi cli"}
+
+
+async def test_unwritable_output_fails_the_step_not_the_run() -> None:
+    text = ("name: x\nstate: {a: text}\nsteps:\n"
+            "  - {id: s, type: llm_call, prompt: p, output: a.b}\n"
+            "  - {id: t, type: llm_call, prompt: p}\n")
+    result = await arun_workflow(load_workflow_text(text), clients=Factory(echo_model()))
+    assert result.steps["s"].status is StepStatus.FAILED
+    assert "cannot write 'a.b'" in (result.steps["s"].error or "")
+    assert result.steps["t"].status is StepStatus.SUCCESS
+    assert result.state["a"] == "text"

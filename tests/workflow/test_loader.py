@@ -92,7 +92,7 @@ def test_every_problem_is_listed(tmp_path: Path) -> None:
     text = "\n".join(e.message for e in errs)
     assert "did you mean 'llm_call'?" in text
     assert "needs a 'prompt'" in text
-    assert "field 'max_tokens'" in text
+    assert "step 'd' (llm_call), max_tokens: Input should be a valid integer" in text
 
 
 def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
@@ -165,3 +165,27 @@ def test_max_concurrent_steps_range(tmp_path: Path) -> None:
     errs = problems("name: x\nconfig: {max_concurrent_steps: 0}\nsteps:\n"
                     "  - {id: a, type: llm_call, prompt: p}\n", tmp_path)
     assert errs[0].line == 2 and errs[0].field == "config.max_concurrent_steps"
+
+
+def test_strict_outputs_refuses_parallel_writers_but_not_router_branches(tmp_path: Path) -> None:
+    base = ("name: x\nconfig: {strict_outputs: %s}\nsteps:\n"
+            "  - {id: a, type: llm_call, prompt: p, output: same}\n"
+            "  - {id: b, type: llm_call, prompt: p, output: same}\n"
+            "  - {id: c, type: llm_call, prompt: p, output: same, depends_on: [a, b]}\n"
+            "  - id: r\n    type: router\n    depends_on: [c]\n"
+            "    conditions: [{expression: 'True', target: d}]\n    default: e\n"
+            "  - {id: d, type: llm_call, prompt: p, output: branch, depends_on: [r]}\n"
+            "  - {id: e, type: llm_call, prompt: p, output: branch, depends_on: [r]}\n")
+    load_workflow_text(base % "false")
+    errs = problems(base % "true", tmp_path)
+    assert len(errs) == 1
+    assert errs[0].line == 5
+    assert "steps 'a' and 'b' may run at the same time and both write 'same'" in errs[0].message
+
+
+def test_unknown_state_key_is_a_warning_not_an_error() -> None:
+    wf = load_workflow_text("name: w\nstate: {question: q}\nsteps:\n"
+                            "  - {id: a, type: llm_call, prompt: '{state.questoin}', output: ans}\n"
+                            "  - {id: b, type: llm_call, prompt: '{state.ans}', depends_on: [a]}\n")
+    assert len(wf.warnings) == 1
+    assert wf.warnings[0].startswith("<string>:4: warning: step 'a' reads {state.questoin}")

@@ -170,3 +170,55 @@ async def test_unbuilt_fields_fail_clearly_not_silently() -> None:
     a = result.steps["a"]
     assert a.status is StepStatus.FAILED and a.attempts == 1
     assert "response_schema" in (a.error or "") and model.requests == []
+
+
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAEklEQVR4nGP4z8DwHwyBNBgAAEnICff5q7YNAAAA"
+       "AElFTkSuQmCC")
+
+
+async def test_attachments_are_read_and_sent_with_the_prompt(tmp_path: Any,
+                                                            monkeypatch: Any) -> None:
+    import base64
+
+    from agentloom.messages import DocumentPart, ImagePart
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4 tiny")
+    text = f"""\
+name: media
+state: {{img: "data:image/png;base64,{PNG}"}}
+steps:
+  - id: look
+    type: llm_call
+    prompt: describe
+    attachments:
+      - source: "{{state.img}}"
+      - {{type: pdf, source: doc.pdf}}
+"""
+    model = ScriptedModel(["a tiny image"])
+    result = await arun_workflow(load_workflow_text(text), clients=Factory(model))
+    assert result.status is RunStatus.SUCCESS, result.error
+    parts = model.requests[0].messages[-1].parts
+    assert isinstance(parts[1], ImagePart) and parts[1].data == base64.b64decode(PNG)
+    assert isinstance(parts[2], DocumentPart) and parts[2].data == b"%PDF-1.4 tiny"
+
+
+async def test_attachment_outside_the_sandbox_fails_before_any_call(tmp_path: Any,
+                                                                   monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "secret.png").write_bytes(b"x")
+    text = """\
+name: media
+config:
+  sandbox: {enabled: true, readable_paths: [/nonexistent]}
+steps:
+  - id: look
+    type: llm_call
+    prompt: describe
+    attachments: [{source: secret.png}]
+"""
+    model = ScriptedModel([])
+    result = await arun_workflow(load_workflow_text(text), clients=Factory(model))
+    look = result.steps["look"]
+    assert look.status is StepStatus.FAILED and look.attempts == 1
+    assert model.requests == []

@@ -18,47 +18,41 @@ checked when the store has their methods.
 from __future__ import annotations
 
 from agentloom.testing.store_conformance._capabilities import (
-    OPTIONAL_CAPABILITIES as OPTIONAL_CAPABILITIES,
-)
-from agentloom.testing.store_conformance._capabilities import (
-    REQUIRED_CAPABILITIES as REQUIRED_CAPABILITIES,
-)
-from agentloom.testing.store_conformance._capabilities import (
-    Capability as Capability,
-)
-from agentloom.testing.store_conformance._capabilities import (
-    detect_capabilities as detect_capabilities,
+    OPTIONAL_CAPABILITIES,
+    REQUIRED_CAPABILITIES,
+    Capability,
+    detect_capabilities,
 )
 from agentloom.testing.store_conformance._initializer import (
-    CheckContext as CheckContext,
-)
-from agentloom.testing.store_conformance._initializer import (
-    FakeNow as FakeNow,
-)
-from agentloom.testing.store_conformance._initializer import (
-    StoreFactory as StoreFactory,
-)
-from agentloom.testing.store_conformance._initializer import (
-    store_factory as store_factory,
+    CheckContext,
+    FakeNow,
+    StoreFactory,
+    store_factory,
 )
 from agentloom.testing.store_conformance._validate import (
-    CapabilityMissing as CapabilityMissing,
+    CapabilityMissing,
+    CapabilityReport,
+    CheckResult,
+    check_id,
+    iter_checks,
+    run_check,
+    validate,
 )
-from agentloom.testing.store_conformance._validate import (
-    CapabilityReport as CapabilityReport,
-)
-from agentloom.testing.store_conformance._validate import (
-    CheckResult as CheckResult,
-)
-from agentloom.testing.store_conformance._validate import (
-    check_id as check_id,
-)
-from agentloom.testing.store_conformance._validate import (
-    iter_checks as iter_checks,
-)
-from agentloom.testing.store_conformance._validate import (
-    run_check as run_check,
-)
-from agentloom.testing.store_conformance._validate import (
-    validate as validate,
-)
+
+__all__ = [
+    "OPTIONAL_CAPABILITIES",
+    "REQUIRED_CAPABILITIES",
+    "Capability",
+    "CapabilityMissing",
+    "CapabilityReport",
+    "CheckContext",
+    "CheckResult",
+    "FakeNow",
+    "StoreFactory",
+    "check_id",
+    "detect_capabilities",
+    "iter_checks",
+    "run_check",
+    "store_factory",
+    "validate",
+]

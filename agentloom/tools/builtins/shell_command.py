@@ -4,7 +4,9 @@ A string command is split with `shlex`, so quotes group words but `;`, `|`, `$(.
 backticks and redirections are plain characters handed to the program as arguments:
 there is no shell to interpret them. The program runs in its own process group, and on
 timeout the whole group is killed, children included. Output is read as it comes and
-cut at the policy's limit, so a chatty program can't fill memory.
+cut at the policy's limit, so a chatty program can't fill memory. With the sandbox
+enabled, a command without `cwd` runs in the first allowed directory, or in an empty
+scratch directory, never in the process's own working directory.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 import signal
+import tempfile
 from typing import Any
 
 from agentloom.errors import ToolError
@@ -51,12 +55,21 @@ class ShellCommandTool(SandboxedTool):
                 raise ToolError("shell_command: every argument must be a string")
             argv = list(command)
         cwd = arg(arguments, "cwd", str, required=False, tool=self.name)
+        if cwd is None and self.policy.enabled:
+            workdir = await asyncio.to_thread(self.policy.default_workdir)
+            cwd = str(workdir) if workdir is not None else None
         resolved_cwd = self.policy.check_command(argv, cwd)
         if resolved_cwd is not None and not await asyncio.to_thread(resolved_cwd.is_dir):
             raise ToolError(f"shell_command: working directory {cwd!r} does not exist")
-        return await self._run(
-            argv, str(resolved_cwd) if resolved_cwd else None, self.call_timeout(arguments)
-        )
+        scratch = None
+        if resolved_cwd is None and self.policy.enabled:
+            scratch = await asyncio.to_thread(tempfile.mkdtemp, prefix="agentloom-shell-")
+        try:
+            run_cwd = str(resolved_cwd) if resolved_cwd is not None else scratch
+            return await self._run(argv, run_cwd, self.call_timeout(arguments))
+        finally:
+            if scratch is not None:
+                await asyncio.to_thread(shutil.rmtree, scratch, True)
 
     async def _run(self, argv: list[str], cwd: str | None, limit: float) -> str:
         cap = self.policy.max_output_bytes

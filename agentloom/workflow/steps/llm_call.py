@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
+from agentloom.loop import LoopOptions, run_loop
 from agentloom.messages import (
     Message,
     ModelRequest,
@@ -71,8 +72,6 @@ def prepare(step: LLMCallStep, pc: PrepareContext) -> Prepared:
 
 
 async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
-    from agentloom.loop import LoopOptions, run_loop
-
     step: LLMCallStep = node.step  # type: ignore[assignment]
     prep: Prepared = node.prepared
     config = ctx.workflow.config
@@ -82,10 +81,10 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     messages: list[Message] = []
     if prep.system_prompt is not None:
         messages.append(Message.system(prep.system_prompt.render(ctx.scope)))
-    messages.append(Message.user(prep.prompt.render(ctx.scope)))
+    media = await _attachments(step, prep, ctx) if prep.attachments else ()
+    messages.append(Message.user(prep.prompt.render(ctx.scope), *media))
     model = step.model or config.model
-    client = ctx.clients.client(model=model, provider=step.provider or config.provider,
-                                retry=_no_client_retry())
+    client = ctx.client(model, step.provider or config.provider, retry=_no_client_retry())
     stream = step.stream if step.stream is not None else config.stream
     request = ModelRequest(
         model=model or _default_model(ctx),
@@ -129,12 +128,52 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     )
 
 
+async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tuple[Any, ...]:
+    """Read every attachment (rendered sources) at once; any failure fails the step
+    before a request is sent."""
+    import asyncio
+    from pathlib import Path
+
+    from agentloom.media import AttachmentPolicy, AttachmentSpec, load_attachment
+
+    sb = ctx.workflow.config.sandbox
+    policy = AttachmentPolicy(
+        allow_network=True if sb is None or sb.allow_network is None else sb.allow_network,
+        allowed_domains=tuple(sb.allowed_domains) if sb is not None and sb.allowed_domains
+        else None,
+        sandbox_enabled=sb is not None and sb.enabled is not False,
+        readable_paths=tuple(Path(p) for p in [*(sb.readable_paths or []),
+                                                *(sb.allowed_paths or [])])
+        if sb is not None else (),
+    )
+    specs = [
+        AttachmentSpec(source=str(t.value(ctx.scope)), type=a.type, media_type=a.media_type,
+                       fetch=a.fetch)
+        for a, t in zip(step.attachments, prep.attachments, strict=True)
+    ]
+    if ctx.transport is None and any(
+            s.fetch == "local" and s.source.lower().startswith(("http://", "https://"))
+            for s in specs):
+        raise ConfigError(f"step {step.id!r}: downloading an attachment needs an HTTP "
+                          "transport; pass transport= to arun_workflow")
+    parts = await asyncio.gather(*(
+        load_attachment(spec, base_dir=Path.cwd(), transport=ctx.transport, policy=policy)
+        for spec in specs
+    ))
+    return tuple(parts)
+
+
+_NO_RETRY: list[Any] = []
+
+
 def _no_client_retry() -> Any:
     # The engine retries the whole step (spec 000: a retry re-runs the loop), so the
     # client makes one attempt per candidate instead of retrying underneath.
-    from agentloom.routing import RetryPolicy
+    if not _NO_RETRY:
+        from agentloom.routing import RetryPolicy
 
-    return RetryPolicy(max_retries=0)
+        _NO_RETRY.append(RetryPolicy(max_retries=0))
+    return _NO_RETRY[0]
 
 
 def _default_model(ctx: RunContext) -> str:
@@ -144,7 +183,7 @@ def _default_model(ctx: RunContext) -> str:
 def _refuse_unbuilt(step: LLMCallStep) -> None:
     # These fields load (files that use them validate) but their runtime lands with the
     # modules that own them; until then a run fails clearly instead of ignoring them.
-    for name in ("attachments", "response_schema", "conversation"):
+    for name in ("response_schema", "conversation"):
         if getattr(step, name):
             raise ConfigError(f"step {step.id!r}: '{name}' is not supported by this build yet")
 

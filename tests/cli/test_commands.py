@@ -150,3 +150,78 @@ def test_run_invalid_file_exits_1(tmp_path: Path) -> None:
     out = agentloom("run", str(bad))
     assert out.returncode == 1
     assert "did you mean 'output'?" in out.stderr
+
+
+def test_tools_flag_registers_python_tools(tmp_path: Path) -> None:
+    tools = tmp_path / "my_tools.py"
+    tools.write_text(
+        "from agentloom.tools import tool\n\n"
+        "@tool\n"
+        "def shout(text: str) -> str:\n"
+        "    \"\"\"Upper-case a text.\"\"\"\n"
+        "    return text.upper()\n")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("name: t\nstate: {word: hello}\nsteps:\n"
+                    "  - id: s\n    type: tool\n    tool_name: shout\n"
+                    "    tool_args: {text: '{state.word} there'}\n    output: loud\n")
+    out = agentloom("run", str(flow), "--tools", str(tools), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["state"]["loud"] == "HELLO THERE"
+
+
+def test_console_script_exists_and_validates() -> None:
+    script = Path(sys.executable).parent / "agentloom"
+    if not script.exists():
+        pytest.skip("console script not installed")
+    out = subprocess.run([str(script), "validate", "examples/hello.yaml"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0 and "valid workflow 'hello'" in out.stdout
+
+
+def test_schema_validates_every_compat_example() -> None:
+    import jsonschema
+    import yaml
+
+    out = agentloom("schema")
+    assert out.returncode == 0
+    schema = json.loads(out.stdout)
+    validator = jsonschema.Draft202012Validator(schema)
+    files = sorted(Path("/work/shared/compat/agentloom-examples").glob("*.yaml"))
+    files += sorted(EXAMPLES.glob("*.yaml"))
+    for path in files:
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        assert not errors, (path.name, errors[0].message)
+    typo = {"name": "x", "steps": [{"id": "a", "type": "llm_call", "prompt": "p",
+                                    "temprature": 1}]}
+    assert list(validator.iter_errors(typo))
+
+
+def test_timeout_flag_is_a_run_deadline() -> None:
+    from agentloom.testing.fake_openai import FakeOpenAIServer
+
+    server = FakeOpenAIServer(latency=5.0)
+    server.start_in_thread()
+    try:
+        out = agentloom("run", "examples/hello.yaml", "--model", "gpt-4o-mini", "--json",
+                        "--timeout", "0.2", env=_env(server))
+    finally:
+        server.stop_thread()
+    assert out.returncode == 1
+    data = json.loads(out.stdout)
+    assert data["status"] == "deadline_exceeded"
+    assert data["steps"]["greet"]["status"] == "cancelled"
+    assert data["duration_seconds"] < 2
+
+
+def test_library_imports_stay_light() -> None:
+    code = ("import sys, agentloom, agentloom.workflow\n"
+            "assert callable(agentloom.load_workflow)\n"
+            "print(sorted(m for m in ('pydantic', 'aiohttp') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code.replace(
+        "assert callable(agentloom.load_workflow)\n", "")], capture_output=True, text=True,
+        cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr

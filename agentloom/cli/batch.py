@@ -1,0 +1,126 @@
+"""`agentloom batch FLOW.yaml INPUTS`: run a workflow once per input.
+
+Results go to `--output` (default `<inputs name>.results.jsonl` in the current folder),
+one JSON line per input as runs finish. stdout shows a live bar on a terminal, plain
+progress lines otherwise, or only JSON events with `--json`; the summary follows. Exit
+codes: 0 every input succeeded, 1 some failed or were invalid, 2 a usage error, 130
+interrupted (what finished is in the output file; run again with `--resume`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
+from agentloom.cli._common import existing_file, parse_state
+
+EXIT_INTERRUPTED = 130
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "batch", help="run a workflow once per input (JSONL, CSV or a folder)")
+    p.add_argument("file", metavar="FLOW.yaml")
+    p.add_argument("inputs", metavar="INPUTS", help="a .jsonl or .csv file, or a folder")
+    p.add_argument("--output", "-o", metavar="OUT.jsonl",
+                   help="results file (default: <inputs name>.results.jsonl)")
+    p.add_argument("--concurrency", "-c", type=int, default=16, metavar="N",
+                   help="runs in flight at once (default 16; over the whole cluster on Ray)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local")
+    p.add_argument("--address", metavar="ADDR",
+                   help="Ray cluster: auto, host:port or ray://host:port "
+                        "(default: a private local Ray instance)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="Ray actors (default: one per cluster CPU)")
+    p.add_argument("--resume", action="store_true",
+                   help="skip inputs the output file already has finished")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="with --resume, run failed inputs again too")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start an existing output file over")
+    p.add_argument("--json", action="store_true",
+                   help="stream JSON events on stdout instead of progress")
+    p.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
+                   help="state under every input (inputs' own keys win); repeatable")
+    p.add_argument("--state-file", metavar="FILE", help="a YAML or JSON mapping of state")
+    p.add_argument("--model", "-m", help="the model of steps that name none")
+    p.add_argument("--provider", "-p", help="the provider of steps that name none")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="a deadline for each run")
+    return p
+
+
+def default_output(inputs: str) -> str:
+    p = Path(inputs)
+    stem = p.name if p.is_dir() else p.stem
+    return f"{stem or 'batch'}.results.jsonl"
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.executor != "ray" and (args.address or args.workers):
+        raise UsageError("--address and --workers need --executor ray")
+    if args.retry_failed and not args.resume:
+        raise UsageError("--retry-failed needs --resume")
+    if args.resume and args.overwrite:
+        raise UsageError("--resume and --overwrite contradict each other")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    existing_file(args.file)
+    if not Path(args.inputs).exists():
+        raise UsageError(f"inputs not found: {args.inputs}")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    state = parse_state(args.state, args.state_file)
+    output = args.output or default_output(args.inputs)
+    if Path(output).exists() and not (args.resume or args.overwrite):
+        raise UsageError(f"{output} already exists: pass --resume to finish it or "
+                         f"--overwrite to start over")
+    from agentloom.errors import ConfigError, WorkflowError
+    from agentloom.scale import WorkflowRunnerFactory, batch, choose_progress
+    from agentloom.scale._inputs import input_kind
+
+    try:
+        input_kind(args.inputs)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    overrides = {k: v for k, v in (("model", args.model), ("provider", args.provider),
+                                   ("timeout", args.timeout)) if v is not None}
+    factory = WorkflowRunnerFactory.from_file(args.file, env=os.environ, state=state,
+                                              overrides=overrides)
+    try:
+        factory.check()
+    except WorkflowError as exc:
+        for err in getattr(exc, "errors", None) or [exc]:
+            sys.stderr.write(f"{err}\n")
+        return EXIT_FAILED
+    progress = choose_progress(json_events=args.json)
+    b = batch(None, args.inputs, executor=args.executor, concurrency=args.concurrency,
+              workers=args.workers, address=args.address, output=output,
+              resume=args.resume, retry_failed=args.retry_failed,
+              overwrite=args.overwrite, runner_factory=factory, progress=progress)
+    try:
+        asyncio.run(_drain(b))
+    except KeyboardInterrupt:
+        sys.stderr.write(f"agentloom: interrupted; {b.stats.done:,} result(s) are in "
+                         f"{output}; run again with --resume to finish the rest\n")
+        return EXIT_INTERRUPTED
+    except ConfigError as exc:
+        sys.stderr.write(f"agentloom: error: {exc}\n")
+        return EXIT_FAILED
+    return EXIT_OK if not b.stats.failures else EXIT_FAILED
+
+
+async def _drain(b: Any) -> None:
+    async for _ in b:
+        pass

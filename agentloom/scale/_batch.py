@@ -1,0 +1,222 @@
+"""`batch()`: read the inputs, skip what an earlier attempt finished, run the rest on an
+executor, write each result once, and keep the totals.
+
+This is the single writer of the output file: executors only yield results, and a result
+whose id was already written is dropped, which is what makes "each input done exactly
+once" hold even when Ray re-runs an input whose worker died. Inputs are read lazily in a
+worker thread, a chunk at a time, so a batch of a million lines starts at once and the
+event loop never blocks on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from agentloom.errors import ConfigError
+from agentloom.scale._inputs import InputProblem, InputRecord, count_inputs, read_inputs
+from agentloom.scale._output import ResultWriter
+from agentloom.scale._progress import BatchProgress, NullProgress
+from agentloom.scale._resume import ResumeState, read_finished
+from agentloom.scale._summary import BatchStats
+from agentloom.scale._types import INVALID_INPUT, BatchInput, BatchItemResult, RunnerFactory
+
+_CHUNK = 256
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, inputs: AsyncIterator[BatchInput],
+            started: Any = None) -> AsyncIterator[BatchItemResult]: ...
+
+
+class Batch:
+    """An async iterator of results in finishing order; `stats` holds the totals.
+
+        b = batch("flow.yaml", "inputs.jsonl", output="out.jsonl", env=os.environ)
+        async for result in b:
+            ...
+        print(b.stats.succeeded, b.stats.failures)
+    """
+
+    def __init__(self, *, inputs: str | os.PathLike[str], executor: Executor,
+                 output: str | os.PathLike[str] | None, resume: bool, retry_failed: bool,
+                 overwrite: bool, progress: BatchProgress | None) -> None:
+        self.inputs = inputs
+        self.executor = executor
+        self.output = None if output is None else Path(output)
+        self.resume = resume
+        self.retry_failed = retry_failed
+        self.overwrite = overwrite
+        self.progress: BatchProgress = progress or NullProgress()
+        self.stats = BatchStats(executor=executor.name,
+                                output=None if output is None else str(output))
+        self._iterating = False
+
+    def __aiter__(self) -> AsyncIterator[BatchItemResult]:
+        if self._iterating:
+            raise RuntimeError("a Batch can be iterated once")
+        self._iterating = True
+        return self._run()
+
+    async def results(self) -> list[BatchItemResult]:
+        """Run the whole batch; every result, in finishing order."""
+        return [item async for item in self]
+
+    async def _run(self) -> AsyncIterator[BatchItemResult]:
+        prior = await self._prior()
+        self.stats.total = await asyncio.to_thread(count_inputs, self.inputs)
+        self.stats.skipped = len(prior.finished)
+        writer = None
+        if self.output is not None:
+            append = self.resume or not self.overwrite
+            writer = await ResultWriter(self.output, append=append).open()
+        written: set[str] = set()
+        problems: list[InputProblem] = []
+        self.progress.start(self.stats)
+        try:
+            stream = self._pending_inputs(prior, problems)
+            async for item in self.executor.run(stream, self._started):
+                for bad in self._take(problems, written, writer):
+                    yield bad
+                if item.id in written:
+                    continue
+                yield self._record(item, written, writer)
+            for bad in self._take(problems, written, writer):
+                yield bad
+        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+            self.stats.interrupted = True
+            raise
+        except Exception as exc:
+            self.stats.error = str(exc) or type(exc).__name__
+            raise
+        finally:
+            self.stats.finish()
+            if writer is not None:
+                await writer.aclose()
+            self.stats.running = 0
+            self.progress.finish(self.stats)
+
+    async def _prior(self) -> ResumeState:
+        if self.output is None:
+            if self.resume:
+                raise ConfigError("resume needs an output file to read finished runs from")
+            return ResumeState()
+        exists = await asyncio.to_thread(self.output.exists)
+        if exists and not self.resume and not self.overwrite:
+            raise ConfigError(f"{self.output} already exists: resume it (--resume) or "
+                              f"start over (--overwrite)")
+        if not self.resume:
+            return ResumeState()
+        return await asyncio.to_thread(read_finished, self.output,
+                                       retry_failed=self.retry_failed)
+
+    def _started(self, inp: BatchInput) -> None:
+        self.stats.started()
+
+    def _record(self, item: BatchItemResult, written: set[str],
+                writer: ResultWriter | None) -> BatchItemResult:
+        written.add(item.id)
+        if writer is not None:
+            writer.write(item)
+        self.stats.add(item)
+        self.progress.result(item, self.stats)
+        return item
+
+    def _take(self, problems: list[InputProblem], written: set[str],
+              writer: ResultWriter | None) -> Iterator[BatchItemResult]:
+        while problems:
+            p = problems.pop(0)
+            yield self._record(BatchItemResult(id=p.id, status=INVALID_INPUT, source=p.source,
+                                               error=p.reason, attempts=0), written, writer)
+
+    async def _pending_inputs(self, prior: ResumeState,
+                              problems: list[InputProblem]) -> AsyncIterator[BatchInput]:
+        records = read_inputs(self.inputs)
+        while True:
+            chunk = await asyncio.to_thread(_next_chunk, records)
+            if not chunk:
+                return
+            for record in chunk:
+                if isinstance(record, InputProblem):
+                    problems.append(record)
+                elif record.id not in prior.finished:
+                    yield record
+
+
+def _next_chunk(records: Iterator[InputRecord]) -> list[InputRecord]:
+    out: list[InputRecord] = []
+    for record in records:
+        out.append(record)
+        if len(out) >= _CHUNK:
+            break
+    return out
+
+
+def batch(
+    workflow: str | os.PathLike[str] | None,
+    inputs: str | os.PathLike[str],
+    *,
+    executor: Literal["local", "ray"] | Executor = "local",
+    concurrency: int = 16,
+    workers: int | None = None,
+    address: str | None = None,
+    output: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    retry_failed: bool = False,
+    overwrite: bool = False,
+    state: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    runner_factory: RunnerFactory | None = None,
+    progress: BatchProgress | None = None,
+) -> Batch:
+    """Run `workflow` once per input of `inputs` (a .jsonl or .csv file, or a folder).
+
+    Args:
+        workflow: the workflow file (ignored when `runner_factory` is given).
+        executor: `local` (one process, one shared runtime), `ray`, or an executor object.
+        concurrency: runs in flight at once (over the whole cluster for Ray).
+        workers: Ray actors (default: one per cluster CPU).
+        address: where the Ray cluster is (see `RayExecutor`).
+        output: the JSONL file results are appended to as they finish.
+        resume: skip inputs the output file already has finished; `retry_failed` also
+            runs its failures again.
+        overwrite: start the output file over when it exists (else a ConfigError).
+        state: under each input's state; the input's keys win.
+        env: the environment the runtime is built from (`Runtime.from_env`); the
+            library never reads `os.environ` by itself.
+        overrides: workflow config overrides (model, provider, timeout).
+
+    Returns:
+        A `Batch`: iterate it (`async for`) to run it.
+    """
+    if runner_factory is None and isinstance(executor, str):
+        if workflow is None:
+            raise ConfigError("batch() needs a workflow file or a runner_factory")
+        from agentloom.scale._workflow_adapter import WorkflowRunnerFactory
+
+        runner_factory = WorkflowRunnerFactory.from_file(workflow, env=env, state=state,
+                                                         overrides=overrides)
+    ex: Executor
+    if executor == "local":
+        assert runner_factory is not None
+        from agentloom.scale._local import LocalExecutor
+
+        ex = LocalExecutor(runner_factory, concurrency=concurrency)
+    elif executor == "ray":
+        assert runner_factory is not None
+        from agentloom.scale._ray import RayExecutor
+
+        ex = RayExecutor(runner_factory, concurrency=concurrency, workers=workers,
+                         address=address)
+    elif isinstance(executor, str):
+        raise ConfigError(f"unknown executor {executor!r}: expected 'local' or 'ray'")
+    else:
+        ex = executor
+    return Batch(inputs=inputs, executor=ex, output=output, resume=resume,
+                 retry_failed=retry_failed, overwrite=overwrite, progress=progress)

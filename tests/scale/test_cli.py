@@ -1,0 +1,120 @@
+"""`agentloom batch`: usage errors, Ctrl-C then --resume, an unreachable Ray address."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cli_main
+import pytest
+from conftest import echo_reply
+from scale_helpers import write_jsonl
+
+CLI = str(Path(__file__).parent / "cli_main.py")
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTLOOM_"))}
+    return {**env, **extra}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--concurrency", "0"], "--concurrency must be at least 1"),
+    (["--retry-failed"], "--retry-failed needs --resume"),
+    (["--address", "auto"], "--address and --workers need --executor ray"),
+    (["--resume", "--overwrite"], "--resume and --overwrite contradict each other"),
+    (["--executor", "spark"], "argument --executor: invalid choice: 'spark'"),
+])
+def test_usage_errors_are_one_line_and_exit_2(
+        tmp_path: Path, flow: Path, argv: list[str], message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = write_jsonl(tmp_path / "in.jsonl", 1)
+    try:
+        rc = cli_main.main(["batch", str(flow), str(inputs), *argv])
+    except SystemExit as exc:  # argparse's own errors
+        rc = exc.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_missing_inputs_bad_kind_and_existing_output(
+        tmp_path: Path, flow: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main(["batch", str(flow), str(tmp_path / "nope.jsonl")]) == 2
+    assert "inputs not found" in capsys.readouterr().err
+    txt = tmp_path / "in.txt"
+    txt.write_text("x", encoding="utf-8")
+    assert cli_main.main(["batch", str(flow), str(txt)]) == 2
+    assert "expected a .jsonl or .csv file or a folder" in capsys.readouterr().err
+    inputs = write_jsonl(tmp_path / "in.jsonl", 1)
+    out = tmp_path / "out.jsonl"
+    out.write_text("", encoding="utf-8")
+    assert cli_main.main(["batch", str(flow), str(inputs), "-o", str(out)]) == 2
+    assert "already exists: pass --resume" in capsys.readouterr().err
+
+
+@pytest.fixture
+def slow_server() -> Iterator[Any]:
+    from agentloom.testing.fake_openai import FakeOpenAIServer
+
+    server = FakeOpenAIServer(responder=echo_reply, latency=0.05)
+    server.start_in_thread()
+    yield server
+    server.stop_thread()
+
+
+def test_ctrl_c_then_resume_finishes_only_what_was_left(
+        tmp_path: Path, flow: Path, slow_server: Any) -> None:
+    inputs = write_jsonl(tmp_path / "in.jsonl", 200)
+    out = tmp_path / "out.jsonl"
+    env = _env({"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": slow_server.openai_base_url})
+    proc = subprocess.Popen([sys.executable, CLI, "batch", str(flow), str(inputs), "-o",
+                             str(out), "--concurrency", "4"], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text(encoding="utf-8").count("\n") >= 10:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "run again with --resume" in err
+    text = out.read_text(encoding="utf-8")
+    assert text.endswith("\n")
+    first = [json.loads(line)["id"] for line in text.splitlines()]
+    assert 10 <= len(first) < 200
+
+    before = len(slow_server.requests)
+    done = subprocess.run([sys.executable, CLI, "batch", str(flow), str(inputs), "-o",
+                           str(out), "--resume", "--concurrency", "50", "--json"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[0]["skipped"] == len(first)
+    ran = {e["id"] for e in events if e["event"] == "result"}
+    assert ran == {f"in-{i:04d}" for i in range(200)} - set(first)
+    assert len(slow_server.requests) - before == 2 * len(ran)  # two steps per run
+    ids = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(ids) == [f"in-{i:04d}" for i in range(200)]  # each input exactly once
+
+
+def test_unreachable_ray_address_is_a_clear_error(tmp_path: Path, flow: Path) -> None:
+    pytest.importorskip("ray", reason="ray is not installed")
+    inputs = write_jsonl(tmp_path / "in.jsonl", 2)
+    proc = subprocess.run([sys.executable, CLI, "batch", str(flow), str(inputs),
+                           "--executor", "ray", "--address", "127.0.0.1:1"],
+                          env=_env({}), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "agentloom: error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused"]
+    assert not (tmp_path / "in.results.jsonl").exists()  # nothing ran, no file left
+    assert "batch summary" not in proc.stdout
