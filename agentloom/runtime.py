@@ -189,6 +189,10 @@ class Runtime:
         """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting."""
         self.limiters.set(provider, limit)
 
+    def set_prices(self, prices: PriceTable) -> None:
+        """The price table of clients made from now on (workflow `config.prices`, --prices)."""
+        self.prices = prices
+
     def set_breaker(self, settings: BreakerSettings) -> None:
         """Circuit breaker thresholds for every endpoint (workflow setting)."""
         self.breakers.configure(settings)

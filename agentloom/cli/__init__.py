@@ -48,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="register the @tool functions of a Python file; repeatable")
     run.add_argument("--timeout", type=float, metavar="SECONDS",
                      help="a deadline for the whole run (config.timeout)")
+    run.add_argument("--mock-responses", metavar="FILE",
+                     help="answer every model call from this mock responses file (the "
+                          "public AgentLoom's format); an unmatched call fails its step")
+    from agentloom.cli._common import add_limit_flags
+
+    add_limit_flags(run)
+    from agentloom.cli._durable import add_run_flags
+
+    add_run_flags(run)
 
     validate = sub.add_parser("validate", help="check a workflow file and show its plan")
     validate.add_argument("file", metavar="FILE")
@@ -59,7 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch"}
+_COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
+                                    "resume": "agentloom.cli.resume",
+                                    "runs": "agentloom.cli.runs",
+                                    "replay": "agentloom.cli.replay",
+                                    "visualize": "agentloom.cli.visualize",
+                                    "info": "agentloom.cli.info"}
 """Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
 Their modules import only what building the parser needs; the rest loads in `run`."""
 

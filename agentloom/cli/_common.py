@@ -69,3 +69,65 @@ def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:
         except PathError as exc:
             raise UsageError(f"--state {pair!r}: {exc}") from None
     return state
+
+
+def add_limit_flags(parser: Any) -> None:
+    """`--budget`, `--max-tokens-per-run`, `--rpm`, `--tpm`, `--prices`: the run's spending
+    and pacing limits (each wins over the workflow's `config`)."""
+    parser.add_argument("--budget", metavar="USD",
+                        help="stop the run before its model calls could cost more (budget_usd)")
+    parser.add_argument("--max-tokens-per-run", metavar="N",
+                        help="stop the run before its model calls could use more tokens")
+    parser.add_argument("--rpm", action="append", default=[], metavar="PROVIDER=N",
+                        help="requests per minute to a provider; repeatable")
+    parser.add_argument("--tpm", action="append", default=[], metavar="PROVIDER=N",
+                        help="tokens per minute to a provider; repeatable")
+    parser.add_argument("--prices", metavar="FILE",
+                        help="a JSON/YAML price file (USD per 1M tokens) over the packaged one")
+
+
+def limit_overrides(args: Any, config: Any) -> dict[str, Any]:
+    """The `config` changes the limit flags ask for; a bad value is a UsageError."""
+    from decimal import Decimal, InvalidOperation
+
+    out: dict[str, Any] = {}
+    budget = getattr(args, "budget", None)
+    if budget is not None:
+        try:
+            amount = Decimal(budget)
+        except InvalidOperation:
+            amount = Decimal("NaN")
+        if not amount.is_finite() or amount < 0:
+            raise UsageError(f"--budget {budget!r}: expected a number of USD >= 0, e.g. 0.50")
+        out["budget_usd"] = float(amount)
+    tokens = getattr(args, "max_tokens_per_run", None)
+    if tokens is not None:
+        if not tokens.isdigit() or int(tokens) < 1:
+            raise UsageError(f"--max-tokens-per-run {tokens!r}: expected a whole number >= 1")
+        out["max_tokens_per_run"] = int(tokens)
+    limits = {p: dict(v) for p, v in (config.rate_limits or {}).items()}
+    for flag, key in (("rpm", "rpm"), ("tpm", "tpm")):
+        for pair in getattr(args, flag, None) or ():
+            provider, sep, raw = pair.partition("=")
+            try:
+                value = float(raw)
+            except ValueError:
+                value = -1.0
+            if not sep or not provider.strip() or not 0 < value < float("inf"):
+                raise UsageError(f"--{flag} {pair!r}: expected PROVIDER=N with N > 0, "
+                                 f"e.g. --{flag} openai=500")
+            limits.setdefault(provider.strip(), {})[key] = value
+    if getattr(args, "rpm", None) or getattr(args, "tpm", None):
+        out["rate_limits"] = limits
+    prices = getattr(args, "prices", None)
+    if prices is not None:
+        from agentloom.errors import ConfigError
+        from agentloom.pricing import PriceTable
+
+        path = existing_file(prices, "price file")
+        try:
+            PriceTable.from_file(path)
+        except ConfigError as exc:
+            raise UsageError(f"--prices: {' '.join(str(exc).split())}") from None
+        out["prices"] = str(path.resolve())
+    return out

@@ -10,7 +10,6 @@ interrupted (what finished is in the output file; run again with `--resume`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -104,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         for err in getattr(exc, "errors", None) or [exc]:
             sys.stderr.write(f"{err}\n")
         return EXIT_FAILED
+    import asyncio
+
     progress = choose_progress(json_events=args.json)
     b = batch(None, args.inputs, executor=args.executor, concurrency=args.concurrency,
               workers=args.workers, address=args.address, output=output,

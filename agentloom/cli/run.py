@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
-from agentloom.cli._common import existing_file, load_or_report, parse_state
+from agentloom.cli._common import (
+    existing_file,
+    limit_overrides,
+    load_or_report,
+    parse_state,
+)
 
 if TYPE_CHECKING:
     from agentloom.messages import StreamEvent
@@ -32,57 +36,75 @@ def command_run(args: argparse.Namespace) -> int:
     if wf is None:
         return EXIT_FAILED
     wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
-                           stream=True if args.stream else None)
+                           stream=True if args.stream else None,
+                           **limit_overrides(args, wf.config))
+    from agentloom.cli._durable import redactor_for, report_pause
     from agentloom.errors import AgentLoomError
 
+    args.redactor = redactor_for(wf, state)
     try:
         result = asyncio.run(_run(wf, state, args))
     except AgentLoomError as exc:
         sys.stderr.write(f"agentloom: {exc}\n")
         return EXIT_FAILED
     if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False,
-                                    default=str) + "\n")
+        # Secrets of state_schema (and API keys) never reach --json output.
+        data = args.redactor.redact_state(result.to_dict())
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     else:
         _print_human(result, streamed=args.stream)
+    if result.status.value in ("paused", "needs_decision"):
+        report_pause(result, args, args.durable)
+        return EXIT_OK
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
 async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) -> RunResult:
-    from agentloom.runtime import Runtime
+    from agentloom.cli._durable import build_runtime, close_runtime, open_durable
     from agentloom.workflow import arun_workflow
 
-    runtime = Runtime.from_env(os.environ)
+    runtime = build_runtime(args, getattr(args, "redactor", None))
+    args.durable = durable = None
     try:
+        args.durable = durable = await open_durable(args, wf, state, args.redactor)
         runtime.add_providers({
             name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
             for name, p in wf.definition.providers.items()
         })
-        tools = _registry(args.tools)
+        tools = _registry(args.tools, runtime)
         on_event = None
         if args.stream and not args.json:
             on_event = _print_delta
-        return await arun_workflow(wf, clients=runtime, state=state, tools=tools,
-                                   on_event=on_event, transport=_transport(wf, runtime))
+        clients: Any = runtime
+        from agentloom.workflow._mock_clients import mock_clients, uses_mock
+
+        mock_file = getattr(args, "mock_responses", None)
+        if mock_file is not None or uses_mock(wf):
+            clients = mock_clients(wf, inner=None if mock_file else runtime,
+                                   responses_file=mock_file)
+        return await arun_workflow(wf, clients=clients, state=state, tools=tools,
+                                   on_event=on_event, transport=_transport(wf, runtime),
+                                   durable=durable)
     finally:
-        await runtime.aclose()
+        await close_runtime(runtime)
+        if durable is not None:
+            await durable.store.close()
 
 
 def _transport(wf: Workflow, runtime: Any) -> Any:
     # Only attachments download through the engine; without them aiohttp stays unloaded
     # until a model call needs it.
     if any(getattr(n.step, "attachments", None) for n in wf.nodes.values()):
-        return runtime.transport()
+        return runtime.transport
     return None
 
 
-def _registry(paths: list[str]) -> Any:
-    from agentloom.tools import default_registry, load_tools_from_module
+def _registry(paths: list[str], runtime: Any) -> Any:
+    # Built-ins (http_request on the runtime's transport), each --tools file, and the
+    # installed `agentloom.tools` entry points: importing those is the CLI's job only.
+    from agentloom.workflow._tooling import base_registry
 
-    registry = default_registry()
-    for path in paths:
-        registry.register_all(load_tools_from_module(path))
-    return registry
+    return base_registry(transport=runtime.transport, tool_modules=paths, entry_points=True)
 
 
 def _print_delta(step_id: str, event: StreamEvent) -> None:

@@ -26,6 +26,7 @@ from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import AgentLoopError, LoopBudgetExceeded, StructuredOutputError
 from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
 from agentloom.loop._contracts import OutputValidator, ToolBox, ToolContext
+from agentloom.loop._journal import LoopJournal, current_journal
 from agentloom.loop.collector import SummaryCollector
 from agentloom.loop.observer import (
     ConversationInfo,
@@ -50,6 +51,7 @@ from agentloom.messages import (
     Usage,
 )
 from agentloom.providers._base import AttemptRecord, ModelClient
+from agentloom.recording import call_context
 
 FINISH_MAX_ITERATIONS = "max_tool_iterations"
 FINISH_MAX_ITERATIONS_NO_ANSWER = "max_tool_iterations_no_answer"
@@ -84,6 +86,9 @@ class LoopOptions:
     wrap_errors: bool = False
     """Agent mode: raise every failure as AgentLoopError (cause chained, `.summary` set)
     and raise LoopBudgetExceeded at the iteration limit instead of returning."""
+    journal: LoopJournal | None = None
+    """Durability: each tool turn is saved through it and a saved loop restored from it.
+    None uses `current_journal` (set by a durable workflow run) when `step_id` is set."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -185,8 +190,11 @@ class _Run:
         self.dispatch.emit("on_request", request, self.iterations)
         t0 = self.clock.now()
         try:
-            response = await self.client.complete(
-                request, on_event=self._sink if stream else None, on_attempt=self._attempt)
+            # Recording, replay and the run store key each exchange by step and turn.
+            with call_context(step_id=self.opts.step_id, turn=self.iterations):
+                response = await self.client.complete(
+                    request, on_event=self._sink if stream else None,
+                    on_attempt=self._attempt)
         except BaseException as exc:
             self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
             raise
@@ -329,6 +337,14 @@ async def _drive(run: _Run) -> LoopResult:
     start = len(messages)
     usage = Usage()
     reasks = 0
+    journal = opts.journal
+    if journal is None and opts.step_id is not None:
+        journal = current_journal.get()
+    saved = journal.restore(opts.step_id) if journal is not None and opts.step_id else None
+    if saved is not None:
+        # A resumed run: the turns already done are not asked again.
+        messages[:] = saved.messages
+        run.iterations, usage = saved.turn, saved.usage
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
     stream = request.stream and not request.tools
 
@@ -359,6 +375,8 @@ async def _drive(run: _Run) -> LoopResult:
                               ConversationStatus.ITERATION_LIMIT)
             results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
+            if journal is not None and opts.step_id is not None:
+                await journal.on_turn(opts.step_id, run.iterations, messages, usage)
             continue
         text = response.text
         output: Any = text

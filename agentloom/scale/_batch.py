@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -31,7 +32,7 @@ class Executor(Protocol):
     name: str
 
     def run(self, inputs: AsyncIterator[BatchInput],
-            started: Any = None) -> AsyncIterator[BatchItemResult]: ...
+            started: Any = None) -> AsyncGenerator[BatchItemResult, None]: ...
 
 
 class Batch:
@@ -57,7 +58,7 @@ class Batch:
                                 output=None if output is None else str(output))
         self._iterating = False
 
-    def __aiter__(self) -> AsyncIterator[BatchItemResult]:
+    def __aiter__(self) -> AsyncGenerator[BatchItemResult, None]:
         if self._iterating:
             raise RuntimeError("a Batch can be iterated once")
         self._iterating = True
@@ -67,7 +68,7 @@ class Batch:
         """Run the whole batch; every result, in finishing order."""
         return [item async for item in self]
 
-    async def _run(self) -> AsyncIterator[BatchItemResult]:
+    async def _run(self) -> AsyncGenerator[BatchItemResult, None]:
         prior = await self._prior()
         self.stats.total = await asyncio.to_thread(count_inputs, self.inputs)
         self.stats.skipped = len(prior.finished)
@@ -80,12 +81,16 @@ class Batch:
         self.progress.start(self.stats)
         try:
             stream = self._pending_inputs(prior, problems)
-            async for item in self.executor.run(stream, self._started):
-                for bad in self._take(problems, written, writer):
-                    yield bad
-                if item.id in written:
-                    continue
-                yield self._record(item, written, writer)
+            # aclosing: a consumer that stops early must stop the runs in flight now,
+            # not whenever the executor's generator is garbage-collected.
+            async with aclosing(self.executor.run(stream, self._started)) as results:
+                async for item in results:
+                    for bad in self._take(problems, written, writer):
+                        yield bad
+                    if item.id in written:
+                        continue
+                    yield self._record(item, written, writer)
+            await stream.aclose()
             for bad in self._take(problems, written, writer):
                 yield bad
         except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
@@ -135,16 +140,20 @@ class Batch:
                                                error=p.reason, attempts=0), written, writer)
 
     async def _pending_inputs(self, prior: ResumeState,
-                              problems: list[InputProblem]) -> AsyncIterator[BatchInput]:
+                              problems: list[InputProblem]) -> AsyncGenerator[BatchInput, None]:
         records = read_inputs(self.inputs)
+        skipped = 0
         while True:
             chunk = await asyncio.to_thread(_next_chunk, records)
             if not chunk:
+                self.stats.skipped = skipped  # the exact count: ids no longer in the inputs
                 return
             for record in chunk:
                 if isinstance(record, InputProblem):
                     problems.append(record)
-                elif record.id not in prior.finished:
+                elif record.id in prior.finished:
+                    skipped += 1
+                else:
                     yield record
 
 

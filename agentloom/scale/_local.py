@@ -11,7 +11,7 @@ flight and waits for them, so nothing keeps running behind the caller's back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from agentloom.errors import ConfigError
 from agentloom.scale._types import BatchInput, BatchItemResult, RunnerFactory, RunOne, error_result
@@ -30,7 +30,7 @@ class LocalExecutor:
 
     async def run(self, inputs: AsyncIterator[BatchInput],
                   started: Callable[[BatchInput], None] | None = None,
-                  ) -> AsyncIterator[BatchItemResult]:
+                  ) -> AsyncGenerator[BatchItemResult, None]:
         async with self.factory.open() as run_one:
             pending: set[asyncio.Task[BatchItemResult]] = set()
             exhausted = False

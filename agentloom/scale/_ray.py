@@ -18,8 +18,8 @@ import asyncio
 import math
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -129,7 +129,7 @@ class RayExecutor:
 
     async def run(self, inputs: AsyncIterator[BatchInput],
                   started: Callable[[BatchInput], None] | None = None,
-                  ) -> AsyncIterator[BatchItemResult]:
+                  ) -> AsyncGenerator[BatchItemResult, None]:
         ray = self._ray = import_ray()
         owns = connect(ray, self.address, self.init_kwargs)
         try:
@@ -138,8 +138,9 @@ class RayExecutor:
             self._actor_cls = ray.remote(RayWorker)
             self.slots = [self._new_slot(i, 0) for i in range(n)]
             await self._wait_ready()
-            async for item in self._dispatch(inputs, started):
-                yield item
+            async with aclosing(self._dispatch(inputs, started)) as results:
+                async for item in results:
+                    yield item
         finally:
             await self._stop_actors()
             if owns:
@@ -169,7 +170,7 @@ class RayExecutor:
 
     async def _dispatch(self, inputs: AsyncIterator[BatchInput],
                         started: Callable[[BatchInput], None] | None,
-                        ) -> AsyncIterator[BatchItemResult]:
+                        ) -> AsyncGenerator[BatchItemResult, None]:
         ray = self._ray
         lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                 ray.exceptions.ObjectLostError)

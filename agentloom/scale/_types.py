@@ -93,7 +93,10 @@ class RunnerFactory(Protocol):
 
 def error_result(inp: BatchInput, exc: BaseException, *, worker: str | None = None,
                  attempts: int = 1) -> BatchItemResult:
-    """The result of an input whose runner raised instead of returning."""
+    """The result of an input whose runner raised instead of returning. A task group's
+    wrapper is peeled off: the first real cause is what a person can act on."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
     message = str(exc) or type(exc).__name__
     return BatchItemResult(id=inp.id, status=ERROR, source=inp.source, worker=worker,
                            error=f"{type(exc).__name__}: {message}", attempts=attempts)

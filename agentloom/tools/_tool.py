@@ -61,16 +61,42 @@ def check_tool_name(name: str) -> str:
     return name
 
 
+_CHECKED: dict[str, None] = {}
+"""Schemas (as canonical JSON) that passed the metaschema check: that check costs about
+a millisecond, and a step's tool set is built on every run."""
+
+
+def _schema_key(parameters: dict[str, Any]) -> str | None:
+    import json
+
+    try:
+        return json.dumps(parameters, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return None
+
+
+def trust_parameters(parameters: dict[str, Any]) -> None:
+    """Mark a schema that ships with AgentLoom (the built-ins') as checked. Their schemas
+    are verified against the metaschema by the test suite, so a run that registers them
+    doesn't pay for importing jsonschema (~35 ms of every CLI start)."""
+    key = _schema_key(parameters)
+    if key is not None:
+        _CHECKED[key] = None
+
+
 def check_parameters(name: str, parameters: Any) -> dict[str, Any]:
     """A tool's parameters must be a JSON Schema of an object (checked with the metaschema)."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-    from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
-
     if not isinstance(parameters, dict):
         raise ConfigError(
             f"tool {name!r}: parameters must be a JSON Schema object, got "
             f"{type(parameters).__name__}"
         )
+    key = _schema_key(parameters)
+    if key is not None and key in _CHECKED:
+        return parameters
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+
     try:
         Draft202012Validator.check_schema(parameters)
     except SchemaError as exc:
@@ -83,6 +109,10 @@ def check_parameters(name: str, parameters: Any) -> dict[str, Any]:
             f'tool {name!r}: parameters must describe an object ("type": "object"), '
             f"got type {parameters.get('type')!r}"
         )
+    if key is not None:
+        if len(_CHECKED) >= 1024:
+            _CHECKED.clear()
+        _CHECKED[key] = None
     return parameters
 
 

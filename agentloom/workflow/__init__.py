@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from agentloom.workflow._schema import WorkflowDefinition as WorkflowDefinition
     from agentloom.workflow._templates import compile_template as compile_template
     from agentloom.workflow._workflow import Workflow as Workflow
+    from agentloom.workflow.steps.agent import AgentSpec as AgentSpec
+    from agentloom.workflow.steps.agent import agent_from_workflow as agent_from_workflow
 
 _LAZY: dict[str, str] = {
     "ClientFactory": "agentloom.workflow._context",
@@ -48,6 +50,8 @@ _LAZY: dict[str, str] = {
     "WorkflowDefinition": "agentloom.workflow._schema",
     "compile_template": "agentloom.workflow._templates",
     "Workflow": "agentloom.workflow._workflow",
+    "AgentSpec": "agentloom.workflow.steps.agent",
+    "agent_from_workflow": "agentloom.workflow.steps.agent",
 }
 
 __all__ = sorted(_LAZY)

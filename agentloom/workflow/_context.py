@@ -38,7 +38,8 @@ class ClientFactory(Protocol):
 class ToolSource(Protocol):
     """Where declared tools come from (`agentloom.tools.ToolRegistry`)."""
 
-    def toolbox(self, declared: Sequence[Any], *, policy: Any = None) -> ToolBox: ...
+    def toolbox(self, declared: Sequence[Any], *, policy: Any = None,
+                max_tools: int | None = None, error_prompt: str | None = None) -> ToolBox: ...
 
 
 StepEventSink = Callable[[str, StreamEvent], None]
@@ -58,6 +59,13 @@ class RunContext:
     """The HTTP transport attachments are downloaded with (the runtime's)."""
     step_text: dict[str, str] = field(default_factory=dict)
     scope: Scope = field(init=False)
+    budget: Any = None
+    """The run's `agentloom.routing.RunBudget` (cost/token caps), handed to every client."""
+    summaries: dict[str, list[Any]] = field(default_factory=dict)
+    """Step id -> the ConversationSummary of each attempt's loop, in order."""
+    primaries: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Step id -> (provider, model) of its first candidate: a reply from elsewhere is a
+    fallback."""
     _policy: Any = None
     _clients: dict[tuple[str | None, str | None], ModelClient] = field(default_factory=dict)
 

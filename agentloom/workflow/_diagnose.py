@@ -23,7 +23,12 @@ def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
          ) -> tuple[str, int | None, str]:
     """(message, line, field) of one pydantic error, `prefix` + its loc walked over the raw
     data to find the line of the deepest key that exists."""
-    loc = prefix + tuple(e["loc"])
+    tail = tuple(e["loc"])
+    if prefix[:1] == ("steps",) and len(prefix) == 2 and tail and tail[0] in STEP_TYPES:
+        # The union's tag (the step type) is no key of the file; skipping it keeps a
+        # step field that shares its name (`agent:` of an agent step) from matching it.
+        tail = tail[1:]
+    loc = prefix + tail
     container: Any = data
     line = marks.line_of(container)
     real: list[str | int] = []

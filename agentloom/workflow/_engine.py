@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import BudgetExceeded, DeadlineExceeded
 from agentloom.workflow._context import ClientFactory, RunContext, StepEventSink, ToolSource
+from agentloom.workflow._durable import PauseRun
 from agentloom.workflow._paths import assign
 from agentloom.workflow._result import RunResult, RunStatus, StepOutcome, StepResult, StepStatus
 from agentloom.workflow._retry import RetryPolicy
 from agentloom.workflow._templates import to_text
 
 if TYPE_CHECKING:
+    from agentloom.workflow._durable import DurableRun
     from agentloom.workflow._workflow import StepNode, Workflow
 
 _DONE = (StepStatus.SUCCESS, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
@@ -43,6 +45,7 @@ async def arun_workflow(
     on_event: StepEventSink | None = None,
     run_id: str | None = None,
     transport: Any = None,
+    durable: DurableRun | None = None,
 ) -> RunResult:
     """Run a loaded workflow to its end. `state` is merged over the file's `state`;
     `transport` is the HTTP transport attachments are downloaded with.
@@ -50,12 +53,29 @@ async def arun_workflow(
     Never raises for a step's failure: the result's status and per-step results say what
     happened. Cancelling the caller cancels the run."""
     merged = _deep_copy(workflow.definition.state)
+    if durable is not None and durable.resumed is not None:
+        merged = _deep_copy(durable.resumed.state)
     if state:
         merged.update(state)
-    ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=merged,
-                     clients=clients, tools=tools, clock=clock, on_event=on_event,
-                     transport=transport)
-    return await _Run(ctx, rng or random.Random()).run()
+    from agentloom.workflow._tooling import open_run_tools
+
+    # Built-ins, MCP servers (started once, closed at the end) and workflow functions.
+    async with open_run_tools(workflow, tools=tools, clients=clients, transport=transport,
+                              clock=clock) as tools:
+        if durable is not None:  # write-ahead checkpoints: see _durable.py
+            clients, tools = durable.wrap_clients(clients), durable.wrap_tools(tools)
+            run_id = durable.run_id
+            durable.bind()
+        ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=merged,
+                         clients=clients, tools=tools, clock=clock, on_event=on_event,
+                         transport=transport)
+        from agentloom.workflow._functions import CURRENT_RUN
+
+        token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
+        try:
+            return await _Run(ctx, rng or random.Random(), durable).run()
+        finally:
+            CURRENT_RUN.reset(token)
 
 
 def run_workflow(workflow: Workflow, **kwargs: Any) -> RunResult:
@@ -64,7 +84,8 @@ def run_workflow(workflow: Workflow, **kwargs: Any) -> RunResult:
 
 
 class _Run:
-    def __init__(self, ctx: RunContext, rng: random.Random) -> None:
+    def __init__(self, ctx: RunContext, rng: random.Random,
+                 durable: DurableRun | None = None) -> None:
         from agentloom.workflow.steps import STEP_KINDS
 
         self.ctx = ctx
@@ -76,23 +97,36 @@ class _Run:
         self.waiting = {n: len(node.deps) for n, node in self.wf.nodes.items()}
         self.not_taken: dict[str, str] = {}
         self.failed_upstream: set[str] = set()
+        self.handled: set[str] = set()
+        """Failed steps whose on_error block handled the failure: their dependents run."""
         self.ready: deque[str] = deque(n for n, c in self.waiting.items() if c == 0)
         self.done_q: asyncio.Queue[str] = asyncio.Queue()
         self.running = 0
         self.spent = Decimal(0)
         self.status = RunStatus.SUCCESS
         self.error: str | None = None
+        self.durable = durable
+        self.paused: PauseRun | None = None
 
     async def run(self) -> RunResult:
         clock = self.ctx.clock
         t0 = clock.now()
         limit = self.config.max_concurrent_steps
+        from agentloom.workflow.steps._client_choice import configure_runtime, run_budget
+
+        if self.ctx.budget is None:  # a workflow function's run shares its caller's
+            self.ctx.budget = run_budget(self.config)
+        await configure_runtime(self.ctx.clients, self.wf)
+        if self.durable is not None:
+            await self.durable.begin(self, self.wf.name)
         try:
             async with asyncio.timeout(self.config.timeout), asyncio.TaskGroup() as tg:
                 while self.ready or self.running:
                     while (self.ready and self.running < limit
                            and self.status is RunStatus.SUCCESS):
                         node_id = self.ready.popleft()
+                        if self._restore(node_id):
+                            continue
                         if self._over_budget():
                             self._stop_all("run budget exceeded")
                             break
@@ -103,7 +137,11 @@ class _Run:
                         break
                     finished = await self.done_q.get()
                     self.running -= 1
+                    if self.paused is not None and self.paused.step_id == finished:
+                        continue  # a paused step has not finished: nothing after it runs
                     self._after(finished)
+                    if self.durable is not None:
+                        await self.durable.step_done(finished)
         except TimeoutError:
             self.status = RunStatus.DEADLINE_EXCEEDED
             self.error = f"run deadline of {self.config.timeout}s exceeded"
@@ -113,17 +151,20 @@ class _Run:
                     r.reason = "cancelled: run deadline exceeded"
                     r.error, r.error_type = self.error, "DeadlineExceeded"
         self._stop_all(self.error or "run ended")
-        if self.status is RunStatus.SUCCESS and any(
-            r.status is StepStatus.FAILED for r in self.results.values()
-        ):
+        failed = [r for r in self.results.values()
+                  if r.status is StepStatus.FAILED and r.id not in self.handled]
+        if self.status is RunStatus.SUCCESS and failed:
             self.status = RunStatus.FAILED
-            failed = [r for r in self.results.values() if r.status is StepStatus.FAILED]
             self.error = f"step {failed[0].id!r} failed: {failed[0].error}"
-        return RunResult(
+        result = RunResult(
             workflow=self.wf.name, run_id=self.ctx.run_id, status=self.status,
             steps=self.results, state=self.ctx.state, duration_seconds=clock.now() - t0,
-            error=self.error, final_outputs=self._final_outputs(),
+            error=self.error, final_outputs=self._final_outputs(), pause=self.paused,
         )
+        self._summarize_run(result)
+        if self.durable is not None:
+            await self.durable.finish(result, self.paused)
+        return result
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -136,7 +177,10 @@ class _Run:
             self._commit(node, result, outcome)
         except asyncio.CancelledError:
             result.duration_seconds = clock.now() - start
+            self._summarize_step(node, result)
             raise
+        except PauseRun as exc:
+            self._pause(node, result, exc)
         except Exception as exc:  # a step's failure is its result, never the run's crash
             result.status = StepStatus.FAILED
             result.error = str(exc) or type(exc).__name__
@@ -144,7 +188,16 @@ class _Run:
             usage = getattr(exc, "usage", None)
             if usage is not None:
                 result.usage = usage
+            if isinstance(exc, BudgetExceeded) and self.status is RunStatus.SUCCESS:
+                # The run's cap would be crossed: nothing else starts (spec 004).
+                self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(exc)
+            if node.handler is not None:
+                from agentloom.workflow._on_error import run_handler
+
+                if await run_handler(node, self.ctx, result):
+                    self.handled.add(node.id)
         result.duration_seconds = clock.now() - start
+        self._summarize_step(node, result)
         self.done_q.put_nowait(node.id)
 
     async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
@@ -171,9 +224,24 @@ class _Run:
                         f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
                         scope="step") from None
             except Exception as exc:
-                if not policy.should_retry(exc, result.attempts):
+                if _retried_below(exc) or not policy.should_retry(exc, result.attempts):
                     raise
                 await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
+
+    def _summarize_step(self, node: StepNode, result: StepResult) -> None:
+        from agentloom.workflow.steps._client_choice import step_summary
+
+        result.summary = step_summary(self.ctx, node.id)
+        primary = self.ctx.primaries.get(node.id)
+        if primary is not None and result.provider is not None:
+            result.fallback_used = result.provider != primary[0] or not (
+                result.model or "").startswith(primary[1])
+
+    def _summarize_run(self, result: RunResult) -> None:
+        snapshot = getattr(self.ctx.clients, "breaker_snapshot", None)
+        result.breakers = snapshot() if callable(snapshot) else None
+        budget = self.ctx.budget
+        result.budget = None if budget is None else budget.snapshot()
 
     def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
         # The state write goes first: if the output path can't be written, the step
@@ -234,7 +302,7 @@ class _Run:
         statuses = [(d, self.results[d].status) for d in node.deps]
         if skip_downstream:
             for d, s in statuses:
-                if s is StepStatus.FAILED:
+                if s is StepStatus.FAILED and d not in self.handled:
                     return f"skipped: dependency {d!r} failed", True
                 if d in self.failed_upstream:
                     return f"skipped: dependency {d!r} was skipped after a failure", True
@@ -269,6 +337,28 @@ class _Run:
         self.error = f"budget_usd={budget} reached (spent ${self.spent})"
         return True
 
+    def _restore(self, node_id: str) -> bool:
+        """A step that finished before a resume: its result is reused, it doesn't run."""
+        restored = self.durable.restored_step(node_id) if self.durable is not None else None
+        if restored is None:
+            return False
+        self.results[node_id] = restored
+        if restored.text is not None:
+            self.ctx.step_text[node_id] = restored.text
+        self.running += 1
+        self.done_q.put_nowait(node_id)
+        return True
+
+    def _pause(self, node: StepNode, result: StepResult, exc: PauseRun) -> None:
+        exc.step_id = node.id
+        result.status, result.reason = StepStatus.PENDING, str(exc)
+        if self.paused is None:
+            self.paused = exc
+            decision = exc.waiting_for == "decision"
+            self.status = RunStatus.NEEDS_DECISION if decision else RunStatus.PAUSED
+            self.error = (f"step {node.id!r} {'needs a decision' if decision else 'paused'}"
+                          f": {exc.prompt or exc.waiting_for}")
+
     def _stop_all(self, why: str) -> None:
         for r in self.results.values():
             if r.status in (StepStatus.PENDING, StepStatus.RUNNING) and r.started_at is None:
@@ -283,6 +373,14 @@ class _Run:
                 continue
             out[node.step.output or node.id] = r.output if node.step.output else r.text
         return out
+
+
+def _retried_below(exc: BaseException) -> bool:
+    # A router already spent the step's retries on this call (and any fallback); only a
+    # reply cut off after text reached the caller goes back to the step's own retry.
+    from agentloom.routing import CallFailed
+
+    return isinstance(exc, CallFailed) and not getattr(exc, "partial", False)
 
 
 def _deep_copy(value: Any) -> Any:

@@ -213,6 +213,18 @@ class _Eval:
         self.state = state
 
     def run(self, node: ast.expr) -> Any:
+        try:
+            return self._run(node)
+        except ExpressionError as exc:
+            if getattr(exc, "column", None) is None:
+                # The innermost node that refused names the place, once.
+                col = getattr(node, "col_offset", 0) + 1
+                located = ExpressionError(f"{exc.message} (column {col})")
+                located.column = col  # type: ignore[attr-defined]
+                raise located from None
+            raise
+
+    def _run(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
@@ -272,7 +284,10 @@ class _Eval:
             if isinstance(node.op, ast.Mult):
                 for seq, k in ((left, right), (right, left)):
                     if isinstance(seq, str | list | tuple) and isinstance(k, int):
-                        _check_len(len(seq) * k)
+                        _check_len(_weight(seq) * k)
+            if isinstance(node.op, ast.Mod) and isinstance(left, str):
+                # printf-style formatting can widen a field to any size ('%99999999s').
+                raise ExpressionError("string formatting with % is not allowed")
             return _sized(_BINOPS[type(node.op)](left, right))
         if isinstance(node, ast.Compare):
             left = self.run(node.left)
@@ -296,8 +311,24 @@ def _check_len(n: int) -> None:
         raise ExpressionError(f"a value in the expression would exceed {MAX_LEN} items")
 
 
+def _weight(value: Any) -> int:
+    """Items in a value, nested lists counted in full (a list repeating one big list is
+    big: comparing or printing it walks every copy); stops counting past MAX_LEN."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, list | tuple):
+        return 1
+    total = len(value)
+    for item in value:
+        if total > MAX_LEN:
+            break
+        if isinstance(item, list | tuple | str):
+            total += _weight(item)
+    return total
+
+
 def _sized(value: Any) -> Any:
-    if isinstance(value, str | list | tuple) and len(value) > MAX_LEN:
+    if isinstance(value, str | list | tuple) and _weight(value) > MAX_LEN:
         raise ExpressionError(f"a value in the expression exceeds {MAX_LEN} items")
     if isinstance(value, int) and not isinstance(value, bool) \
             and value.bit_length() > MAX_INT_BITS:

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from agentloom.errors import TemplateError, WorkflowError
 from agentloom.workflow._diagnose import describe
 from agentloom.workflow._diagnose import dotted as _dotted
+from agentloom.workflow._model_checks import check_conversations, prepare_agents, valid_agents
 from agentloom.workflow._paths import PathError, parse_path
 from agentloom.workflow._problems import WorkflowProblems
 from agentloom.workflow._schema import WorkflowConfig, WorkflowDefinition
@@ -58,9 +59,11 @@ def load_workflow_text(
     return _Checker(data, marks, filename).build(base_dir or FsPath.cwd())
 
 
-def load_workflow_data(data: dict[str, Any], *, filename: str = "<inline>") -> Workflow:
-    """Check an already-parsed mapping (an inline subworkflow); no line numbers."""
-    return _Checker(data, Marks(), filename).build(FsPath.cwd())
+def load_workflow_data(data: dict[str, Any], *, filename: str = "<inline>",
+                       base_dir: FsPath | None = None) -> Workflow:
+    """Check an already-parsed mapping (an inline subworkflow); no line numbers. Paths in
+    it resolve against `base_dir` (the directory of the file that holds it)."""
+    return _Checker(data, Marks(), filename).build(base_dir or FsPath.cwd())
 
 
 class PrepareContext:
@@ -73,6 +76,15 @@ class PrepareContext:
         self._raw = raw
         self.step_ids = node_ids
         self.config = checker.definition_config
+        self.document: dict[str, Any] = checker.data if isinstance(checker.data, dict) else {}
+        """The raw file (its `state` and `providers`), for checks that read them."""
+        self.agent_plans: dict[str, Any] = checker.agent_plans
+        raw_agents = self.document.get("agents")
+        self.agent_names: set[str] = set(checker.agents) | (
+            {str(k) for k in raw_agents} if isinstance(raw_agents, dict) else set())
+        self.base_dir = checker.base_dir
+        """The directory of the file being loaded: relative paths in it resolve here."""
+        self.filename = checker.filename
 
     def depends_on(self, step_id: str, ancestor: str) -> bool:
         """Whether `step_id` depends on `ancestor`, directly or through others."""
@@ -107,10 +119,15 @@ class _Checker:
         self.filename = filename
         self.problems: list[WorkflowError] = []
         self.definition_config: Any = None
+        self.agents: dict[str, Any] = {}
+        self.agent_plans: dict[str, Any] = {}
         self.warnings: list[str] = []
+        self.base_dir: FsPath = FsPath.cwd()
         self._ancestors: dict[str, set[str]] = {}
         self._raw_index: dict[str, int] = {}
         self._deps_of: dict[str, list[str]] = {}
+        self.function_args: frozenset[str] | None = None
+        """Set when checking a workflow function's steps: the args `{args.x}` may name."""
 
     def err(self, message: str, line: int | None, field: str | None = None) -> None:
         self.problems.append(WorkflowError(message, file=self.filename, line=line, field=field))
@@ -133,6 +150,7 @@ class _Checker:
 
     def build(self, base_dir: FsPath) -> Workflow:
         data = self.data
+        self.base_dir = base_dir
         if not isinstance(data, dict):
             raise WorkflowProblems([WorkflowError(
                 "a workflow file is a mapping with at least 'name' and 'steps'",
@@ -155,6 +173,7 @@ class _Checker:
         try:
             definition = WorkflowDefinition.model_validate(top)
             self.definition_config = definition.config
+            self.agents = dict(definition.agents)
         except ValidationError as exc:
             for e in exc.errors():
                 if e["loc"][:1] == ("steps",) and len(e["loc"]) > 1:
@@ -164,17 +183,29 @@ class _Checker:
                 self.definition_config = WorkflowConfig.model_validate(data.get("config") or {})
             except ValidationError:
                 pass
+            self.agents = valid_agents(data.get("agents"))
         nodes = self._graph(raw_steps if isinstance(raw_steps, list) else [], models)
+        self.agent_plans = prepare_agents(self)
         self._prepare(nodes, raw_steps if isinstance(raw_steps, list) else [])
+        check_conversations(self, nodes)
         self._check_invalid_steps(raw_steps if isinstance(raw_steps, list) else [], models)
         self._check_outputs(nodes)
         self._warn_unknown_state(nodes)
+        self._check_state_reads(nodes)
+        tooling = None
+        if definition is not None and self.function_args is None:
+            from agentloom.workflow._functions import check_tooling
+
+            tooling = check_tooling(self, definition, nodes, base_dir)
         if self.problems or definition is None:
             raise WorkflowProblems(self.problems or [WorkflowError(
                 "invalid workflow", file=self.filename, line=1)])
         definition = definition.model_copy(update={"steps": [n.step for n in nodes.values()]})
-        return Workflow(definition=definition, nodes=nodes, file=self.filename,
-                        base_dir=base_dir, warnings=self.warnings)
+        wf = Workflow(definition=definition, nodes=nodes, file=self.filename,
+                      base_dir=base_dir, warnings=self.warnings)
+        if tooling is not None:
+            wf.functions, wf.tool_refs = tooling.functions, tooling.refs
+        return wf
 
     # -- pydantic errors -> file:line ---------------------------------------------------
 
@@ -264,6 +295,17 @@ class _Checker:
         self._ancestors[step_id] = out
         return out
 
+    def _check_state_reads(self, nodes: dict[str, StepNode]) -> None:
+        from agentloom.workflow._static_checks import check_state_reads
+
+        state = self.data.get("state") if isinstance(self.data, dict) else None
+
+        def warn(node: StepNode, field_path: tuple[str | int, ...], message: str) -> None:
+            line = self.line_in_step(self._raw_index[node.id], field_path)
+            self.warnings.append(f"{self.filename}:{line}: warning: {message}")
+
+        check_state_reads(nodes, state if isinstance(state, dict) else {}, self.ancestors, warn)
+
     def _warn_unknown_state(self, nodes: dict[str, StepNode]) -> None:
         """A `{state.x}` whose key neither the file's state nor any step's output provides
         must come from `--state`; likely a typo otherwise, so `validate` says so."""
@@ -331,6 +373,13 @@ class _Checker:
             kind = STEP_KINDS.get(node.type)
             if kind is not None:
                 node.prepared = kind.prepare(node.step, pc)
+                from agentloom.workflow._functions import check_arg_refs
+
+                check_arg_refs(pc, node.prepared, self.function_args)
+            if node.step.on_error:
+                from agentloom.workflow._on_error import prepare_handler
+
+                node.handler = prepare_handler(node.step, pc)
             for ref_step, field_path in _step_refs(node.prepared):
                 if ref_step not in ids:
                     hint = difflib.get_close_matches(ref_step, sorted(ids), n=1)

@@ -81,8 +81,15 @@ def lookup(root: Any, path: Path) -> Any:
                 cur = cur[seg]
             except IndexError:
                 return MISSING
-        elif isinstance(seg, str) and seg in getattr(type(cur), "model_fields", ()):
-            cur = getattr(cur, seg)
+        elif isinstance(seg, str) and hasattr(type(cur), "model_fields"):
+            # A structured output (pydantic instance): declared, computed and extra
+            # fields only, never methods or private attributes.
+            from agentloom.structured import lookup_field
+
+            try:
+                cur = lookup_field(cur, seg)
+            except KeyError:
+                return MISSING
         else:
             return MISSING
         if cur is MISSING:

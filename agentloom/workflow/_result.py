@@ -21,6 +21,10 @@ class RunStatus(enum.StrEnum):
     DEADLINE_EXCEEDED = "deadline_exceeded"
     BUDGET_EXCEEDED = "budget_exceeded"
     CANCELLED = "cancelled"
+    PAUSED = "paused"
+    """Waiting for a person (approval_gate, ask); `agentloom resume` continues it."""
+    NEEDS_DECISION = "needs_decision"
+    """A non-idempotent tool call was in flight when the run died: a person decides."""
 
 
 class StepStatus(enum.StrEnum):
@@ -73,6 +77,12 @@ class StepResult:
     iterations: int | None = None
     started_at: float | None = None
     duration_seconds: float | None = None
+    summary: Any = None
+    """The metadata-only `ConversationSummary` of a model step (spec 002): statuses,
+    attempts (failed ones with request_sent), retries, usage; never content."""
+    fallback_used: bool | None = None
+    """Whether a fallback entry answered instead of the step's first provider and model
+    (None: not a routed model call)."""
 
     @property
     def tokens(self) -> int | None:
@@ -101,6 +111,9 @@ class StepResult:
             "reasoning_content": self.reasoning_content,
             "iterations": self.iterations,
             "duration_seconds": self.duration_seconds,
+            "fallback_used": self.fallback_used,
+            "summary": None if self.summary is None
+            else self.summary.model_dump(mode="json", exclude_none=False),
         }
 
 
@@ -115,6 +128,39 @@ class RunResult:
     error: str | None = None
     final_outputs: dict[str, Any] = field(default_factory=dict)
     """Outputs of the steps nothing depends on that succeeded: what a run "answers"."""
+    pause: Any = None
+    """The pause signal (a `PauseRun`) of a paused run, so a parent run re-raises it."""
+    breakers: dict[str, Any] | None = None
+    """Each endpoint's circuit breaker state at the end of the run (None: no runtime)."""
+    budget: dict[str, Any] | None = None
+    """The run budget's caps and what was spent (None: no budget set)."""
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The run's own summary, metadata only: status, steps by status, tokens, cost
+        (None if any call's cost is unknown), elapsed, provider retries, fallbacks used,
+        breaker states and the budget."""
+        by_status: dict[str, int] = {}
+        retries = 0
+        fallbacks = 0
+        for r in self.steps.values():
+            by_status[r.status.value] = by_status.get(r.status.value, 0) + 1
+            retries += max(0, r.attempts - 1)
+            if r.summary is not None:
+                retries += r.summary.provider_retries
+            fallbacks += bool(r.fallback_used)
+        cost = self.cost_usd
+        return {
+            "status": self.status.value,
+            "steps": by_status,
+            "tokens": self.tokens,
+            "cost_usd": None if cost is None else float(cost),
+            "elapsed_seconds": self.duration_seconds,
+            "retries": retries,
+            "fallbacks_used": fallbacks,
+            "breakers": _jsonable(self.breakers),
+            "budget": _jsonable(self.budget),
+        }
 
     @property
     def ok(self) -> bool:
@@ -154,6 +200,7 @@ class RunResult:
             "error": self.error, "duration_seconds": self.duration_seconds,
             "tokens": self.tokens, "cost_usd": None if cost is None else float(cost),
             "outputs": _jsonable(self.final_outputs),
+            "summary": self.summary,
             "steps": {k: v.to_dict() for k, v in self.steps.items()},
             "state": _jsonable(self.state),
         }

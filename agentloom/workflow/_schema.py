@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
+from agentloom.workflow._schema_agents import AgentDef
 from agentloom.workflow._schema_steps import RetryConfig, Step, Strict
+from agentloom.workflow._schema_tools import FunctionDecl, MCPServerDecl
 
 __all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "Step", "WorkflowConfig",
            "WorkflowDefinition"]
@@ -53,6 +55,44 @@ class WorkflowConfig(Strict):
     budget_usd: float | None = Field(default=None, ge=0)
     """No step starts once the run has spent this much; a step whose cost is unknown
     fails the run closed (status budget_exceeded)."""
+    max_tokens_per_run: int | None = Field(default=None, ge=1)
+    """Token budget of the run (input + output over every model call), checked before each
+    call with that call's worst case, like `budget_usd`."""
+    rate_limits: dict[str, dict[str, Any]] | None = None
+    """`{provider: {rpm: N, tpm: N}}`; providers not named are not limited."""
+    circuit_breaker: dict[str, Any] | None = None
+    """`{failure_threshold: 5, recovery_seconds: 30, half_open_max: 1}` for every endpoint."""
+    prices: str | dict[str, Any] | None = None
+    """A price file (JSON/YAML, relative to the workflow file) or an inline
+    `{provider: {model: {input, output, cached_input, cache_write}}}` map, USD per 1M
+    tokens, over the packaged table."""
+
+    @field_validator("rate_limits")
+    @classmethod
+    def _rate_limits(cls, v: Any) -> Any:
+        from agentloom.routing import parse_rate_limits
+
+        if v is not None:
+            _config_checked(parse_rate_limits, v)
+        return v
+
+    @field_validator("circuit_breaker")
+    @classmethod
+    def _breaker(cls, v: Any) -> Any:
+        from agentloom.routing import parse_breaker
+
+        if v is not None:
+            _config_checked(parse_breaker, v)
+        return v
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            from agentloom.pricing import PriceTable
+
+            _config_checked(PriceTable.from_mapping, v)
+        return v
     max_retries: int | None = Field(default=None, ge=0, le=100)
     """Default `retry.max_retries` of every step (3 when neither is set)."""
     on_step_failure: Literal["skip_downstream", "continue"] = "skip_downstream"
@@ -60,6 +100,10 @@ class WorkflowConfig(Strict):
     strict_outputs: bool = False
     """Two steps that may run at once writing the same `output` key: error, not warning."""
     sandbox: SandboxConfig | None = None
+    max_tools: int | None = Field(default=None, ge=1)
+    """The most tools one model call may carry (a step declaring more is a load error)."""
+    tool_error_prompt: str | None = None
+    """Appended to a failing tool's result, to tell the model how to recover."""
     responses_file: str | None = None
     """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
     latency_model: Literal["constant", "normal", "replay"] | None = None
@@ -99,6 +143,45 @@ class WorkflowDefinition(Strict):
     description: str | None = None
     config: WorkflowConfig = Field(default_factory=WorkflowConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Named model setups (spec 004) a step uses with `profile: name`; checked here, read
+    by `agentloom.workflow.steps._client_choice`."""
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles(cls, v: dict[str, dict[str, Any]], info: ValidationInfo) -> Any:
+        from agentloom.routing import parse_profiles
+
+        known = known_providers(info.data.get("providers") or {})
+        _config_checked(lambda d: parse_profiles(d, known_providers=known), v)
+        return v
+
     state: dict[str, Any] = Field(default_factory=dict)
     state_schema: dict[str, StateKeyRule] = Field(default_factory=dict)
+    agents: dict[str, AgentDef] = Field(default_factory=dict)
+    """Agents run by `type: agent` steps, by name."""
     steps: list[Step] = Field(min_length=1)
+    functions: dict[str, FunctionDecl] = Field(default_factory=dict)
+    """Workflow functions the model can call as tools (spec 004)."""
+    mcp_servers: dict[str, MCPServerDecl] = Field(default_factory=dict)
+    """MCP servers whose tools steps name as `server.tool` (or `server` for all)."""
+
+
+BUILTIN_PROVIDERS = frozenset(
+    {"openai", "anthropic", "gemini", "google", "ollama", "local", "generic_openai", "mock"})
+
+
+def known_providers(declared: Any) -> frozenset[str]:
+    """Provider names a workflow may use: the built-in ones and its `providers:` keys."""
+    return BUILTIN_PROVIDERS | frozenset(str(k) for k in declared)
+
+
+def _config_checked(parse: Any, value: Any) -> None:
+    """Run a routing parser for its checks; its ConfigError becomes a pydantic error (the
+    loader adds file:line)."""
+    from agentloom.errors import ConfigError
+
+    try:
+        parse(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None

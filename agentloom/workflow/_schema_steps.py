@@ -23,7 +23,10 @@ class Strict(BaseModel):
 
 
 class RetryConfig(Strict):
-    """Retries of one step. A retry re-runs the whole step (for `llm_call`, its tool loop)."""
+    """Retries of one step. A model call's provider errors are retried call by call by
+    the step's client (then its fallback chain), so a tool loop keeps the turns it has;
+    other retryable failures (an attempt's timeout, a reply cut off mid-stream) re-run the
+    whole step."""
 
     max_retries: int | None = Field(default=None, ge=0, le=100)
     """Retries after the first attempt; unset means `config.max_retries`, else 3."""
@@ -52,6 +55,9 @@ class StepBase(Strict):
     """Seconds per attempt."""
     retry: RetryConfig | None = None
     description: str | None = None
+    on_error: list[dict[str, Any]] | None = None
+    """Steps run when this step fails for good (after its retries), with the error in
+    `{state.error}`; if they succeed, the failure is handled and dependents run."""
 
     @field_validator("depends_on", mode="before")
     @classmethod
@@ -93,6 +99,17 @@ class ResponseSchema(Strict):
     name: str | None = None
     strict: bool = True
     description: str | None = None
+    mode: Literal["native", "tool"] = "native"
+    """How the shape is asked for: `native` (the provider's JSON mode, or the schema in
+    the system prompt), or `tool` (spec 004's `outputFormat: structured`: the schema is
+    the one tool and the model is forced to call it)."""
+
+    def spec_dict(self) -> dict[str, Any]:
+        """The block as `ResponseSchemaSpec.from_dict` reads it (without `mode`)."""
+        out = self.model_dump(by_alias=True, exclude_none=True, exclude={"mode"})
+        if self.type == "json_object":
+            out.pop("schema", None)
+        return out
 
     @model_validator(mode="after")
     def _needs(self) -> ResponseSchema:
@@ -124,6 +141,11 @@ class LLMCallStep(StepBase):
     system_prompt: str | None = None
     model: str | None = None
     provider: str | None = None
+    profile: str | None = None
+    """A top-level `profiles:` entry; the step's own fields win over the profile's."""
+    fallback: list[str | dict[str, Any]] | None = None
+    """Tried in order once this step's model is out of retries or can't take the request:
+    `[{provider: anthropic, model: claude-haiku-4-5, max_tokens: 800}, ...]`."""
     temperature: float | None = None
     """Sent as given, without a range check."""
     max_tokens: int | None = Field(default=None, ge=1)
@@ -131,11 +153,29 @@ class LLMCallStep(StepBase):
     attachments: list[Attachment] = Field(default_factory=list)
     thinking: Thinking | None = None
     tools: list[ToolDecl] | None = None
+    functions: list[str] | None = None
+    """Workflow functions (top-level `functions:`) the model may call."""
+    mcp: list[str] | None = None
+    """MCP tools as `server.tool`, or `server` for every tool it offers."""
+    vendor_tools: list[Any] | None = None
+    """Provider-run tools (web search, ...), sent to the provider unchanged."""
     tool_choice: Literal["auto", "none", "required"] | NamedChoice = "auto"
     max_tool_iterations: int = Field(default=5, ge=1, le=1000)
     response_schema: ResponseSchema | None = None
     conversation: str | None = None
     speaker: str | None = None
+
+    @field_validator("fallback")
+    @classmethod
+    def _fallback(cls, v: Any) -> Any:
+        from agentloom.errors import ConfigError
+        from agentloom.routing import parse_fallback
+
+        try:
+            parse_fallback(v)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -155,7 +195,7 @@ class LLMCallStep(StepBase):
     def _coherent(self) -> LLMCallStep:
         if self.prompt is None and self.conversation is None:
             raise ValueError("an llm_call step needs a 'prompt' (or a 'conversation')")
-        if self.tools and self.response_schema is not None:
+        if (self.tools or self.functions or self.mcp) and self.response_schema is not None:
             raise ValueError(
                 "tools and response_schema can't share a step (an agent with an "
                 "output_schema combines them)"
@@ -203,6 +243,30 @@ class SubworkflowStep(StepBase):
         return self
 
 
+class MapStep(StepBase):
+    """Run `step` (one step) or `steps` (a block) once per item of the list at `over`;
+    each run sees the item as `{state.<as>}` and its position as `{state.index}`."""
+
+    type: Literal["map"]
+    over: str
+    """A state path such as `state.items`: a list at run time."""
+    as_: str = Field(default="item", alias="as", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    concurrency: int = Field(default=4, ge=1, le=256)
+    step: dict[str, Any] | None = None
+    steps: list[dict[str, Any]] | None = None
+    on_item_error: Literal["fail", "continue"] = "fail"
+    """`fail`: the step fails once every item has run if any failed; `continue`: it
+    succeeds and each item's status and error are in its output."""
+
+    @model_validator(mode="after")
+    def _one_body(self) -> MapStep:
+        if (self.step is None) == (self.steps is None):
+            raise ValueError("a map step needs exactly one of step, steps")
+        if self.steps is not None and not self.steps:
+            raise ValueError("a map step's steps block is empty")
+        return self
+
+
 class Notify(Strict):
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
@@ -218,8 +282,47 @@ class ApprovalGateStep(StepBase):
     notify: Notify | None = None
 
 
+class AskStep(StepBase):
+    """Pauses the run with a question; the answer, typed by `answer_type`, goes to `output`."""
+
+    type: Literal["ask"]
+    question: str
+    answer_type: Literal["text", "choose_one", "choose_many", "secret"] = "text"
+    choices: list[str] | None = None
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    default: Any = None
+    """The answer used when the run is resumed after `timeout_seconds` (else it fails)."""
+
+    @model_validator(mode="after")
+    def _choices(self) -> AskStep:
+        choosing = self.answer_type in ("choose_one", "choose_many")
+        if choosing and not self.choices:
+            raise ValueError(f"answer_type {self.answer_type} needs a list of 'choices'")
+        if not choosing and self.choices:
+            raise ValueError(f"'choices' is only for choose_one/choose_many, "
+                             f"not answer_type {self.answer_type}")
+        return self
+
+
+class AgentStep(StepBase):
+    """Runs an agent of the top-level `agents:` map (its model, tools and rules)."""
+
+    type: Literal["agent"]
+    agent: str
+    prompt: str | None = None
+    conversation: str | None = None
+    attachments: list[Attachment] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> AgentStep:
+        if self.prompt is None and self.conversation is None:
+            raise ValueError("an agent step needs a 'prompt' (or a 'conversation')")
+        return self
+
+
 Step = Annotated[
-    LLMCallStep | ToolStep | RouterStep | SubworkflowStep | ApprovalGateStep,
+    LLMCallStep | ToolStep | RouterStep | SubworkflowStep | ApprovalGateStep | AgentStep
+    | MapStep | AskStep,
     Field(discriminator="type"),
 ]
 STEP_TYPES: dict[str, type[StepBase]] = {
@@ -228,4 +331,7 @@ STEP_TYPES: dict[str, type[StepBase]] = {
     "router": RouterStep,
     "subworkflow": SubworkflowStep,
     "approval_gate": ApprovalGateStep,
+    "agent": AgentStep,
+    "map": MapStep,
+    "ask": AskStep,
 }

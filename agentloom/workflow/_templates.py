@@ -63,11 +63,14 @@ class Template:
 class Scope:
     """What a template reads: the run's state and the raw text of finished steps."""
 
-    __slots__ = ("state", "step_text")
+    __slots__ = ("args", "state", "step_text")
 
-    def __init__(self, state: dict[str, Any], step_text: dict[str, str]) -> None:
+    def __init__(self, state: dict[str, Any], step_text: dict[str, str],
+                 args: dict[str, Any] | None = None) -> None:
         self.state = state
         self.step_text = step_text
+        # A workflow function's arguments (`{args.x}`); None outside function bodies.
+        self.args = args
 
     def resolve(self, ref: Ref) -> Any:
         if ref.root == "state":
@@ -76,6 +79,13 @@ class Scope:
                 raise TemplateError(
                     f"{{{ref.source}}}: the state has no {format_path(ref.path)!r}"
                 )
+            return value
+        if ref.root == "args":
+            if self.args is None:
+                raise TemplateError(f"{{{ref.source}}}: args exist only in a function's steps")
+            value = lookup(self.args, ref.path)
+            if value is MISSING:
+                raise TemplateError(f"{{{ref.source}}}: no argument {format_path(ref.path)!r}")
             return value
         step_id = str(ref.path[0])
         text = self.step_text.get(step_id)
@@ -165,6 +175,9 @@ def _compile_ref(inner: str, column: int) -> Ref:
                 f"{{{inner}}} at column {column}: a step reference reads {{steps.<id>.output}}"
             )
         return Ref("steps", path[1:2], inner)
+    if root == "args" and len(path) >= 2:
+        # A workflow function's argument; the loader allows it only in function bodies.
+        return Ref("args", path[1:], inner)
     hint = f"; did you mean {{state.{inner}}}?" if isinstance(root, str) else ""
     raise TemplateError(
         f"{{{inner}}} at column {column}: unknown reference, expected {{state.…}} or "

@@ -32,6 +32,8 @@ class StepNode:
     output_path: Path | None = None
     policy: Any = None
     """The step's RetryPolicy, resolved on first run (config.max_retries is fixed by then)."""
+    handler: Any = None
+    """The loaded `on_error` block (a Workflow), or None."""
 
 
 @dataclass(slots=True)
@@ -43,6 +45,11 @@ class Workflow:
     base_dir: FsPath = field(default_factory=FsPath)
     warnings: list[str] = field(default_factory=list)
     """`file:line: warning: ...` lines: not errors, but worth a look (`validate` shows them)."""
+    functions: dict[str, Any] = field(default_factory=dict)
+    """Workflow functions by name (`_functions.FunctionDef`), checked at load."""
+    tool_refs: list[Any] = field(default_factory=list)
+    """Every tool name a step declares, with its line (`_functions.ToolRef`): checked
+    against the run's registry before anything runs."""
 
     @property
     def name(self) -> str:

@@ -13,6 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from scale_helpers import echo_reply
+
 TWO_STEP = """\
 name: two-step
 state:
@@ -30,12 +32,6 @@ steps:
     prompt: "Title for: {state.summary}"
     output: title
 """
-
-
-def echo_reply(body: Any) -> Any:
-    from agentloom.testing._server import FakeReply
-
-    return FakeReply(text="echo:" + body["messages"][-1]["content"])
 
 
 @pytest.fixture(scope="session")

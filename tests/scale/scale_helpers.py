@@ -33,6 +33,8 @@ class EchoFactory:
     delay: float = 0.0
     fail_ids: tuple[str, ...] = ()
     raise_ids: tuple[str, ...] = ()
+    spread: int = 1
+    """Input n sleeps `delay * (1 + n % spread)`: runs finish at different times."""
     probe: Probe | None = None
 
     def open(self) -> Any:
@@ -49,7 +51,7 @@ async def _open_echo(f: EchoFactory) -> AsyncIterator[Any]:
         probe.in_flight += 1
         probe.max_in_flight = max(probe.max_in_flight, probe.in_flight)
         try:
-            await asyncio.sleep(f.delay)
+            await asyncio.sleep(f.delay * (1 + int(inp.state.get("n", 0)) % f.spread))
         except asyncio.CancelledError:
             probe.cancelled += 1
             raise
@@ -69,6 +71,13 @@ async def _open_echo(f: EchoFactory) -> AsyncIterator[Any]:
         yield run_one
     finally:
         probe.closed += 1
+
+
+def echo_reply(body: Any) -> Any:
+    """The fake server's answer: the prompt it got, so outputs show what was asked."""
+    from agentloom.testing._server import FakeReply
+
+    return FakeReply(text="echo:" + body["messages"][-1]["content"])
 
 
 def write_jsonl(path: Path, n: int, *, extra: list[str] = ()) -> Path:  # type: ignore[assignment]

@@ -14,8 +14,7 @@ from typing import Any
 
 import cli_main
 import pytest
-from conftest import echo_reply
-from scale_helpers import write_jsonl
+from scale_helpers import echo_reply, write_jsonl
 
 CLI = str(Path(__file__).parent / "cli_main.py")
 

@@ -154,3 +154,29 @@ async def test_missing_state_key_fails_that_input_with_a_reason(
     assert results["no-topic"].status == "failed"
     assert "the state has no 'topic'" in (results["no-topic"].error or "")
     assert [f.id for f in b.stats.failures] == ["no-topic"]
+
+
+async def test_closing_the_iterator_early_stops_the_runs_in_flight(tmp_path: Path) -> None:
+    from contextlib import aclosing
+
+    inputs = write_jsonl(tmp_path / "in.jsonl", 100)
+    probe = Probe()
+    b = batch(None, inputs, runner_factory=EchoFactory(delay=0.01, spread=7, probe=probe),
+              concurrency=10, output=tmp_path / "out.jsonl")
+    async with aclosing(aiter(b)) as results:
+        async for _ in results:
+            if b.stats.done == 5:
+                break
+    assert probe.in_flight == 0 and probe.closed == 1 and probe.cancelled > 0
+    assert b.stats.interrupted
+    assert len(read_lines(tmp_path / "out.jsonl")) == 5
+
+
+def test_a_task_group_error_is_reported_by_its_cause() -> None:
+    from agentloom.scale import BatchInput
+    from agentloom.scale._types import error_result
+
+    exc = ExceptionGroup("unhandled errors in a TaskGroup", [KeyError("topic")])
+    item = error_result(BatchInput(id="a", state={}, source="in.jsonl:1"), exc)
+    assert (item.status, item.error, item.source) == ("error", "KeyError: 'topic'",
+                                                      "in.jsonl:1")

@@ -1,5 +1,6 @@
-"""Every public AgentLoom example validates on our loader; those whose step types and
-fields this build runs also run to success against an in-process model."""
+"""Every public AgentLoom example validates on our loader; those made only of model steps
+also run to success against an in-process model. Every example's run over HTTP to the
+fake servers, tools and attachments included, is in tests/compat/test_examples.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from agentloom.workflow import RunStatus, arun_workflow, load_workflow
 
 EXAMPLES = Path("/work/shared/compat/agentloom-examples")
 FILES = sorted(EXAMPLES.glob("*.yaml")) if EXAMPLES.is_dir() else []
-RUNNABLE_TYPES = {"llm_call", "router"}
+RUNNABLE_TYPES = {"llm_call", "router", "subworkflow", "map"}
 NOT_YET = ("attachments", "response_schema", "conversation")
 
 
@@ -54,28 +55,3 @@ async def test_inline_base64_attachment_example_runs_offline() -> None:
     assert result.status is RunStatus.SUCCESS, result.error
     image = model.requests[0].messages[-1].parts[1]
     assert isinstance(image, ImagePart) and image.media_type == "image/png"
-
-
-def _blockers(path: Path) -> list[str]:
-    wf = load_workflow(path)
-    out: set[str] = set()
-    if wf.config.provider == "mock":
-        out.add("provider: mock recordings are not mapped onto replay yet")
-    for n in wf.nodes.values():
-        if n.type not in RUNNABLE_TYPES and n.type != "tool":
-            out.add(f"step type {n.type!r} is not built yet")
-        if n.type == "tool":
-            out.add("tool steps need the built-in tools, some reaching the internet")
-        if getattr(n.step, "attachments", None):
-            out.add("attachments from URLs or files outside the test tree")
-        if getattr(n.step, "tools", None):
-            out.add("a model tool loop against a recording")
-    return sorted(out)
-
-
-@pytest.mark.skipif(not FILES, reason="compat examples not present")
-@pytest.mark.parametrize("path", [p for p in FILES if not _runnable(p)], ids=lambda p: p.name)
-def test_examples_not_run_here_say_why(path: Path) -> None:
-    reasons = _blockers(path)
-    assert reasons, f"{path.name} is not runnable here for an unknown reason"
-    pytest.skip("; ".join(reasons))

@@ -162,14 +162,13 @@ steps:
     assert tool_turn.role == "tool" and '5' in tool_turn.parts[0].content  # type: ignore[union-attr]
 
 
-async def test_unbuilt_fields_fail_clearly_not_silently() -> None:
+async def test_response_schema_reaches_the_request() -> None:
     text = ("name: t\nsteps:\n  - id: a\n    type: llm_call\n    prompt: p\n"
-            "    response_schema: {type: json_object}\n")
-    model = ScriptedModel([])
+            "    response_schema: {type: json_object}\n    output: o\n")
+    model = ScriptedModel(['{"k": 1}'])
     result = await arun_workflow(load_workflow_text(text), clients=Factory(model))
-    a = result.steps["a"]
-    assert a.status is StepStatus.FAILED and a.attempts == 1
-    assert "response_schema" in (a.error or "") and model.requests == []
+    assert result.state["o"] == {"k": 1}
+    assert model.requests[0].response_format.kind == "json_object"
 
 
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAEklEQVR4nGP4z8DwHwyBNBgAAEnICff5q7YNAAAA"

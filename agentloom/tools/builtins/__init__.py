@@ -10,6 +10,7 @@ from typing import Any
 
 from agentloom.http._base import Transport
 from agentloom.tools._sandbox import SandboxPolicy
+from agentloom.tools._tool import trust_parameters
 from agentloom.tools.builtins._base import SandboxedTool as SandboxedTool
 from agentloom.tools.builtins.file_read import FileReadTool as FileReadTool
 from agentloom.tools.builtins.file_write import FileWriteTool as FileWriteTool
@@ -28,9 +29,12 @@ def builtin_tools(
     """The four built-ins under one policy. `timeouts` overrides seconds per tool name."""
     policy = policy or SandboxPolicy()
     t = timeouts or {}
-    return [
+    tools: list[Any] = [
         HttpRequestTool(transport=transport, policy=policy, timeout=t.get("http_request")),
         ShellCommandTool(policy=policy, timeout=t.get("shell_command")),
         FileReadTool(policy=policy, timeout=t.get("file_read")),
         FileWriteTool(policy=policy, timeout=t.get("file_write")),
     ]
+    for tool in tools:
+        trust_parameters(tool.parameters)
+    return tools

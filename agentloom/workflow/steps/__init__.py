@@ -11,9 +11,17 @@ from __future__ import annotations
 from types import ModuleType
 
 from agentloom.workflow.steps import llm_call, router, tool
+from agentloom.workflow.steps import map as map_step
+from agentloom.workflow.steps import approval_gate, ask, subworkflow
+from agentloom.workflow.steps import agent as agent_step
 
 STEP_KINDS: dict[str, ModuleType] = {
     "llm_call": llm_call,
     "tool": tool,
     "router": router,
+    "subworkflow": subworkflow,
+    "map": map_step,
+    "approval_gate": approval_gate,
+    "ask": ask,
+    "agent": agent_step,
 }

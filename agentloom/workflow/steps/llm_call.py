@@ -1,9 +1,11 @@
 """The `llm_call` step: a thin adapter over the agent loop (spec 000).
 
 It renders the prompt and system prompt, builds a `ModelRequest`, asks the client
-factory for the step's model (its own, else `config.model`), and runs `run_loop` with the
-declared tools. The reply's text goes to `steps.<id>.output`, the loop's output to the
-step's `output` key. Retries, timeouts and state writes belong to the engine.
+factory for the step's model (its own, else `config.model`), and hands the turn to
+`_turn.run_turn` (shared with the `agent` step): conversation, schema, `run_loop` with
+the declared tools. The reply's text goes to `steps.<id>.output`, the loop's output (the
+validated value with a `response_schema`) to the step's `output` key. Retries, timeouts
+and state writes belong to the engine.
 """
 
 from __future__ import annotations
@@ -12,18 +14,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
-from agentloom.loop import LoopOptions, run_loop
 from agentloom.messages import (
-    Message,
     ModelRequest,
     NamedToolChoice,
     ReasoningConfig,
-    StreamEvent,
     ToolChoice,
 )
+from agentloom.tools._vendor import normalize_vendor_tools
+from agentloom.workflow._functions import declared_tools
+from agentloom.workflow._paths import Path as StatePath
 from agentloom.workflow._result import StepOutcome
 from agentloom.workflow._schema_steps import LLMCallStep, NamedChoice
 from agentloom.workflow._templates import Template
+from agentloom.workflow.steps._client_choice import check_choice, client_for
+from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
+from agentloom.workflow.steps._structured_step import StructuredPlan
+from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -40,6 +46,8 @@ class Prepared:
     attachments: tuple[Template, ...]
     tool_choice: ToolChoice
     reasoning: ReasoningConfig | None
+    structured: StructuredPlan | None = None
+    conversation: StatePath | None = None
 
     def templates(self) -> Iterator[tuple[tuple[str | int, ...], Template]]:
         if self.prompt is not None:
@@ -53,9 +61,11 @@ class Prepared:
 def prepare(step: LLMCallStep, pc: PrepareContext) -> Prepared:
     th = step.thinking
     model = step.model or (pc.config.model if pc.config is not None else None)
-    if th is not None and th.enabled and th.budget_tokens is None and model \
-            and model.startswith("claude"):
-        pc.report(f"thinking on a Claude model ({model}) needs budget_tokens", "thinking")
+    reasoning = None if th is None or not th.enabled else ReasoningConfig(
+        enabled=True, budget_tokens=th.budget_tokens, level=th.level,
+        capture=th.capture_reasoning)
+    structured, conversation = prepare_turn_parts(step, pc, model=model, reasoning=reasoning)
+    check_choice(step, pc)
     choice: ToolChoice = (NamedToolChoice(name=step.tool_choice.name)
                           if isinstance(step.tool_choice, NamedChoice) else step.tool_choice)
     return Prepared(
@@ -65,9 +75,9 @@ def prepare(step: LLMCallStep, pc: PrepareContext) -> Prepared:
         attachments=tuple(pc.template(a.source, "attachments", i, "source")
                           for i, a in enumerate(step.attachments)),
         tool_choice=choice,
-        reasoning=None if th is None or not th.enabled else ReasoningConfig(
-            enabled=True, budget_tokens=th.budget_tokens, level=th.level,
-            capture=th.capture_reasoning),
+        reasoning=reasoning,
+        structured=structured,
+        conversation=conversation,
     )
 
 
@@ -75,57 +85,32 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     step: LLMCallStep = node.step  # type: ignore[assignment]
     prep: Prepared = node.prepared
     config = ctx.workflow.config
-    _refuse_unbuilt(step)
-    if prep.prompt is None:
-        raise ConfigError(f"step {node.id!r}: an llm_call needs a prompt")
-    messages: list[Message] = []
-    if prep.system_prompt is not None:
-        messages.append(Message.system(prep.system_prompt.render(ctx.scope)))
     media = await _attachments(step, prep, ctx) if prep.attachments else ()
-    messages.append(Message.user(prep.prompt.render(ctx.scope), *media))
     model = step.model or config.model
-    client = ctx.client(model, step.provider or config.provider, retry=_no_client_retry())
+    client = client_for(node, ctx)
     stream = step.stream if step.stream is not None else config.stream
     request = ModelRequest(
         model=model or _default_model(ctx),
-        messages=tuple(messages),
+        messages=(),
         temperature=step.temperature,
         max_tokens=step.max_tokens,
         tool_choice=prep.tool_choice,
         reasoning=prep.reasoning,
         stream=bool(stream),
+        vendor_tools=normalize_vendor_tools(step.vendor_tools),
     )
-    toolbox = None
-    if step.tools:
-        if ctx.tools is None:
-            raise ConfigError(f"step {node.id!r} declares tools, but no tool registry is set")
-        from agentloom.tools import DeclaredTool
-
-        declared = [DeclaredTool(name=t.name, description=t.description,
-                                 parameters=t.parameters) for t in step.tools]
-        toolbox = ctx.tools.toolbox(declared, policy=ctx.sandbox_policy())
-    sink = None
-    if ctx.on_event is not None and stream:
-        on_event, step_id = ctx.on_event, node.id
-
-        def sink(event: StreamEvent) -> None:
-            on_event(step_id, event)
-
-    result = await run_loop(
-        client, request, tools=toolbox, on_event=sink,
-        options=LoopOptions(max_iterations=step.max_tool_iterations, run_id=ctx.run_id,
-                            step_id=node.id),
+    turn = Turn(
+        step_id=node.id, request=request,
+        system_prompt=None if prep.system_prompt is None
+        else prep.system_prompt.render(ctx.scope),
+        prompt=None if prep.prompt is None else prep.prompt.render(ctx.scope),
+        media=media, conversation=prep.conversation, speaker=step.speaker,
+        structured=prep.structured, toolbox=build_toolbox(declared_tools(step), ctx, node.id),
+        max_iterations=step.max_tool_iterations,
+        max_reasks=max_reasks(step.retry, config),
+        capture_reasoning=step.thinking is None or step.thinking.capture_reasoning,
     )
-    response = result.response
-    capture = step.thinking is None or step.thinking.capture_reasoning
-    return StepOutcome(
-        value=result.output, text=result.text, usage=result.usage,
-        model=response.model, provider=response.provider,
-        finish_reason=result.finish_reason,
-        time_to_first_token=response.time_to_first_token,
-        reasoning_content=response.reasoning if capture else None,
-        iterations=result.iterations,
-    )
+    return await run_turn(turn, client, ctx)
 
 
 async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tuple[Any, ...]:
@@ -178,13 +163,3 @@ def _no_client_retry() -> Any:
 
 def _default_model(ctx: RunContext) -> str:
     return str(getattr(ctx.clients, "default_model", None) or "")
-
-
-def _refuse_unbuilt(step: LLMCallStep) -> None:
-    # These fields load (files that use them validate) but their runtime lands with the
-    # modules that own them; until then a run fails clearly instead of ignoring them.
-    for name in ("response_schema", "conversation"):
-        if getattr(step, name):
-            raise ConfigError(f"step {step.id!r}: '{name}' is not supported by this build yet")
-
-

@@ -1,0 +1,194 @@
+"""The wiring `run`, `resume` and `replay` share: the runtime with its transport swapped
+for recording or replay, the run store, the redactor, and the pause message.
+
+One function builds the runtime for all three commands, so a resumed or replayed run
+talks to providers exactly as the first run did. Checkpoints are on by default for
+`agentloom run` (SQLite at `.agentloom/runs.db` under the working directory): a write
+per finished step and per tool turn costs about a millisecond, far below a model call.
+When the default store cannot be opened (a read-only directory) the run goes on without
+checkpoints and says so; a store named with `--store` must open or the run does not start.
+Each run start also prunes finished runs past the retention (`AGENTLOOM_RETENTION_DAYS`,
+30 days by default), so a store does not grow without bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentloom.cli import UsageError
+
+DEFAULT_RETENTION_DAYS = 30
+
+if TYPE_CHECKING:
+    from agentloom.observe.redact import Redactor
+    from agentloom.workflow import RunResult, Workflow
+    from agentloom.workflow._durable import DurableRun
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of `agentloom run` that belong to durability, recording and replay."""
+    parser.add_argument("--record", metavar="FILE",
+                        help="record every model exchange of the run to FILE")
+    parser.add_argument("--replay", metavar="FILE",
+                        help="serve model calls from a recording; no network")
+    parser.add_argument("--replay-mode", choices=("strict", "lenient"), default="strict",
+                        help="strict: match step, turn and request (default); "
+                             "lenient: the request alone")
+    parser.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=True,
+                        help="write a checkpoint after every step and tool turn, so the run "
+                             "can be resumed (default: on)")
+    parser.add_argument("--run-id", metavar="ID",
+                        help="the run's id in the store (default: a new random id)")
+    add_store_flag(parser)
+
+
+def add_store_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="URL",
+                        help="the run store: a path, sqlite:///file.db or postgresql://... "
+                             "(default: .agentloom/runs.db)")
+
+
+def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) -> Any:
+    """The runtime from the environment, its transport recording or replaying if asked."""
+    from agentloom.runtime import Runtime
+
+    record, replay = getattr(args, "record", None), getattr(args, "replay", None)
+    if record and replay:
+        raise UsageError("--record and --replay can't be used together")
+    transport: Any = None
+    if replay:
+        from agentloom.http._replay import ReplayTransport
+
+        if not Path(replay).is_file():
+            raise UsageError(f"recording not found: {replay}")
+        transport = ReplayTransport(replay, mode=getattr(args, "replay_mode", "strict"),
+                                    redactor=redactor)
+    elif record:
+        from agentloom.http._aiohttp import AiohttpTransport
+        from agentloom.http._record import RecordTransport
+        from agentloom.recording import Recorder
+
+        transport = RecordTransport(AiohttpTransport(), Recorder(record, redactor=redactor))
+    runtime = Runtime.from_env(os.environ, **({"transport": transport} if transport else {}))
+    if transport is not None:
+        _SWAPPED[id(runtime)] = transport  # a runtime doesn't close a transport it was given
+    return runtime
+
+
+_SWAPPED: dict[int, Any] = {}
+
+
+async def close_runtime(runtime: Any) -> None:
+    await runtime.aclose()
+    swapped = _SWAPPED.pop(id(runtime), None)
+    if swapped is not None:
+        await swapped.aclose()
+
+
+def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
+    """Secrets of `state_schema` (keys and their current values) and API keys."""
+    from agentloom.observe.redact import Redactor
+
+    schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
+              for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
+    merged = {**(wf.definition.state or {}), **state}
+    keys = [v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
+    return Redactor.from_state_schema(schema, state=merged, secrets=keys)
+
+
+def workflow_hash_of(path: str | Path) -> str:
+    from agentloom.workflow._durable import workflow_hash
+
+    return workflow_hash(Path(path).read_bytes())
+
+
+async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, Any],
+                       redactor: Redactor) -> DurableRun | None:
+    """The durable run of `agentloom run`, or None (checkpoints off, or the default store
+    can't be opened: a warning says so)."""
+    prepared = getattr(args, "resume_durable", None)
+    if prepared is not None:
+        if prepared.redactor is None:
+            prepared.redactor = redactor
+        return prepared  # type: ignore[no-any-return]
+    if not getattr(args, "checkpoint", True):
+        return None
+    from agentloom.errors import AgentLoomError
+    from agentloom.store import open_store
+    from agentloom.workflow._durable import DurableRun
+
+    store = open_store(args.store) if args.store else open_store(None)
+    try:
+        await store.__aenter__()  # type: ignore[attr-defined]
+    except (AgentLoomError, OSError) as exc:
+        if args.store:
+            raise
+        sys.stderr.write(f"agentloom: checkpoints off, the run store can't be opened: {exc}\n")
+        return None
+    keep = retention()
+    if keep is not None:  # stores don't grow without bound: old finished runs go
+        await store.prune(keep)
+    meta = {
+        "workflow_path": str(Path(args.file).resolve()),
+        "tools": [str(Path(p).resolve()) for p in args.tools],
+        "model": args.model, "provider": args.provider, "timeout": args.timeout,
+        "state": redactor.redact_state(state),
+    }
+    return DurableRun(store=store, run_id=getattr(args, "run_id", None) or uuid.uuid4().hex,
+                      workflow_hash=workflow_hash_of(args.file), redactor=redactor, meta=meta)
+
+
+def retention() -> timedelta | None:
+    """How long finished runs are kept: `AGENTLOOM_RETENTION_DAYS` (default 30; 0 or
+    `off` keeps them for ever)."""
+    raw = os.environ.get("AGENTLOOM_RETENTION_DAYS", "").strip().lower()
+    if not raw:
+        return timedelta(days=DEFAULT_RETENTION_DAYS)
+    if raw in ("0", "off", "never"):
+        return None
+    try:
+        days = float(raw)
+    except ValueError:
+        raise UsageError(f"AGENTLOOM_RETENTION_DAYS={raw!r}: expected a number of days "
+                         "or off") from None
+    return timedelta(days=days) if days > 0 else None
+
+
+def store_hint(args: argparse.Namespace) -> str:
+    store = getattr(args, "store", None)
+    return f" --store {store}" if store else ""
+
+
+def report_pause(result: RunResult, args: argparse.Namespace, durable: Any) -> None:
+    """Tell the person exactly how to continue a paused run (on stderr)."""
+    pause = getattr(result, "pause", None)
+    prompt = getattr(pause, "prompt", None)
+    waiting = getattr(pause, "waiting_for", "a person")
+    step = getattr(pause, "step_id", None)
+    out = sys.stderr
+    if durable is None:
+        out.write(f"run {result.status.value} at step {step!r}: {prompt or waiting}\n"
+                  "it can't be resumed: checkpoints are off (drop --no-checkpoint)\n")
+        return
+    base = f"agentloom resume {result.run_id}{store_hint(args)}"
+    call_id = getattr(pause, "call_id", None)
+    where = f"step {step!r}" + (f", tool call {call_id}" if call_id else "")
+    out.write(f"run {result.run_id} {result.status.value} at {where}: {prompt or waiting}\n")
+    if waiting == "approval":
+        out.write(f"resume with: {base} --approve   (or --reject)\n")
+    elif waiting == "answer":
+        data = getattr(pause, "data", {}) or {}
+        choices = data.get("choices")
+        hint = f"   (choices: {', '.join(choices)})" if choices else ""
+        out.write(f"resume with: {base} --answer VALUE{hint}\n")
+    elif waiting == "decision":
+        out.write(f"resume with: {base} --approve   (run the call again) "
+                  "or --reject   (tell the model it was not run)\n")
+    else:
+        out.write(f"resume with: {base}\n")

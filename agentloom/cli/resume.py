@@ -1,0 +1,146 @@
+"""`agentloom resume RUN_ID`: continue a paused or killed run from its last checkpoint.
+
+Everything is checked before anything is written: the run exists, it has not finished,
+its workflow file is the one it started with (by hash; `--force` accepts a changed one),
+and the decision fits what the run waits for (an answer is typed-checked against the
+question's choices). Then the run goes on through the same wiring as `agentloom run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentloom.cli import EXIT_FAILED, UsageError
+
+
+def add_parser(sub: Any) -> None:
+    from agentloom.cli._durable import add_store_flag
+
+    p = sub.add_parser("resume", help="continue a paused or interrupted run")
+    p.add_argument("run_id", metavar="RUN_ID")
+    decision = p.add_mutually_exclusive_group()
+    decision.add_argument("--approve", action="store_true",
+                          help="approve the waiting approval_gate (or re-run an "
+                               "interrupted tool call)")
+    decision.add_argument("--reject", action="store_true",
+                          help="reject the waiting approval_gate (or skip an interrupted "
+                               "tool call)")
+    decision.add_argument("--answer", metavar="VALUE",
+                          help="the answer to the waiting question (choose_many: a,b)")
+    add_store_flag(p)
+    p.add_argument("--force", action="store_true",
+                   help="resume even though the workflow file changed since the run started")
+    p.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a state value before continuing (a secret the store did not "
+                        "keep, say); repeatable")
+    p.add_argument("--json", action="store_true", help="print only the result as JSON")
+    p.add_argument("--stream", action="store_true", help="print text as it arrives")
+    p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--replay-mode", default="strict", help=argparse.SUPPRESS)
+
+
+class _Refused(Exception):
+    pass
+
+
+async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
+    """The `run` arguments to continue with, or _Refused with the reason."""
+    from agentloom.cli._durable import workflow_hash_of
+    from agentloom.store import FINISHED_STATUSES, open_store
+    from agentloom.workflow._durable import Decision, DurableRun, coerce_answer
+
+    store = open_store(args.store) if args.store else open_store(None)
+    try:
+        record = await store.get_run(args.run_id)
+        if record is None:
+            where = args.store or ".agentloom/runs.db"
+            raise _Refused(f"no run {args.run_id!r} in the store {where}; "
+                           "`agentloom runs` lists the runs it holds")
+        if record.status in FINISHED_STATUSES:
+            raise _Refused(f"run {args.run_id} already finished ({record.status}); "
+                           "there is nothing to resume")
+        cp = await store.load_latest(args.run_id)
+        if cp is None:
+            raise _Refused(f"run {args.run_id} has no checkpoint to resume from")
+        meta = dict(record.meta)
+        path = Path(str(meta.get("workflow_path", "")))
+        if not path.is_file():
+            raise _Refused(f"the workflow file of run {args.run_id} is gone: {path}")
+        now_hash = workflow_hash_of(path)
+        if now_hash != record.workflow_hash and not args.force:
+            raise _Refused(
+                f"{path} changed since run {args.run_id} started (hash "
+                f"{record.workflow_hash[:19]} then, {now_hash[:19]} now); its saved state "
+                "may not fit the new steps. Restore the file, or pass --force to resume "
+                "with it as it is")
+        decision = Decision()
+        paused = cp.paused
+        if args.approve or args.reject:
+            decision.approve = bool(args.approve)
+        if args.answer is not None:
+            decision.answer = args.answer
+        if paused is not None:
+            _check_decision(args, paused, decision, coerce_answer)
+        elif args.approve or args.reject or args.answer is not None:
+            raise _Refused(f"run {args.run_id} is not waiting for a decision "
+                           f"(status {record.status}); resume it without one")
+    except BaseException:
+        await store.close()
+        raise
+    from agentloom.cli import build_parser
+
+    # `run`'s own defaults for every flag, then what the run started with.
+    run_args = build_parser().parse_args(["run", str(path)])
+    vars(run_args).update(
+        state=args.state, model=meta.get("model"), provider=meta.get("provider"),
+        timeout=meta.get("timeout"), json=args.json, stream=args.stream,
+        tools=list(meta.get("tools") or []), replay=args.replay,
+        replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
+        resume_durable=DurableRun(store=store, run_id=args.run_id,
+                                  workflow_hash=record.workflow_hash, meta=meta, resumed=cp,
+                                  decision=decision),
+    )
+    return run_args
+
+
+def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,
+                    coerce: Any) -> None:
+    waiting = paused.waiting_for
+    where = f"step {paused.step_id!r}" + (f" (tool call {paused.call_id})"
+                                          if paused.call_id else "")
+    if waiting in ("approval", "decision") and decision.approve is None:
+        if waiting == "approval" and (paused.data or {}).get("timeout_seconds"):
+            return  # past its deadline, on_timeout decides; else it pauses again
+        raise _Refused(f"run {args.run_id} waits for a decision at {where}: "
+                       f"{paused.prompt or waiting}; pass --approve or --reject")
+    if waiting == "answer":
+        if not decision.has_answer:
+            raise _Refused(f"run {args.run_id} waits for an answer at {where}: "
+                           f"{paused.prompt or ''}; pass --answer VALUE")
+        data = paused.data or {}
+        try:
+            coerce(str(data.get("kind") or "text"), data.get("choices"), decision.answer)
+        except ValueError as exc:
+            raise _Refused(f"--answer: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentloom.errors import AgentLoomError
+
+    try:
+        run_args = asyncio.run(_prepare(args))
+    except _Refused as exc:
+        sys.stderr.write(f"agentloom resume: {exc}\n")
+        return EXIT_FAILED
+    except AgentLoomError as exc:
+        sys.stderr.write(f"agentloom resume: {exc}\n")
+        return EXIT_FAILED
+    from agentloom.cli.run import command_run
+
+    if not Path(run_args.file).is_file():
+        raise UsageError(f"workflow file not found: {run_args.file}")
+    return command_run(run_args)

@@ -1,0 +1,97 @@
+"""`agentloom runs`: the runs in the store (status, workflow, started, cost), and pruning.
+
+`--prune --older-than 30d` deletes finished runs last updated before then; paused and
+running ones are kept, since a person may still resume them. Without `--older-than`,
+`--prune` uses the `AGENTLOOM_RETENTION_DAYS` setting (30 days when unset), which
+`agentloom run` also applies each time it opens the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from datetime import timedelta
+from typing import Any
+
+from agentloom.cli import EXIT_OK, UsageError
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def add_parser(sub: Any) -> None:
+    from agentloom.cli._durable import add_store_flag
+
+    p = sub.add_parser("runs", help="list the runs in the store; prune old ones")
+    p.add_argument("--status", metavar="S",
+                   help="only runs with this status (paused, running, succeeded, ...)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="at most N runs (50)")
+    p.add_argument("--prune", action="store_true",
+                   help="delete finished runs older than --older-than")
+    p.add_argument("--older-than", metavar="AGE",
+                   help="an age such as 30d, 12h, 2w (with --prune)")
+    add_store_flag(p)
+
+
+def parse_age(text: str) -> timedelta:
+    m = _AGE.match(text)
+    if m is None:
+        raise UsageError(f"--older-than {text!r}: expected a number and a unit, e.g. 30d, "
+                         "12h, 2w (units: s m h d w)")
+    return timedelta(**{_UNIT[m.group(2)]: float(m.group(1))})
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentloom.store import RUN_STATUSES
+
+    if args.status and args.status not in RUN_STATUSES:
+        raise UsageError(f"--status {args.status!r}: expected one of "
+                         f"{', '.join(sorted(RUN_STATUSES))}")
+    if args.older_than and not args.prune:
+        raise UsageError("--older-than goes with --prune")
+    from agentloom.cli._durable import DEFAULT_RETENTION_DAYS, retention
+
+    age = (parse_age(args.older_than) if args.older_than
+           else retention() or timedelta(days=DEFAULT_RETENTION_DAYS))
+    return asyncio.run(_main(args, age))
+
+
+async def _main(args: argparse.Namespace, age: timedelta) -> int:
+    from agentloom.store import open_store
+
+    store = open_store(args.store) if args.store else open_store(None)
+    try:
+        if args.prune:
+            n = await store.prune(age)
+            sys.stdout.write(f"pruned {n} finished run{'s' if n != 1 else ''} "
+                             f"older than {age}\n")
+            return EXIT_OK
+        runs = await store.list_runs(status=args.status, limit=args.limit)
+    finally:
+        await store.close()
+    if args.json:
+        sys.stdout.write(json.dumps([_row(r) for r in runs], indent=2) + "\n")
+        return EXIT_OK
+    if not runs:
+        sys.stdout.write("no runs\n")
+        return EXIT_OK
+    header = ("RUN ID", "STATUS", "WORKFLOW", "STARTED", "COST")
+    rows = [(r.run_id, r.status, r.workflow_name,
+             r.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+             "?" if r.cost_usd is None else f"${r.cost_usd:.6f}") for r in runs]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    for line in (header, *rows):
+        sys.stdout.write("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True))
+                         .rstrip() + "\n")
+    return EXIT_OK
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return {"run_id": r.run_id, "status": r.status, "workflow": r.workflow_name,
+            "workflow_hash": r.workflow_hash, "started_at": r.started_at.isoformat(),
+            "updated_at": r.updated_at.isoformat(),
+            "cost_usd": None if r.cost_usd is None else float(r.cost_usd)}

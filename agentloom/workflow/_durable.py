@@ -1,0 +1,432 @@
+"""Durable runs: write-ahead checkpoints, resume without repeats, and pauses for a person.
+
+The engine calls a `DurableRun` at four points (start, each finished step, each tool-loop
+turn, the end); everything else goes through wrappers, so step modules stay unaware:
+the model clients are wrapped to store every reply (and, on resume, to serve the replies
+already paid for), the tool source is wrapped to journal every call (`in_flight` before
+it runs, `done` with its result after). A resumed run restores finished steps, the saved
+conversation of an interrupted tool loop and the journalled tool results; a call left in
+flight is re-run only when its tool is idempotent, else the run stops `needs_decision`.
+
+`PauseRun` is the control signal of a pause: `approval_gate` and `ask` steps raise it,
+and so does `ask(...)` inside a tool function, whose call is re-run with the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from contextvars import ContextVar
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import AgentLoomError
+from agentloom.loop._journal import LoopRestore, current_journal
+from agentloom.messages import Message, ToolCallPart, ToolResultPart, Usage
+from agentloom.store import Checkpoint, PauseInfo, ToolLoopProgress, tool_call_resume_action
+
+if TYPE_CHECKING:
+    from agentloom.loop import ToolContext
+    from agentloom.observe.redact import Redactor
+    from agentloom.store import CheckpointStore, ToolCallRecord
+    from agentloom.workflow._result import StepResult
+
+_UNSET: Any = object()
+
+
+class PauseRun(Exception):
+    """Stop the run here and wait for a person. Raised by `approval_gate`, `ask` steps
+    and `ask(...)` in a tool function; never a tool failure (ToolSets let it through)."""
+
+    pause = True
+
+    def __init__(self, waiting_for: str, prompt: str | None = None, *,
+                 data: dict[str, Any] | None = None, step_id: str | None = None,
+                 call_id: str | None = None) -> None:
+        self.waiting_for = waiting_for
+        self.prompt = prompt
+        self.data = dict(data or {})
+        self.step_id = step_id
+        self.call_id = call_id
+        super().__init__(f"paused: waiting for {waiting_for}"
+                         + (f" ({prompt})" if prompt else ""))
+
+    def info(self) -> PauseInfo:
+        return PauseInfo(step_id=self.step_id or "", waiting_for=self.waiting_for,
+                         prompt=self.prompt, call_id=self.call_id, data=self.data)
+
+
+class ResumeError(AgentLoomError):
+    """A run that cannot be resumed as asked; nothing stored was changed."""
+
+
+_call_answer: ContextVar[Any] = ContextVar("agentloom_call_answer", default=_UNSET)
+current_durable: ContextVar[DurableRun | None] = ContextVar(
+    "agentloom_durable_run", default=None)
+
+
+ANSWER_KINDS = ("text", "choose_one", "choose_many", "secret")
+
+
+def ask(question: str, *, kind: str = "text", choices: list[str] | None = None) -> Any:
+    """Ask a person from inside a tool function. The first time, the run pauses; when it
+    is resumed with `--answer`, the tool call runs again and this returns the answer."""
+    answer = _call_answer.get()
+    if answer is not _UNSET:
+        return answer
+    if kind not in ANSWER_KINDS:
+        raise ValueError(f"ask(kind={kind!r}): expected one of {', '.join(ANSWER_KINDS)}")
+    raise PauseRun("answer", question, data={"kind": kind, "choices": choices})
+
+
+def coerce_answer(kind: str, choices: list[str] | None, raw: Any) -> Any:
+    """The answer typed as `kind` asks; raises ValueError naming what is wrong."""
+    if kind in ("text", "secret"):
+        return raw if isinstance(raw, str) else str(raw)
+    options = list(choices or [])
+    if kind == "choose_one":
+        value = str(raw).strip()
+        if value not in options:
+            raise ValueError(f"answer {value!r} is not one of the choices: "
+                             f"{', '.join(options)}")
+        return value
+    if kind == "choose_many":
+        picked = ([str(v).strip() for v in raw] if isinstance(raw, list)
+                  else [v.strip() for v in str(raw).split(",") if v.strip()])
+        wrong = [v for v in picked if v not in options]
+        if wrong:
+            raise ValueError(f"{', '.join(map(repr, wrong))} not among the choices: "
+                             f"{', '.join(options)}")
+        return picked
+    raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def workflow_hash(text: str | bytes) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(slots=True, kw_only=True)
+class Decision:
+    """What `agentloom resume` brings: an approval, a rejection or an answer."""
+
+    approve: bool | None = None
+    answer: Any = _UNSET
+
+    @property
+    def has_answer(self) -> bool:
+        return self.answer is not _UNSET
+
+
+_KEPT = frozenset({
+    "id", "type", "status", "output", "text", "error", "error_type", "reason", "attempts",
+    "usage", "model", "provider", "finish_reason", "time_to_first_token",
+    "reasoning_content", "iterations", "started_at", "duration_seconds"})
+"""The StepResult fields a checkpoint keeps (plain values; reports are not resumed)."""
+
+_STORE_STATUS = {"success": "succeeded", "failed": "failed", "deadline_exceeded": "timeout",
+                 "budget_exceeded": "budget_exceeded", "cancelled": "cancelled",
+                 "paused": "paused", "needs_decision": "needs_decision"}
+
+
+@dataclass(slots=True)
+class DurableRun:
+    """One run's link to its store. Build it with `start` (a new run) or `resume`."""
+
+    store: CheckpointStore
+    run_id: str
+    workflow_hash: str
+    redactor: Redactor | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    resumed: Checkpoint | None = None
+    decision: Decision = field(default_factory=Decision)
+    now: Any = None
+    """Wall-clock source (UTC datetime) for approval deadlines; injectable for tests."""
+    _tools: dict[tuple[str, str], ToolCallRecord] = field(default_factory=dict)
+    _exchanges: dict[tuple[str, int, str], Any] = field(default_factory=dict)
+    _loops: dict[str, ToolLoopProgress] = field(default_factory=dict)
+    _loop_usage: dict[str, Any] = field(default_factory=dict)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _restored: set[str] = field(default_factory=set)
+    _decided: set[str] = field(default_factory=set)
+    _run: Any = None
+    served_exchanges: int = 0
+    reused_tool_calls: int = 0
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    async def begin(self, engine_run: Any, workflow_name: str) -> None:
+        """Register the run (new) or load what the resume needs."""
+        self._run = engine_run
+        if self.resumed is None:
+            await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
+                                        self._state(engine_run.ctx.state), meta=self.meta)
+            return
+        cp = self.resumed
+        for rec in await self.store.get_tool_calls(self.run_id):
+            self._tools[(rec.step_id, rec.call_id)] = rec
+        for ex in await self.store.get_model_exchanges(self.run_id):
+            self._exchanges[(ex.step_id, ex.turn, ex.request_hash)] = ex.response
+        self._loops = {p.step_id: p for p in cp.tool_loops}
+        self._loop_usage = dict(cp.extra.get("loop_usage") or {})
+        engine_run.not_taken.update(cp.extra.get("not_taken") or {})
+
+    def restored_step(self, node_id: str) -> StepResult | None:
+        """The result of a step that finished before the run stopped (not run again)."""
+        if self.resumed is None:
+            return None
+        raw = self.resumed.step_results.get(node_id)
+        if raw is None:
+            return None
+        from agentloom.workflow._result import StepResult, StepStatus
+
+        names = {f.name for f in fields(StepResult)} & _KEPT
+        kw = {k: v for k, v in raw.items() if k in names}
+        kw["status"] = StepStatus(kw.get("status", "success"))
+        return StepResult(**kw)
+
+    async def save(self, status: str = "running", paused: PauseInfo | None = None) -> None:
+        """One atomic checkpoint of the whole run as it is now."""
+        run = self._run
+        from agentloom.workflow._result import StepStatus
+
+        results: dict[str, Any] = {}
+        for node_id, r in run.results.items():
+            if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
+                raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
+                raw["status"] = r.status.value
+                raw["output"] = self._redact(r.output)
+                raw["text"] = self._redact(r.text)
+                results[node_id] = raw
+        cp = Checkpoint(
+            state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
+            step_results=results, tool_loops=list(self._loops.values()), paused=paused,
+            cost_usd=_cost(run.results.values()),
+            extra={"not_taken": dict(run.not_taken), "loop_usage": dict(self._loop_usage)},
+        )
+        async with self._lock:
+            await self.store.save_checkpoint(self.run_id, cp)
+
+    async def finish(self, result: Any, paused: PauseRun | None) -> None:
+        status = _STORE_STATUS.get(result.status.value, "failed")
+        await self.save(status, paused.info() if paused is not None else None)
+
+    # --- the tool loop (LoopJournal) ---------------------------------------------------
+
+    def restore(self, step_id: str) -> LoopRestore | None:
+        progress = self._loops.get(step_id) if self.resumed is not None else None
+        if progress is None or step_id in self._restored:
+            return None
+        self._restored.add(step_id)
+        usage = self._loop_usage.get(step_id)
+        return LoopRestore(messages=list(progress.messages), turn=progress.turn,
+                           usage=usage if isinstance(usage, Usage) else Usage())
+
+    async def on_turn(self, step_id: str, turn: int, messages: list[Message],
+                      usage: Usage) -> None:
+        self._loops[step_id] = ToolLoopProgress(step_id=step_id, turn=turn,
+                                                messages=list(self._redact(messages)))
+        self._loop_usage[step_id] = usage
+        await self.save()
+
+    async def step_done(self, node_id: str) -> None:
+        self._loops.pop(node_id, None)
+        self._loop_usage.pop(node_id, None)
+        await self.save()
+
+    # --- decisions -------------------------------------------------------------------
+
+    def take_decision(self, step_id: str) -> tuple[Decision, datetime | None] | None:
+        """The decision for the step the run paused at (and when it paused), once."""
+        cp = self.resumed
+        if cp is None or cp.paused is None or cp.paused.step_id != step_id \
+                or cp.paused.call_id is not None or step_id in self._decided:
+            return None
+        self._decided.add(step_id)
+        return self.decision, cp.created_at
+
+    def add_secret(self, value: str) -> None:
+        """A value that must be redacted from here on (a `secret` answer)."""
+        if self.redactor is None:
+            from agentloom.observe.redact import Redactor
+
+            self.redactor = Redactor()
+        self.redactor.add_secrets([value])
+
+    def clock_now(self) -> datetime:
+        return self.now() if self.now is not None else datetime.now(UTC)
+
+    # --- wrappers --------------------------------------------------------------------
+
+    def wrap_clients(self, factory: Any) -> Any:
+        return _JournaledClients(factory, self)
+
+    def wrap_tools(self, source: Any) -> Any:
+        return None if source is None else _JournaledTools(source, self)
+
+    def bind(self) -> Any:
+        """Set the context variables steps and loops find this run through."""
+        return current_durable.set(self), current_journal.set(self)
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _state(self, state: dict[str, Any]) -> dict[str, Any]:
+        if self.redactor is None:
+            return state
+        out: dict[str, Any] = self.redactor.redact_state(state)
+        return out
+
+    def _redact(self, value: Any) -> Any:
+        if self.redactor is None or value is None:
+            return value
+        if isinstance(value, str):
+            return self.redactor.redact_text(value)
+        return self.redactor.redact_state(value)
+
+
+def _cost(results: Any) -> Decimal | None:
+    total, seen = Decimal(0), False
+    for r in results:
+        if r.usage is None:
+            continue
+        if r.usage.cost_usd is None:
+            return None
+        total += r.usage.cost_usd
+        seen = True
+    return total if seen else None
+
+
+class _JournaledClients:
+    """A client factory whose clients store every reply and serve stored ones on resume."""
+
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def client(self, **kwargs: Any) -> Any:
+        return _JournaledClient(self._inner.client(**kwargs), self._durable)
+
+
+class _JournaledClient:
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def complete(self, request: Any, **kwargs: Any) -> Any:
+        from agentloom.recording import current_call_context, model_request_hash
+
+        ctx = current_call_context.get()
+        if ctx is None or ctx.step_id is None or ctx.turn is None:
+            return await self._inner.complete(request, **kwargs)
+        d = self._durable
+        key = (ctx.step_id, ctx.turn, model_request_hash(request))
+        stored = d._exchanges.pop(key, None)
+        if stored is not None:
+            d.served_exchanges += 1
+            return stored
+        response = await self._inner.complete(request, **kwargs)
+        await d.store.record_model_exchange(d.run_id, key[0], key[1], key[2],
+                                            d._redact(response))
+        return response
+
+
+class _JournaledTools:
+    """A tool source whose toolboxes journal every call and let `PauseRun` through."""
+
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def toolbox(self, declared: Any, **kwargs: Any) -> Any:
+        signals = (*kwargs.pop("control_signals", ()), PauseRun)
+        try:
+            box = self._inner.toolbox(declared, control_signals=signals, **kwargs)
+        except TypeError:  # a source without control signals
+            box = self._inner.toolbox(declared, **kwargs)
+        return _JournaledBox(box, self._durable)
+
+
+class _JournaledBox:
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    @property
+    def specs(self) -> Any:
+        return self._inner.specs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _idempotent(self, name: str) -> bool:
+        tool = getattr(self._inner, "_by_name", {}).get(name)
+        return bool(getattr(tool, "idempotent", False))
+
+    async def call(self, call: ToolCallPart, ctx: ToolContext) -> ToolResultPart:
+        d, step = self._durable, ctx.step_id
+        if step is None:
+            return await self._inner.call(call, ctx)  # type: ignore[no-any-return]
+        # Some providers number calls per reply (call_0 every turn): the turn makes the
+        # journal key unique within the step.
+        key = f"{ctx.turn}:{call.id}"
+        record = d._tools.pop((step, key), None)
+        answer = _UNSET
+        paused = d.resumed.paused if d.resumed is not None else None
+        resumed_here = (paused is not None and paused.step_id == step
+                        and paused.call_id == key)
+        action = tool_call_resume_action(record)
+        if record is not None and action == "reuse":
+            d.reused_tool_calls += 1
+            stored = record.result or {}
+            return ToolResultPart(call_id=call.id, name=call.name,
+                                  content=str(stored.get("content", "")),
+                                  is_error=bool(stored.get("is_error", False)))
+        if resumed_here and paused is not None:
+            if paused.waiting_for == "answer" and d.decision.has_answer:
+                answer = d.decision.answer
+            elif paused.waiting_for == "decision" and d.decision.approve is False:
+                return await self._done(step, ctx.turn, key, call, ToolResultPart(
+                    call_id=call.id, name=call.name, is_error=True,
+                    content="this call was interrupted and a person chose not to run it "
+                            "again; its effect, if any, is unknown"))
+            action = "rerun"
+        if action == "needs_decision":
+            raise PauseRun(
+                "decision", f"tool call {call.name} ({call.id}) was in flight when the run "
+                "stopped and the tool is not idempotent: it may or may not have run",
+                data={"tool": call.name, "arguments": call.arguments},
+                step_id=step, call_id=key)
+        await d.store.record_tool_call(
+            d.run_id, step, ctx.turn, key, status="in_flight",
+            idempotent=self._idempotent(call.name), name=call.name,
+            arguments=d._redact(call.arguments))
+        token = _call_answer.set(answer)
+        try:
+            result: ToolResultPart = await self._inner.call(call, ctx)
+        except PauseRun as exc:
+            exc.step_id, exc.call_id = step, key
+            raise
+        finally:
+            _call_answer.reset(token)
+        return await self._done(step, ctx.turn, key, call, result)
+
+    async def _done(self, step: str, turn: int, key: str, call: ToolCallPart,
+                    result: ToolResultPart) -> ToolResultPart:
+        d = self._durable
+        await d.store.record_tool_call(
+            d.run_id, step, turn, key, status="done",
+            idempotent=self._idempotent(call.name), name=call.name,
+            arguments=d._redact(call.arguments),
+            result={"content": d._redact(result.content), "is_error": result.is_error})
+        return result

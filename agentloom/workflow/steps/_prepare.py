@@ -1,0 +1,117 @@
+"""Load-time preparation shared by the `llm_call` and `agent` steps.
+
+What a model step can get wrong in its file is found here, with the line of the field:
+reasoning settings a Claude model refuses, a response schema that can't be built, a
+forced-tool schema on a model that can't be forced, a `conversation` that is not a
+state key or whose initial state holds something else. The tool box is built at run
+time (`build_toolbox`), because the tool registry belongs to the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentloom.conversation import Conversation
+from agentloom.errors import ConfigError
+from agentloom.messages import ReasoningConfig
+from agentloom.workflow._paths import MISSING, PathError, lookup
+from agentloom.workflow.steps._structured_step import (
+    StructuredPlan,
+    load_protocol,
+    prepare_structured,
+)
+from agentloom.workflow.steps._turn import conversation_path
+
+if TYPE_CHECKING:
+    from agentloom.loop import ToolBox
+    from agentloom.workflow._context import RunContext
+    from agentloom.workflow._loader import PrepareContext
+    from agentloom.workflow._paths import Path
+    from agentloom.workflow._schema_steps import ResponseSchema, ToolDecl
+
+
+def prepare_turn_parts(
+    step: Any, pc: PrepareContext, *, model: str | None, reasoning: ReasoningConfig | None
+) -> tuple[StructuredPlan | None, Path | None]:
+    """Check an llm_call's reasoning, schema and conversation; return the schema plan
+    and the conversation's state path (None where the step has none, or on a problem,
+    which is reported)."""
+    if reasoning is not None and model:
+        from agentloom.providers.anthropic import check_reasoning_settings
+
+        try:
+            check_reasoning_settings(model, step.max_tokens, reasoning)
+        except ConfigError as exc:
+            pc.report(str(exc), "thinking")
+    structured = None
+    if step.response_schema is not None:
+        structured = structured_plan(step.response_schema, step.id, pc, "response_schema",
+                                     provider=step.provider, model=model)
+    return structured, check_conversation(step.conversation, pc)
+
+
+def structured_plan(
+    block: ResponseSchema, name: str, pc: PrepareContext, field: str, *,
+    provider: str | None, model: str | None, with_tools: bool = False,
+    where: tuple[str | int, ...] = (),
+) -> StructuredPlan | None:
+    config = pc.config
+    provider = provider or (config.provider if config is not None else None)
+    document = getattr(pc, "document", None) or {}
+    providers = document.get("providers") if isinstance(document, Mapping) else None
+    protocol = load_protocol(provider, model,
+                             providers if isinstance(providers, Mapping) else None)
+    try:
+        return prepare_structured(block, name, protocol=protocol, model=model,
+                                  with_tools=with_tools)
+    except ConfigError as exc:
+        _report(pc, str(exc), where, field)
+        return None
+
+
+def check_conversation(key: str | None, pc: PrepareContext) -> Path | None:
+    if key is None:
+        return None
+    try:
+        path = conversation_path(key)
+    except (ConfigError, PathError) as exc:
+        pc.report(str(exc), "conversation")
+        return None
+    document = getattr(pc, "document", None) or {}
+    state = document.get("state") if isinstance(document, Mapping) else None
+    if isinstance(state, Mapping):
+        current = lookup(state, path)
+        if current is not MISSING:
+            try:
+                Conversation.from_state(current, key=key)
+            except ConfigError as exc:
+                pc.report(f"{exc} (in the file's state)", "conversation")
+                return None
+    return path
+
+
+def _report(pc: PrepareContext, message: str, where: tuple[str | int, ...], field: str) -> None:
+    if where:
+        report = getattr(pc, "report_at", None)
+        if report is not None:
+            report(message, *where, field)
+            return
+    pc.report(message, field)
+
+
+def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
+                  step_id: str) -> ToolBox | None:
+    """The declared tools, from the run's registry, under the run's sandbox policy."""
+    if not decls:
+        return None
+    if ctx.tools is None:
+        raise ConfigError(f"step {step_id!r} declares tools, but no tool registry is set")
+    from agentloom.tools import DeclaredTool
+
+    declared = [DeclaredTool(name=t.name, description=t.description,
+                             parameters=t.parameters) for t in decls]
+    from agentloom.workflow.steps._client_choice import toolbox_options
+
+    return ctx.tools.toolbox(declared, policy=ctx.sandbox_policy(),
+                             **toolbox_options(step_id, ctx))

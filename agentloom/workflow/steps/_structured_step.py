@@ -1,0 +1,200 @@
+"""A step's `response_schema` (or an agent's `output_schema`), made ready at load.
+
+Everything that can be wrong is found when the file loads: the block is parsed by
+`ResponseSchemaSpec.from_dict` (a pydantic path is imported from the run directory, the
+process's working directory, as `agentloom run` is started from it), the request's
+`ResponseFormat` is built once, and the forced-tool mode is refused for a model that
+can't be forced to call a tool. Running is then a matter of putting the prepared parts
+on the request; the agent loop validates the reply and re-asks.
+
+Forced-tool mode (spec 004 `outputFormat: structured`) goes through the one loop too:
+`ForcedToolClient` wraps the model client, forces the schema's tool on every call (a
+re-ask included) and hands the loop the call's arguments as the reply's text, so the
+same validator and re-asks apply and the conversation stores the JSON the model wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import ConfigError
+from agentloom.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    NamedToolChoice,
+    ResponseFormat,
+    TextPart,
+    ToolSpec,
+)
+from agentloom.structured import (
+    ResponseSchemaSpec,
+    SchemaValidator,
+    build_response_format,
+    check_forced_tool_support,
+    parse_forced_tool_call,
+    structured_tool,
+    structured_tool_choice,
+)
+from agentloom.structured._spec import schema_name
+
+if TYPE_CHECKING:
+    from agentloom.providers._base import AttemptSink, EventSink, ModelClient
+    from agentloom.workflow._schema_steps import ResponseSchema
+
+_VENDORS = ("openai", "anthropic", "gemini", "ollama")
+_OPENAI_LIKE = ("generic_openai", "local")
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class StructuredPlan:
+    """What a step with a schema puts on its request, computed once at load."""
+
+    spec: ResponseSchemaSpec
+    validator: SchemaValidator
+    mode: str
+    """`native` or `tool`."""
+    response_format: ResponseFormat | None = None
+    tool: ToolSpec | None = None
+    tool_choice: NamedToolChoice | None = None
+    instruction: str | None = None
+    """For an agent with tools: the schema as a system-prompt sentence instead of a
+    native JSON mode (which would keep the model from calling its tools)."""
+
+    def apply(self, request: ModelRequest) -> ModelRequest:
+        if self.mode == "tool":
+            assert self.tool is not None and self.tool_choice is not None
+            return request.replace(tools=(self.tool,), tool_choice=self.tool_choice)
+        if self.instruction is not None:
+            return request.replace(messages=_with_system(request.messages, self.instruction))
+        return request.replace(response_format=self.response_format)
+
+    def wrap(self, client: ModelClient) -> ModelClient:
+        if self.mode == "tool":
+            assert self.tool_choice is not None
+            return ForcedToolClient(client, self.tool_choice)
+        return client
+
+
+def prepare_structured(
+    block: ResponseSchema,
+    name: str,
+    *,
+    protocol: str | None,
+    model: str | None,
+    with_tools: bool = False,
+    base_dir: Path | None = None,
+) -> StructuredPlan:
+    """The plan of one schema block. Raises ConfigError (the caller adds file:line).
+
+    `name` is the step id (or the agent's name): the schema's name when none is given.
+    `protocol` is the wire protocol the step's model resolves to, when it is known at load.
+    """
+    spec = ResponseSchemaSpec.from_dict(block.spec_dict(), base_dir=base_dir or Path.cwd())
+    validator = SchemaValidator(spec)
+    if block.mode == "tool":
+        if protocol is not None:
+            from agentloom.providers import get_protocol
+
+            try:
+                check_forced_tool_support(get_protocol(protocol).capabilities(model or ""),
+                                          provider=protocol, model=model)
+            except ConfigError:
+                who = f"{protocol} model {model!r}" if model else f"provider {protocol!r}"
+                raise ConfigError(
+                    f"mode tool needs a forced tool call, and {who} can't be forced to "
+                    "call a tool; drop mode: tool to use the provider's JSON mode") from None
+        return StructuredPlan(spec=spec, validator=validator, mode="tool",
+                              tool=structured_tool(spec, name),
+                              tool_choice=structured_tool_choice(spec, name))
+    fmt = build_response_format(spec, name)
+    if with_tools:
+        return StructuredPlan(spec=spec, validator=validator, mode="native",
+                              instruction=final_answer_instruction(spec, name))
+    return StructuredPlan(spec=spec, validator=validator, mode="native", response_format=fmt)
+
+
+def final_answer_instruction(spec: ResponseSchemaSpec, name: str) -> str:
+    shape = (json.dumps(spec.schema, ensure_ascii=False, sort_keys=True)
+             if spec.schema is not None else None)
+    text = ("Use your tools as you need them. When you give your final answer, reply with "
+            "a single JSON object and nothing else")
+    if shape is not None:
+        text += f", conforming to this JSON Schema ({schema_name(spec, name)}):\n{shape}"
+    else:
+        text += "."
+    return text
+
+
+def _with_system(messages: tuple[Message, ...], text: str) -> tuple[Message, ...]:
+    lead = 0
+    while lead < len(messages) and messages[lead].role == "system":
+        lead += 1
+    return (*messages[:lead], Message.system(text), *messages[lead:])
+
+
+def load_protocol(provider: str | None, model: str | None,
+                  providers: Mapping[str, Any] | None = None) -> str | None:
+    """The wire protocol a step resolves to, as far as the file says; None if unknown
+    (the runtime decides, and the request is checked again when sent)."""
+    if provider is not None:
+        cfg = (providers or {}).get(provider)
+        if cfg is not None:
+            if isinstance(cfg, dict):
+                kind = cfg.get("type") or cfg.get("protocol")
+            else:
+                kind = getattr(cfg, "type", None) or getattr(cfg, "protocol", None)
+            return kind if kind in _VENDORS else "openai"
+        if provider in _VENDORS:
+            return provider
+        if provider in _OPENAI_LIKE:
+            return "openai"
+        return None
+    if not model:
+        return None
+    from agentloom.providers import get_protocol
+
+    for name in ("anthropic", "gemini", "openai", "ollama"):
+        if get_protocol(name).serves(model):
+            return name
+    return None
+
+
+class ForcedToolClient:
+    """A ModelClient that forces the schema's tool and returns its arguments as text.
+
+    A reply that calls the tool becomes a text reply holding the arguments (as JSON), so
+    the loop validates it like any structured reply; a reply with text only passes
+    through unchanged and fails validation with a re-ask that names the function.
+    """
+
+    __slots__ = ("_choice", "_inner")
+
+    def __init__(self, inner: ModelClient, choice: NamedToolChoice) -> None:
+        self._inner = inner
+        self._choice = choice
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def complete(self, request: ModelRequest, *, on_event: EventSink | None = None,
+                       on_attempt: AttemptSink | None = None) -> ModelResponse:
+        request = request.replace(tool_choice=self._choice, stream=False)
+        response = await self._inner.complete(request, on_event=None, on_attempt=on_attempt)
+        try:
+            args = parse_forced_tool_call(response, expected=self._choice.name)
+        except ValueError as exc:
+            if response.tool_calls:
+                return _as_text(response, f"(invalid call) {exc}")
+            return response
+        return _as_text(response, json.dumps(args, ensure_ascii=False))
+
+
+def _as_text(response: ModelResponse, text: str) -> ModelResponse:
+    import dataclasses
+
+    return dataclasses.replace(response, parts=(TextPart(text=text),))

@@ -1,0 +1,147 @@
+"""One model turn of a step, shared by `llm_call` and `agent`: messages, loop, write-back.
+
+Both step types differ only in where their settings come from (the step, or the agent
+it names); everything after that is here, once: the messages to send (a plain system +
+user pair, or a conversation turn planned by `agentloom.conversation`), the schema put
+on the request, the one `run_loop` with its validator and re-asks, and, when the step
+succeeded, the conversation written back to the state.
+
+Speaker names travel on the messages (`Message.name`); each provider's encoder shapes
+them for its wire (OpenAI's `name`, a `[alice]` prefix elsewhere), so a fallback to a
+provider of another protocol still gets the right form.
+
+The conversation is written by the step itself, just before it returns: the engine
+commits the step's `output` right after, and a step that raises writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentloom.conversation import Conversation, commit_turn, normalize_key, prepare_turn
+from agentloom.errors import ConfigError
+from agentloom.loop import LoopOptions, run_loop
+from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
+from agentloom.workflow._paths import MISSING, assign, lookup, parse_path
+from agentloom.workflow._result import StepOutcome
+from agentloom.workflow.steps._client_choice import summary_observer
+
+if TYPE_CHECKING:
+    from agentloom.loop import ToolBox
+    from agentloom.providers._base import ModelClient
+    from agentloom.workflow._context import RunContext
+    from agentloom.workflow._paths import Path
+    from agentloom.workflow.steps._structured_step import StructuredPlan
+
+
+@dataclass(slots=True, kw_only=True)
+class Turn:
+    """One turn, with its texts rendered and its settings resolved."""
+
+    step_id: str
+    request: ModelRequest
+    """Model, sampling, reasoning, tool choice and stream flag; messages are filled in."""
+    system_prompt: str | None = None
+    prompt: str | None = None
+    media: tuple[Any, ...] = ()
+    conversation: Path | None = None
+    speaker: str | None = None
+    structured: StructuredPlan | None = None
+    toolbox: ToolBox | None = None
+    max_iterations: int = 5
+    max_reasks: int = 0
+    agent_name: str | None = None
+    capture_reasoning: bool = True
+
+
+def conversation_path(key: str) -> Path:
+    """The state path of a `conversation:` value (`state.chat` and `chat` alike).
+    Raises ConfigError or PathError for a value that is not a state key."""
+    return parse_path(normalize_key(key))
+
+
+async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutcome:
+    extra_usage: list[Usage] = []
+    plan = None
+    if turn.conversation is not None:
+        plan = await _plan(turn, client, ctx, extra_usage)
+        messages: tuple[Message, ...] = plan.messages
+    else:
+        messages = _plain_messages(turn)
+    request = turn.request.replace(messages=messages)
+    if turn.structured is not None:
+        request = turn.structured.apply(request)
+        client = turn.structured.wrap(client)
+    sink = None
+    if ctx.on_event is not None and request.stream:
+        on_event, step_id = ctx.on_event, turn.step_id
+
+        def sink(event: StreamEvent) -> None:
+            on_event(step_id, event)
+
+    result = await run_loop(
+        client, request, tools=turn.toolbox, on_event=sink,
+        options=LoopOptions(
+            max_iterations=turn.max_iterations, run_id=ctx.run_id, step_id=turn.step_id,
+            validator=turn.structured.validator if turn.structured is not None else None,
+            max_reasks=turn.max_reasks if turn.structured is not None else 0,
+            speaker=turn.speaker, agent_name=turn.agent_name,
+            observer=summary_observer(turn.step_id, ctx)),
+    )
+    usage = result.usage
+    for u in extra_usage:
+        usage = usage + u
+    if plan is not None and turn.conversation is not None:
+        stored = commit_turn(plan, result.text, turn.speaker)
+        assign(ctx.state, turn.conversation, stored.to_state())
+    response = result.response
+    return StepOutcome(
+        value=result.output, text=result.text, usage=usage,
+        model=response.model, provider=response.provider,
+        finish_reason=result.finish_reason,
+        time_to_first_token=response.time_to_first_token,
+        reasoning_content=response.reasoning if turn.capture_reasoning else None,
+        iterations=result.iterations,
+    )
+
+
+def _plain_messages(turn: Turn) -> tuple[Message, ...]:
+    if turn.prompt is None:
+        raise ConfigError(f"step {turn.step_id!r} needs a prompt")
+    out: list[Message] = []
+    if turn.system_prompt is not None:
+        out.append(Message.system(turn.system_prompt))
+    out.append(Message.user(turn.prompt, *turn.media))
+    return tuple(out)
+
+
+async def _plan(turn: Turn, client: ModelClient, ctx: RunContext,
+                extra_usage: list[Usage]) -> Any:
+    assert turn.conversation is not None
+    key = ".".join(str(p) for p in turn.conversation)
+    current = lookup(ctx.state, turn.conversation)
+    conv = Conversation.from_state(None if current is MISSING else current, key=key)
+
+    async def summarize(messages: tuple[Message, ...]) -> str:
+        # The summary is made by the step's own model; its tokens and cost are the step's.
+        response = await client.complete(
+            turn.request.replace(messages=messages, stream=False, tools=(),
+                                 tool_choice="auto", response_format=None))
+        extra_usage.append(response.usage)
+        return response.text
+
+    return await prepare_turn(
+        conv, system_prompt=turn.system_prompt, prompt=turn.prompt,
+        speaker=turn.speaker, attachments=turn.media,
+        summarize=summarize if conv.trim_policy == "summarize_oldest" else None)
+
+
+def max_reasks(step_retry: Any, config: Any) -> int:
+    """`retry.max_retries` of the step, else `config.max_retries`, else 3: the re-asks
+    a structured reply gets within one attempt."""
+    if step_retry is not None and step_retry.max_retries is not None:
+        return int(step_retry.max_retries)
+    if config is not None and getattr(config, "max_retries", None) is not None:
+        return int(config.max_retries)
+    return 3

@@ -1,0 +1,262 @@
+"""The `agent` step: run an agent of the top-level `agents:` map for one turn.
+
+An agent is a model with its tools and its rules, defined once (`AgentDef`) and run by
+name. The step adds only what a turn needs: a prompt, a `conversation` (in which the
+agent speaks under its own name), attachments and an `output` key. The turn itself is
+the `llm_call` one (`_turn.run_turn`, the one `run_loop`), with three agent rules:
+agents don't stream; an agent's instructions apply to its own turns (in a conversation
+they are not stored); and an agent with tools and an `output_schema` keeps its tools,
+with the final answer validated against the schema and re-asked when it doesn't fit.
+
+`AgentSpec` is the one description of an agent that both faces share: a YAML agent
+gives `AgentSpec.from_definition(...)`, a Python `agentloom.Agent` gives
+`AgentSpec.from_agent(agent)`, and `spec.to_agent(client)` / `spec.to_definition()` go
+the other way, so loading one gives the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import ConfigError
+from agentloom.messages import ModelRequest
+from agentloom.structured import ResponseSchemaSpec
+from agentloom.workflow._paths import Path as StatePath
+from agentloom.workflow._result import StepOutcome
+from agentloom.workflow._schema_agents import AgentDef
+from agentloom.workflow._schema_steps import AgentStep
+from agentloom.workflow._templates import Template
+from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
+from agentloom.workflow.steps._structured_step import StructuredPlan
+from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from agentloom.agent import Agent
+    from agentloom.loop import ToolBox
+    from agentloom.providers._base import ModelClient
+    from agentloom.workflow._context import RunContext
+    from agentloom.workflow._loader import PrepareContext
+    from agentloom.workflow._workflow import StepNode, Workflow
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AgentSpec:
+    """An agent as data: what the YAML `agents:` map and `agentloom.Agent` both hold."""
+
+    name: str
+    model: str | None = None
+    provider: str | None = None
+    profile: str | None = None
+    instructions: str | None = None
+    tools: tuple[str, ...] = ()
+    """Tool names, resolved against a tool registry when the agent runs."""
+    output_schema: ResponseSchemaSpec | None = None
+    max_tool_iterations: int = 5
+    temperature: float | None = None
+    max_tokens: int | None = None
+    description: str | None = None
+
+    @classmethod
+    def from_definition(cls, name: str, definition: AgentDef | dict[str, Any], *,
+                        base_dir: str | FsPath | None = None) -> AgentSpec:
+        """The spec of a YAML agent (its `AgentDef`, or the raw mapping)."""
+        d = definition if isinstance(definition, AgentDef) else AgentDef.model_validate(
+            definition)
+        schema = None
+        if d.output_schema is not None:
+            schema = ResponseSchemaSpec.from_dict(d.output_schema.spec_dict(),
+                                                  base_dir=base_dir or FsPath.cwd())
+        return cls(
+            name=name, model=d.model, provider=d.provider, profile=d.profile,
+            instructions=d.instructions, tools=tuple(t.name for t in d.declared),
+            output_schema=schema, max_tool_iterations=d.limits.max_tool_iterations,
+            temperature=d.settings.temperature, max_tokens=d.settings.max_tokens,
+            description=d.description,
+        )
+
+    @classmethod
+    def from_agent(cls, agent: Agent) -> AgentSpec:
+        """The spec of a Python Agent (its tools by name)."""
+        tools = tuple(t.name for t in agent.tools.specs) if agent.tools is not None else ()
+        raw = getattr(getattr(agent, "_validator", None), "schema", None)
+        schema = None
+        if isinstance(raw, dict):
+            schema = ResponseSchemaSpec.from_json_schema(raw)
+        elif raw is not None:
+            schema = ResponseSchemaSpec.from_model(raw)
+        return cls(
+            name=agent.name or "agent", model=agent.model, instructions=agent.system_prompt,
+            tools=tools, output_schema=schema, max_tool_iterations=agent.max_iterations,
+            temperature=agent.temperature, max_tokens=agent.max_tokens,
+        )
+
+    def to_agent(self, client: ModelClient, *, tools: ToolBox | Any = None,
+                 **kwargs: Any) -> Agent:
+        """A Python Agent with this spec, answering through `client`. `tools` are the
+        callables or ToolBox behind `self.tools` (the registry is the caller's)."""
+        from agentloom.agent import Agent
+
+        schema: Any = None
+        if self.output_schema is not None:
+            spec = self.output_schema
+            schema = spec.model_class or spec.schema or {"type": "object"}
+        return Agent(
+            client, model=self.model, tools=tools if tools is not None else (),
+            system_prompt=self.instructions, name=self.name,
+            max_iterations=self.max_tool_iterations, temperature=self.temperature,
+            max_tokens=self.max_tokens, output_schema=schema, **kwargs,
+        )
+
+    def to_definition(self) -> dict[str, Any]:
+        """The YAML mapping of this agent (for an `agents:` map)."""
+        out: dict[str, Any] = {}
+        for key in ("model", "provider", "profile", "instructions", "description"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.tools:
+            out["tools"] = list(self.tools)
+        spec = self.output_schema
+        if spec is not None:
+            block: dict[str, Any] = {"type": spec.type}
+            if spec.type == "pydantic":
+                block["model"] = spec.model
+            elif spec.schema is not None:
+                block["schema"] = spec.schema
+            for key in ("name", "description"):
+                if getattr(spec, key) is not None:
+                    block[key] = getattr(spec, key)
+            if not spec.strict:
+                block["strict"] = False
+            out["output_schema"] = block
+        out["limits"] = {"max_tool_iterations": self.max_tool_iterations}
+        settings = {k: getattr(self, k) for k in ("temperature", "max_tokens")
+                    if getattr(self, k) is not None}
+        if settings:
+            out["settings"] = settings
+        return out
+
+
+def agent_from_workflow(workflow: Workflow, name: str, client: ModelClient, *,
+                        tools: ToolBox | Any = None, **kwargs: Any) -> Agent:
+    """The Python Agent of the workflow's agent `name` (its model, instructions, limits,
+    settings and output schema), answering through `client`.
+
+        wf = load_workflow("review.yaml")
+        reviewer = agent_from_workflow(wf, "reviewer", runtime.client(model="gpt-4o"),
+                                       tools=[word_count])
+    """
+    agents = workflow.definition.agents
+    if name not in agents:
+        known = ", ".join(sorted(agents)) or "none"
+        raise ConfigError(f"workflow {workflow.name!r} has no agent {name!r} (agents: {known})")
+    spec = AgentSpec.from_definition(name, agents[name], base_dir=FsPath.cwd())
+    return spec.to_agent(client, tools=tools, **kwargs)
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class _Choice:
+    """What the client choice reads of a step, taken from the agent (model, provider,
+    profile) and the step (retry), so agents get profiles, fallback and budgets too."""
+
+    id: str
+    model: str | None
+    provider: str | None
+    profile: str | None
+    retry: Any
+    fallback: Any = None
+
+
+@dataclass(slots=True, frozen=True)
+class _ChoiceNode:
+    id: str
+    step: _Choice
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AgentPlan:
+    """An agent made ready at load: its definition, instructions and schema plan."""
+
+    name: str
+    definition: AgentDef
+    instructions: Template | None = None
+    structured: StructuredPlan | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Prepared:
+    agent: AgentPlan | None
+    prompt: Template | None
+    attachments: tuple[Template, ...]
+    conversation: StatePath | None
+    extra: tuple[tuple[tuple[str | int, ...], Template], ...] = field(default=())
+
+    def templates(self) -> Iterator[tuple[tuple[str | int, ...], Template]]:
+        if self.prompt is not None:
+            yield ("prompt",), self.prompt
+        for i, t in enumerate(self.attachments):
+            yield ("attachments", i, "source"), t
+
+
+def prepare(step: AgentStep, pc: PrepareContext) -> Prepared:
+    plans: dict[str, AgentPlan] = getattr(pc, "agent_plans", None) or {}
+    plan = plans.get(step.agent)
+    if plan is None and step.agent not in (getattr(pc, "agent_names", None) or ()):
+        import difflib
+
+        hint = difflib.get_close_matches(step.agent, sorted(plans), n=1)
+        extra = f"; did you mean {hint[0]!r}?" if hint else ""
+        known = ", ".join(sorted(plans)) or "none (add a top-level agents: map)"
+        pc.report(f"unknown agent {step.agent!r}{extra}; agents: {known}", "agent")
+    return Prepared(
+        agent=plan,
+        prompt=None if step.prompt is None else pc.template(step.prompt, "prompt"),
+        attachments=tuple(pc.template(a.source, "attachments", i, "source")
+                          for i, a in enumerate(step.attachments)),
+        conversation=check_conversation(step.conversation, pc),
+    )
+
+
+async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
+    step: AgentStep = node.step  # type: ignore[assignment]
+    prep: Prepared = node.prepared
+    if prep.agent is None:
+        raise ConfigError(f"step {node.id!r}: agent {step.agent!r} is not defined")
+    plan = prep.agent
+    d = plan.definition
+    config = ctx.workflow.config
+    media: tuple[Any, ...] = ()
+    if prep.attachments:
+        from agentloom.workflow.steps.llm_call import _attachments
+
+        media = await _attachments(step, prep, ctx)  # type: ignore[arg-type]
+    from agentloom.workflow.steps._client_choice import client_for
+    from agentloom.workflow.steps.llm_call import _default_model
+
+    model = d.model or config.model
+    client = client_for(_ChoiceNode(node.id, _Choice(  # type: ignore[arg-type]
+        id=node.id, model=d.model, provider=d.provider, profile=d.profile,
+        retry=step.retry)), ctx)
+    if model is None and d.profile is not None:
+        model = getattr(getattr(client, "candidates", (None,))[0], "model", None)
+    request = ModelRequest(
+        model=model or _default_model(ctx), messages=(),
+        temperature=d.settings.temperature, max_tokens=d.settings.max_tokens,
+        stream=False,  # agent turns arrive in one piece
+    )
+    turn = Turn(
+        step_id=node.id, request=request,
+        system_prompt=None if plan.instructions is None
+        else plan.instructions.render(ctx.scope),
+        prompt=None if prep.prompt is None else prep.prompt.render(ctx.scope),
+        media=media, conversation=prep.conversation,
+        speaker=plan.name if prep.conversation is not None else None,
+        structured=plan.structured, toolbox=build_toolbox(d.declared, ctx, node.id),
+        max_iterations=d.limits.max_tool_iterations,
+        max_reasks=max_reasks(step.retry, config), agent_name=plan.name,
+    )
+    return await run_turn(turn, client, ctx)

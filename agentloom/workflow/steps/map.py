@@ -1,0 +1,130 @@
+"""The `map` step: run a step, or a block of steps, once per item of a list in state.
+
+The body is loaded once, at load, as a small workflow of its own; at run time each item
+gets a child run on a copy of the state with the item at `{state.<as>}` (default
+`item`) and its position at `{state.index}`. At most `concurrency` items run at once.
+
+The output is one entry per item, in the list's order, whatever order they finish in:
+`{"status": "success" | "failed", "output": ..., "error": ...}`, where `output` is the
+value of the body's last step (its `output` key's value, else its text). One item's
+failure never cancels the others; with `on_item_error: fail` (the default) the step then
+fails naming every failed item, with `continue` it succeeds and the entries say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import WorkflowError
+from agentloom.workflow._nested import (
+    NestingError,
+    deep_copy,
+    first_failure,
+    load_block,
+    problems_text,
+    raise_if_paused,
+    rolled_usage,
+    run_child,
+)
+from agentloom.workflow._paths import MISSING, Path, PathError, format_path, lookup, parse_path
+from agentloom.workflow._result import RunResult, RunStatus, StepOutcome, StepStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from agentloom.workflow._context import RunContext
+    from agentloom.workflow._loader import PrepareContext
+    from agentloom.workflow._schema_steps import MapStep
+    from agentloom.workflow._templates import Template
+    from agentloom.workflow._workflow import StepNode, Workflow
+
+
+class MapError(WorkflowError):
+    """A map that could not run, or whose items failed; `usage` is what it spent."""
+
+    def __init__(self, message: str, *, usage: Any = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+@dataclass(slots=True, frozen=True)
+class Prepared:
+    over: Path
+    body: Workflow | None
+    last: str | None
+    """The body step whose result is each item's output."""
+
+    def templates(self) -> Iterator[tuple[tuple[str | int, ...], Template]]:
+        return iter(())
+
+
+def prepare(step: MapStep, pc: PrepareContext) -> Prepared:
+    over: Path = ()
+    try:
+        over = parse_path(step.over.removeprefix("state."))
+    except PathError as exc:
+        pc.report(str(exc), "over")
+    raw_steps = step.steps if step.steps is not None else [step.step]
+    at = "steps" if step.steps is not None else "step"
+    body: Workflow | None = None
+    try:
+        body = load_block({"name": f"{step.id}-body", "steps": raw_steps},
+                          filename=f"{pc.filename} (map {step.id!r} {at})",
+                          base_dir=pc.base_dir)
+    except NestingError as exc:
+        pc.report(exc.message, at)
+    except WorkflowError as exc:
+        pc.report(f"the map body has problems: {problems_text(exc)}", at)
+    last = next(reversed(body.nodes)) if body is not None and body.nodes else None
+    return Prepared(over=over, body=body, last=last)
+
+
+async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
+    step: MapStep = node.step  # type: ignore[assignment]
+    prep: Prepared = node.prepared
+    if prep.body is None or prep.last is None:
+        raise WorkflowError(f"map step {node.id!r}: its body is not loaded")
+    items = lookup(ctx.state, prep.over)
+    where = f"state.{format_path(prep.over)}"
+    if items is MISSING:
+        raise MapError(f"map step {node.id!r}: {where} is not set; it must be a list")
+    if not isinstance(items, list | tuple):
+        raise MapError(f"map step {node.id!r}: {where} is a {type(items).__name__}, "
+                       "not a list")
+    gate = asyncio.Semaphore(step.concurrency)
+    body = prep.body
+
+    async def one(index: int, item: Any) -> RunResult:
+        async with gate:
+            state = deep_copy(ctx.state)
+            state[step.as_] = deep_copy(item)
+            state["index"] = index
+            return await run_child(body, ctx, state=state,
+                                   run_id=f"{ctx.run_id}/{node.id}[{index}]")
+
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(one(i, item)) for i, item in enumerate(items)]
+    results = [t.result() for t in tasks]
+    for r in results:
+        raise_if_paused(r)
+    entries = [_entry(r, prep.last) for r in results]
+    usage = rolled_usage(results)
+    failed = [i for i, e in enumerate(entries) if e["status"] != "success"]
+    if failed and step.on_item_error == "fail":
+        detail = "; ".join(f"item {i}: {entries[i]['error']}" for i in failed[:5])
+        more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
+        raise MapError(f"map step {node.id!r}: {len(failed)} of {len(entries)} items "
+                       f"failed: {detail}{more}", usage=usage)
+    return StepOutcome(value=entries, usage=usage)
+
+
+def _entry(result: RunResult, last: str) -> dict[str, Any]:
+    if result.status is not RunStatus.SUCCESS:
+        return {"status": "failed", "output": None, "error": first_failure(result)}
+    r = result.steps[last]
+    if r.status is not StepStatus.SUCCESS:  # the last step was skipped (a branch)
+        return {"status": "success", "output": None, "error": None}
+    return {"status": "success", "output": r.output if r.output is not None else r.text,
+            "error": None}

@@ -1,0 +1,90 @@
+"""`run --record`, then `replay` offline: a streamed run replays byte for byte; a changed
+prompt fails strict replay with a diff; secrets never reach any artefact of a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloom.cli import main
+from agentloom.testing._server import FakeReply
+from agentloom.testing.fake_openai import FakeOpenAIServer
+
+FLOW = """\
+name: rec
+config: {model: gpt-4o-mini, provider: openai}
+state_schema: {api_token: {redact: true}}
+state: {topic: tea}
+steps:
+  - {id: one, type: llm_call, prompt: "write about {state.topic}", output: a}
+  - {id: two, type: llm_call, depends_on: [one], prompt: "shorten: {state.a}", output: b}
+"""
+
+
+def _reply(body: dict[str, Any]) -> FakeReply:
+    return FakeReply(text="streamed words about " + str(body["messages"][-1]["content"])[:40])
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    s = FakeOpenAIServer(responder=_reply)
+    s.start_in_thread()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", s.openai_base_url)
+    yield s
+    s.stop_thread()
+
+
+def test_streamed_recording_replays_byte_for_byte_offline(server: Any, tmp_path: Path,
+                                                          capsys: Any) -> None:
+    (tmp_path / "flow.yaml").write_text(FLOW)
+    assert main(["run", "flow.yaml", "--stream", "--record", "rec.json",
+                 "--no-checkpoint"]) == 0
+    live = capsys.readouterr().out
+    assert "streamed words about write about tea" in live
+    n = len(server.requests)
+    server.stop_thread()  # replay must not need the network
+    assert main(["replay", "rec.json", "flow.yaml", "--stream"]) == 0
+    replayed = capsys.readouterr().out
+    # Everything but the timing on the summary line is the same, byte for byte.
+    assert live.rsplit("·", 1)[0] == replayed.rsplit("·", 1)[0]
+    assert len(server.requests) == n
+    assert main(["run", "flow.yaml", "--replay", "rec.json", "--json", "--stream",
+                 "--no-checkpoint"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["state"]["b"].startswith("streamed words about shorten:")
+
+
+def test_changed_prompt_fails_strict_replay_with_a_diff(server: Any, tmp_path: Path,
+                                                       capsys: Any) -> None:
+    (tmp_path / "flow.yaml").write_text(FLOW)
+    assert main(["run", "flow.yaml", "--record", "rec.json", "--no-checkpoint"]) == 0
+    capsys.readouterr()
+    (tmp_path / "flow.yaml").write_text(FLOW.replace("write about", "write a poem about"))
+    assert main(["replay", "rec.json", "flow.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert "one" in err and "write a poem about" in err
+    assert main(["replay", "rec.json", "flow.yaml", "--replay-mode", "lenient"]) == 1
+
+
+def test_a_secret_reaches_no_artefact(server: Any, tmp_path: Path, capsys: Any) -> None:
+    secret = "tok-SuperSecret-4242"
+    (tmp_path / "flow.yaml").write_text(FLOW.replace(
+        "write about {state.topic}", "write about {state.topic} with {state.api_token}"))
+    code = main(["run", "flow.yaml", "--record", "rec.json", "--json", "--run-id", "s1",
+                 "--state", f"api_token={secret}"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert secret in json.dumps(server.requests[0].json)  # the model did get it
+    artefacts = {"stdout": out.out, "stderr": out.err,
+                 "recording": (tmp_path / "rec.json").read_text()}
+    for path in (tmp_path / ".agentloom").iterdir():
+        artefacts[path.name] = path.read_bytes().decode("utf-8", "replace")
+    for name, text in artefacts.items():
+        assert secret not in text, name
+        assert "sk-test-key-123456789" not in text, name
+    assert json.loads(out.out)["state"]["api_token"] == "[REDACTED]"

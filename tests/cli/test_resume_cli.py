@@ -1,0 +1,135 @@
+"""`agentloom run` pauses at approval_gate and ask; `runs` lists; `resume` continues;
+bad resumes fail clearly and change nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloom.cli import main
+from agentloom.testing._server import FakeReply
+from agentloom.testing.fake_openai import FakeOpenAIServer
+
+GATE = """\
+name: gate
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: draft, type: llm_call, prompt: "draft about {state.topic}", output: draft}
+  - id: approve
+    type: approval_gate
+    depends_on: [draft]
+    message: "send it?"
+    output: decision
+  - {id: send, type: llm_call, depends_on: [approve], prompt: "decision {state.decision}",
+     output: result}
+state: {topic: tea}
+"""
+
+ASK = """\
+name: asking
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - id: color
+    type: ask
+    question: "which color?"
+    answer_type: choose_one
+    choices: [red, blue]
+    output: color
+  - {id: paint, type: llm_call, depends_on: [color], prompt: "paint it {state.color}",
+     output: result}
+"""
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer(responder=lambda body: FakeReply(
+        text="re " + str(body["messages"][-1]["content"])[:30]))
+    server.start_in_thread()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    try:
+        yield server
+    finally:
+        server.stop_thread()
+
+
+def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_approval_gate_pauses_lists_and_resumes(env: Any, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "gate.yaml").write_text(GATE)
+    code, out, err = _run(capsys, "run", "gate.yaml", "--run-id", "g1")
+    assert code == 0, err
+    assert "run g1 paused at step 'approve': send it?" in err
+    assert "resume with: agentloom resume g1 --approve   (or --reject)" in err
+    assert len(env.requests) == 1
+    code, out, err = _run(capsys, "runs")
+    assert code == 0 and "g1" in out and "paused" in out and "gate" in out
+    code, out, _ = _run(capsys, "runs", "--json", "--status", "paused")
+    assert [r["run_id"] for r in json.loads(out)] == ["g1"]
+    # A resume without the decision it needs is refused, and nothing changes.
+    code, out, err = _run(capsys, "resume", "g1")
+    assert code == 1 and "pass --approve or --reject" in err
+    code, out, err = _run(capsys, "resume", "g1", "--reject", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["status"] == "success" and data["state"]["decision"] == "rejected"
+    assert len(env.requests) == 2  # the draft was not asked again
+    code, out, err = _run(capsys, "resume", "g1", "--approve")
+    assert code == 1 and "already finished (succeeded)" in err
+
+
+def test_ask_pauses_and_checks_the_answer(env: Any, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "ask.yaml").write_text(ASK)
+    code, out, err = _run(capsys, "run", "ask.yaml", "--run-id", "a1")
+    assert code == 0, err
+    assert "resume with: agentloom resume a1 --answer VALUE   (choices: red, blue)" in err
+    code, out, err = _run(capsys, "resume", "a1", "--answer", "green")
+    assert code == 1 and "'green' is not one of the choices: red, blue" in err
+    code, out, err = _run(capsys, "resume", "a1", "--answer", "blue", "--json")
+    assert code == 0, err
+    assert json.loads(out)["state"]["color"] == "blue"
+    assert "paint it blue" in json.dumps(env.requests[-1].json)
+
+
+def test_resume_refuses_unknown_runs_and_changed_workflows(env: Any, tmp_path: Path,
+                                                           capsys: Any) -> None:
+    code, out, err = _run(capsys, "resume", "nope")
+    assert code == 1 and "no run 'nope' in the store" in err
+    (tmp_path / "gate.yaml").write_text(GATE)
+    _run(capsys, "run", "gate.yaml", "--run-id", "g2")
+    (tmp_path / "gate.yaml").write_text(GATE.replace("send it?", "ship it?"))
+    code, out, err = _run(capsys, "resume", "g2", "--approve")
+    assert code == 1 and "changed since run g2 started" in err and "--force" in err
+    code, out, err = _run(capsys, "resume", "g2", "--approve", "--force", "--json")
+    assert code == 0, err
+    assert json.loads(out)["state"]["decision"] == "approved"
+
+
+def test_no_checkpoint_pause_says_it_cannot_resume(env: Any, tmp_path: Path,
+                                                   capsys: Any) -> None:
+    (tmp_path / "gate.yaml").write_text(GATE)
+    code, _out, err = _run(capsys, "run", "gate.yaml", "--no-checkpoint")
+    assert code == 0
+    assert "can't be resumed: checkpoints are off" in err
+    assert not (tmp_path / ".agentloom").exists()
+
+
+def test_runs_prune(env: Any, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "ask.yaml").write_text(ASK)
+    _run(capsys, "run", "ask.yaml", "--run-id", "p1")
+    _run(capsys, "resume", "p1", "--answer", "red")
+    _run(capsys, "run", "ask.yaml", "--run-id", "p2")  # paused: kept by prune
+    code, out, _ = _run(capsys, "runs", "--prune", "--older-than", "0s")
+    assert code == 0 and "pruned 1 finished run " in out
+    code, out, _ = _run(capsys, "runs", "--json")
+    assert [r["run_id"] for r in json.loads(out)] == ["p2"]
+    assert main(["runs", "--prune", "--older-than", "soon"]) == 2
