@@ -58,6 +58,7 @@ class _Discard(list):  # type: ignore[type-arg]
 
 
 def _raw_request(path: str, base: str) -> tuple[str, bytes, dict[str, str]]:
+    body: dict[str, Any]
     if path == "openai":
         body = {"model": MODELS[path], "messages": [{"role": "user", "content": "Say hello"}]}
         return (f"{base}/v1/chat/completions", json.dumps(body).encode(),

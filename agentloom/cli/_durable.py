@@ -65,7 +65,7 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) ->
     if replay:
         from agentloom.http._replay import ReplayTransport
 
-        if not Path(replay).is_file():
+        if isinstance(replay, str) and not Path(replay).is_file():
             raise UsageError(f"recording not found: {replay}")
         transport = ReplayTransport(replay, mode=getattr(args, "replay_mode", "strict"),
                                     redactor=redactor)
@@ -82,6 +82,22 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) ->
 
 
 _SWAPPED: dict[int, Any] = {}
+
+
+def check_recording(args: argparse.Namespace) -> Any:
+    """Read `--replay FILE` before the run starts: a missing, corrupt or truncated file is
+    one clear error, not a failure of the first step that calls a model."""
+    replay = getattr(args, "replay", None)
+    if not replay:
+        return None
+    if getattr(args, "record", None):
+        raise UsageError("--record and --replay can't be used together")
+    from agentloom.recording import Recording
+
+    if not Path(replay).is_file():
+        raise UsageError(f"recording not found: {replay}")
+    args.replay = Recording.load(replay)
+    return args.replay
 
 
 async def close_runtime(runtime: Any) -> None:

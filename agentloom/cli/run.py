@@ -38,11 +38,12 @@ def command_run(args: argparse.Namespace) -> int:
     wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
                            stream=True if args.stream else None,
                            **limit_overrides(args, wf.config))
-    from agentloom.cli._durable import redactor_for, report_pause
+    from agentloom.cli._durable import check_recording, redactor_for, report_pause
     from agentloom.errors import AgentLoomError
 
     args.redactor = redactor_for(wf, state)
     try:
+        check_recording(args)
         result = asyncio.run(_run(wf, state, args))
     except AgentLoomError as exc:
         sys.stderr.write(f"agentloom: {exc}\n")

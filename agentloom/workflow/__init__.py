@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentloom.workflow._context import ClientFactory as ClientFactory
     from agentloom.workflow._context import ToolSource as ToolSource
+    from agentloom.workflow._durable import DurableRun as DurableRun
+    from agentloom.workflow._durable import PauseRun as PauseRun
+    from agentloom.workflow._durable import ask as ask
     from agentloom.workflow._engine import arun_workflow as arun_workflow
     from agentloom.workflow._engine import run_workflow as run_workflow
     from agentloom.workflow._expressions import ExpressionError as ExpressionError
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ClientFactory": "agentloom.workflow._context",
     "ToolSource": "agentloom.workflow._context",
+    "DurableRun": "agentloom.workflow._durable",
+    "PauseRun": "agentloom.workflow._durable",
+    "ask": "agentloom.workflow._durable",
     "arun_workflow": "agentloom.workflow._engine",
     "run_workflow": "agentloom.workflow._engine",
     "ExpressionError": "agentloom.workflow._expressions",

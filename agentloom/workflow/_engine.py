@@ -107,6 +107,7 @@ class _Run:
         self.error: str | None = None
         self.durable = durable
         self.paused: PauseRun | None = None
+        self.paused_nodes: set[str] = set()
 
     async def run(self) -> RunResult:
         clock = self.ctx.clock
@@ -137,7 +138,7 @@ class _Run:
                         break
                     finished = await self.done_q.get()
                     self.running -= 1
-                    if self.paused is not None and self.paused.step_id == finished:
+                    if finished in self.paused_nodes:
                         continue  # a paused step has not finished: nothing after it runs
                     self._after(finished)
                     if self.durable is not None:
@@ -350,7 +351,11 @@ class _Run:
         return True
 
     def _pause(self, node: StepNode, result: StepResult, exc: PauseRun) -> None:
-        exc.step_id = node.id
+        # The innermost step keeps its id (a gate inside a subworkflow is resumed by
+        # its own id); this run only needs to know which of its steps is waiting.
+        if exc.step_id is None:
+            exc.step_id = node.id
+        self.paused_nodes.add(node.id)
         result.status, result.reason = StepStatus.PENDING, str(exc)
         if self.paused is None:
             self.paused = exc

@@ -1,11 +1,12 @@
 """What `validate` can tell about state reads without running anything.
 
-Three warnings (state may still come from `--state`, so none is an error):
+Warnings (state may still come from `--state`, so none is an error):
 - a template or router condition reads a state key that only steps write, none of which
   the reader depends on: it may run before the write (add `depends_on`);
 - a path below a key the file's state gives as a literal, that no step rewrites, does not
   exist in that literal (`{state.user.nmae}` against `user: {name: ...}`);
-- a router condition reads a key that neither the file's state nor any step provides.
+- a router condition reads a key that neither the file's state nor any step provides;
+- a map runs over a key the file's state sets to something other than a list.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def state_reads(node: StepNode) -> Iterator[tuple[FieldPath, StatePath, str]]:
             for ref in template.refs:
                 if ref.root == "state" and ref.path:
                     yield field_path, tuple(ref.path), "{" + ref.source + "}"
+    if node.type == "map" and getattr(prepared, "over", None):
+        yield ("over",), tuple(prepared.over), "state." + format_path(prepared.over)
     for i, (expression, _target) in enumerate(getattr(prepared, "conditions", ()) or ()):
         for path in _expression_paths(getattr(expression, "_tree", None)):
             yield ("conditions", i, "expression"), path, "state." + format_path(path)
@@ -80,7 +83,15 @@ def check_state_reads(nodes: dict[str, StepNode], state: dict[str, Any],
                          f"router {node.id!r} reads {text}, which neither the file's "
                          "state nor any step's output provides; pass it with --state")
                 continue
-            if by or len(path) == 1:
+            if by:
+                continue
+            if field_path == ("over",):
+                value = lookup(state, path)
+                if value is not MISSING and not isinstance(value, list):
+                    warn(node, field_path,
+                         f"map {node.id!r} runs over {text}, which the file's state sets "
+                         f"to a {type(value).__name__}, not a list")
+            if len(path) == 1:
                 continue
             if lookup(state, path) is MISSING and isinstance(state[key], dict | list):
                 warn(node, field_path,

@@ -88,3 +88,16 @@ def test_a_secret_reaches_no_artefact(server: Any, tmp_path: Path, capsys: Any) 
         assert secret not in text, name
         assert "sk-test-key-123456789" not in text, name
     assert json.loads(out.out)["state"]["api_token"] == "[REDACTED]"
+
+
+def test_corrupt_or_missing_recording_is_one_clear_error(server: Any, tmp_path: Path,
+                                                         capsys: Any) -> None:
+    (tmp_path / "flow.yaml").write_text(FLOW)
+    (tmp_path / "cut.json").write_text('{"format": "agentloom-recording", "version": 1, "ex')
+    assert main(["replay", "cut.json", "flow.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert "cut.json: not valid JSON, the file may be corrupt or truncated" in err
+    assert main(["replay", "missing.json", "flow.yaml"]) == 2
+    assert "recording not found: missing.json" in capsys.readouterr().err
+    assert main(["run", "flow.yaml", "--record", "r.json", "--replay", "cut.json"]) == 2
+    assert len(server.requests) == 0

@@ -133,3 +133,56 @@ def test_runs_prune(env: Any, tmp_path: Path, capsys: Any) -> None:
     code, out, _ = _run(capsys, "runs", "--json")
     assert [r["run_id"] for r in json.loads(out)] == ["p2"]
     assert main(["runs", "--prune", "--older-than", "soon"]) == 2
+
+
+LOOP = """\
+name: loop
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - id: deploy
+    type: llm_call
+    prompt: "deploy the app"
+    tools: [confirm]
+    output: result
+"""
+
+TOOLS = '''\
+from agentloom.tools import tool
+from agentloom.workflow import ask
+
+
+@tool
+def confirm(target: str) -> str:
+    """Ask a person before deploying."""
+    answer = ask(f"deploy to {target}?", kind="choose_one", choices=["yes", "no"])
+    return f"person said {answer} for {target}"
+'''
+
+
+def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path, capsys: Any) -> None:
+    def reply(body: dict[str, Any]) -> FakeReply:
+        tools = [m for m in body["messages"] if m["role"] == "tool"]
+        if not tools:
+            return FakeReply(tool_calls=[("confirm", {"target": "prod"})])
+        return FakeReply(text="done: " + tools[-1]["content"])
+
+    server = FakeOpenAIServer(responder=reply)
+    server.start_in_thread()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    try:
+        (tmp_path / "loop.yaml").write_text(LOOP)
+        (tmp_path / "tools.py").write_text(TOOLS)
+        code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t1")
+        assert code == 0, err
+        assert "run t1 paused at step 'deploy', tool call" in err
+        assert "deploy to prod?" in err and "(choices: yes, no)" in err
+        assert len(server.requests) == 1
+        code, out, err = _run(capsys, "resume", "t1", "--answer", "yes", "--json")
+        assert code == 0, err
+        assert json.loads(out)["state"]["result"] == "done: person said yes for prod"
+        assert len(server.requests) == 2  # the turn that asked for the tool was not re-sent
+    finally:
+        server.stop_thread()

@@ -258,3 +258,39 @@ async def test_in_flight_call_rerun_when_approved() -> None:
     assert result.status is RunStatus.SUCCESS, result.error
     assert log == ["charge 5", "charge 5"]
     assert result.state["r"] == "paid"
+
+
+async def test_a_retried_step_journals_its_repeated_call_ids() -> None:
+    """A retry of a step sees the same call ids again (call_0 per turn): the journal
+    keeps each run of the tool apart instead of refusing the second."""
+    from agentloom.errors import ProviderError
+    from agentloom.testing.scripted import FunctionModel
+
+    calls = {"n": 0}
+
+    def reply(request: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the turn after the tool: a server error, retried by the engine
+            raise ProviderError("boom", provider="scripted", status=500)
+        if request.messages[-1].role == "tool":
+            return "all done"
+        return [tool_call("lookup", {"q": "x"}, id="call_0")]
+
+    log: list[str] = []
+    wf = load_workflow_text("""\
+name: retry
+steps:
+  - id: agent
+    type: llm_call
+    prompt: "go"
+    tools: [lookup]
+    retry: {max_retries: 1, backoff_base: 1, backoff_max: 0, jitter: false}
+    output: r
+""")
+    store = MemoryStore()
+    result = await arun_workflow(wf, clients=Factory(FunctionModel(reply)),
+                                 tools=_registry(log), durable=await _durable(store, "x"))
+    assert result.status is RunStatus.SUCCESS, result.error
+    assert log == ["lookup:x", "lookup:x"]
+    keys = sorted(r.call_id for r in await store.get_tool_calls("x"))
+    assert keys == ["1:call_0", "1:call_0#2"]

@@ -212,3 +212,18 @@ async def test_agent_from_workflow_runs_the_yaml_agent_through_the_python_face()
     assert system_of("anthropic", body).startswith("You improve drafts.")
     with pytest.raises(Exception, match="no agent 'editor'"):
         agent_from_workflow(wf, "editor", runtime)
+
+
+async def test_an_agent_out_of_tool_iterations_has_no_answer_to_validate() -> None:
+    text = _review_flow("openai").replace("limits: { max_tool_iterations: 4 }", "")
+    text = text.replace("    output_schema:", "    limits: {max_tool_iterations: 1}\n"
+                        "    output_schema:")
+    async with served("openai") as (server, runtime):
+        server.script(FakeReply(text="Better draft."),
+                      FakeReply(tool_calls=[("word_count", {"text": "x"})]))
+        result = await run_example("openai", server, runtime, text,
+                                   tools=ToolRegistry([lookup_date, word_count]))
+    review = result.steps["review"]
+    assert review.error_type == "StructuredOutputError" and review.attempts == 1
+    assert "max_tool_iterations (1)" in (review.error or "")
+    assert [m.get("name") for m in result.state["review"]["messages"]] == [None, "writer"]

@@ -117,7 +117,7 @@ def test_tools_and_response_schema_cannot_share_a_step() -> None:
 
 def test_claude_thinking_needs_budget_and_room() -> None:
     base = "name: x\nsteps:\n  - id: a\n    type: llm_call\n    prompt: p\n"
-    with pytest.raises(WorkflowProblems, match="needs thinking.budget_tokens"):
+    with pytest.raises(WorkflowProblems, match=r"needs thinking\.budget_tokens"):
         load_workflow_text(base + "    model: claude-sonnet-4-5\n    thinking: {enabled: true}\n")
     with pytest.raises(WorkflowProblems, match="must be above"):
         load_workflow_text(base + "    max_tokens: 100\n"

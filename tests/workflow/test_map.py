@@ -211,3 +211,10 @@ def test_json_schema_knows_map_subworkflow_and_on_error() -> None:
     assert list(validator.iter_errors(data)) == []
     data["steps"][0]["concurency"] = 2
     assert list(validator.iter_errors(data))
+
+
+async def test_over_accepts_a_template_reference_too() -> None:
+    wf = load_workflow_text(ONE_STEP.replace("over: state.items", 'over: "{state.items}"'))
+    result = await arun_workflow(wf, clients=Factory(echo_model()))
+    assert [e["output"] for e in result.state["results"]] == ["echo: 0:a", "echo: 1:b",
+                                                              "echo: 2:c"]

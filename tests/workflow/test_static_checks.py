@@ -72,3 +72,25 @@ def test_the_public_sandbox_example_has_a_real_race() -> None:
         return
     warnings = load_workflow(path).warnings
     assert any("'write_output' reads {state.echo_result}" in w for w in warnings)
+
+
+def test_map_over_a_literal_that_is_not_a_list_and_over_a_race() -> None:
+    warnings = _warnings("""\
+name: w
+state: {names: "ada, bob"}
+steps:
+  - {id: split, type: llm_call, prompt: a, output: parts}
+  - id: each
+    type: map
+    over: state.names
+    step: {id: one, type: llm_call, prompt: "{state.item}"}
+  - id: each2
+    type: map
+    over: state.parts
+    step: {id: two, type: llm_call, prompt: "{state.item}"}
+""")
+    assert any(w.startswith("<string>:7:") and
+               "map 'each' runs over state.names, which the file's state sets to a str, "
+               "not a list" in w for w in warnings)
+    assert any("step 'each2' reads state.parts, which only step(s) 'split' write" in w
+               for w in warnings)

@@ -35,3 +35,13 @@ def test_the_spec_example_and_other_models_load() -> None:
     with pytest.raises(WorkflowProblems, match="budget_tokens"):
         load_workflow_text("name: r\nconfig: {model: claude-haiku-4-5}\nsteps:\n"
                            "  - {id: a, type: llm_call, prompt: p, thinking: {enabled: true}}\n")
+
+
+def test_a_forced_tool_schema_with_thinking_is_refused_for_claude() -> None:
+    with pytest.raises(WorkflowProblems) as info:
+        load_workflow_text(BASE + "    model: claude-sonnet-4-5\n"
+                           "    thinking: {enabled: true, budget_tokens: 2000}\n"
+                           "    response_schema:\n      type: json_object\n      mode: tool\n",
+                           filename="r.yaml")
+    assert [(e.line, "forced tool call with thinking" in e.message)
+            for e in info.value.errors] == [(10, True)]

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from agentloom.workflow.steps import llm_call, router, tool
-from agentloom.workflow.steps import map as map_step
-from agentloom.workflow.steps import approval_gate, ask, subworkflow
 from agentloom.workflow.steps import agent as agent_step
+from agentloom.workflow.steps import approval_gate, ask, llm_call, router, subworkflow, tool
+from agentloom.workflow.steps import map as map_step
 
 STEP_KINDS: dict[str, ModuleType] = {
     "llm_call": llm_call,

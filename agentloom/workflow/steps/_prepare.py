@@ -48,25 +48,31 @@ def prepare_turn_parts(
     if step.response_schema is not None:
         structured = structured_plan(step.response_schema, step.id, pc, "response_schema",
                                      provider=step.provider, model=model)
+        if structured is not None and structured.mode == "tool" and reasoning is not None \
+                and _protocol(step.provider, model, pc) == "anthropic":
+            pc.report("Claude refuses a forced tool call with thinking on: drop mode: tool "
+                      "or turn thinking off", "response_schema", "mode")
     return structured, check_conversation(step.conversation, pc)
+
+
+def _protocol(provider: str | None, model: str | None, pc: PrepareContext) -> str | None:
+    config = pc.config
+    provider = provider or (config.provider if config is not None else None)
+    document = getattr(pc, "document", None) or {}
+    providers = document.get("providers") if isinstance(document, Mapping) else None
+    return load_protocol(provider, model, providers if isinstance(providers, Mapping) else None)
 
 
 def structured_plan(
     block: ResponseSchema, name: str, pc: PrepareContext, field: str, *,
     provider: str | None, model: str | None, with_tools: bool = False,
-    where: tuple[str | int, ...] = (),
 ) -> StructuredPlan | None:
-    config = pc.config
-    provider = provider or (config.provider if config is not None else None)
-    document = getattr(pc, "document", None) or {}
-    providers = document.get("providers") if isinstance(document, Mapping) else None
-    protocol = load_protocol(provider, model,
-                             providers if isinstance(providers, Mapping) else None)
+    protocol = _protocol(provider, model, pc)
     try:
         return prepare_structured(block, name, protocol=protocol, model=model,
                                   with_tools=with_tools)
     except ConfigError as exc:
-        _report(pc, str(exc), where, field)
+        pc.report(str(exc), field)
         return None
 
 
@@ -89,15 +95,6 @@ def check_conversation(key: str | None, pc: PrepareContext) -> Path | None:
                 pc.report(f"{exc} (in the file's state)", "conversation")
                 return None
     return path
-
-
-def _report(pc: PrepareContext, message: str, where: tuple[str | int, ...], field: str) -> None:
-    if where:
-        report = getattr(pc, "report_at", None)
-        if report is not None:
-            report(message, *where, field)
-            return
-    pc.report(message, field)
 
 
 def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,

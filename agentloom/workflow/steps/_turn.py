@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.conversation import Conversation, commit_turn, normalize_key, prepare_turn
-from agentloom.errors import ConfigError
-from agentloom.loop import LoopOptions, run_loop
+from agentloom.errors import ConfigError, StructuredOutputError
+from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
 from agentloom.workflow._paths import MISSING, assign, lookup, parse_path
 from agentloom.workflow._result import StepOutcome
@@ -89,6 +89,12 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
             speaker=turn.speaker, agent_name=turn.agent_name,
             observer=summary_observer(turn.step_id, ctx)),
     )
+    if turn.structured is not None and result.status is ConversationStatus.ITERATION_LIMIT:
+        # The loop stopped at its limit on a tool call: no final answer was validated.
+        raise StructuredOutputError(
+            f"step {turn.step_id!r} reached max_tool_iterations ({turn.max_iterations}) "
+            "before a final answer to validate; raise the limit or give fewer tools",
+            raw_text=result.text)
     usage = result.usage
     for u in extra_usage:
         usage = usage + u

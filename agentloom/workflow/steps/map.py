@@ -63,7 +63,11 @@ class Prepared:
 def prepare(step: MapStep, pc: PrepareContext) -> Prepared:
     over: Path = ()
     try:
-        over = parse_path(step.over.removeprefix("state."))
+        # `state.items`, `items` and `{state.items}` all name the same list
+        text = step.over.strip()
+        if text.startswith("{") and text.endswith("}"):
+            text = text[1:-1].strip()
+        over = parse_path(text.removeprefix("state."))
     except PathError as exc:
         pc.report(str(exc), "over")
     raw_steps = step.steps if step.steps is not None else [step.step]
