@@ -13,6 +13,13 @@ Return shapes:
     run_conversation(transcript, prompt=None) -> Transcript
     *_result(...) -> ConversationResult(transcript, summary), `.text`
 
+Tools are listed as in `agentloom._agent_tools` (functions, Tool objects, built-ins by
+name under `sandbox`, MCP servers). An output schema (a pydantic class or a JSON Schema)
+goes in the provider's JSON mode when the Agent has no tools, and in the system prompt
+when it has some (`agentloom.structured.plan_output`, the rule the workflow's steps
+follow); the reply is validated and re-asked, and `ConversationResult.output` is the
+validated value.
+
 Failures raise `AgentLoopError` (budgets: its subclass `LoopBudgetExceeded`) with
 `.summary` and the cause chained; an exhausted iteration budget raises too, because a run
 that never answered did not succeed (status iteration_limit).
@@ -20,10 +27,11 @@ that never answered did not succeed (status iteration_limit).
 
 from __future__ import annotations
 
-import json
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentloom._agent_tools import give_transport, plan_tools
 from agentloom._clock import Clock
 from agentloom.errors import ConfigError
 from agentloom.loop._contracts import ToolBox
@@ -32,63 +40,18 @@ from agentloom.loop._sync import Portal
 from agentloom.loop.result import ConversationResult
 from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
-from agentloom.messages import Message, ModelRequest, ResponseFormat, ToolChoice
+from agentloom.messages import Message, ModelRequest, ToolChoice
 from agentloom.providers._base import ModelClient
+
+if TYPE_CHECKING:
+    from agentloom.http._base import Transport
+    from agentloom.structured import OutputPlan
+    from agentloom.tools._sandbox import SandboxPolicy
 
 DEFAULT_MAX_ITERATIONS = 20
 DEFAULT_DEADLINE_SECONDS = 600.0
-_STRUCTURED_REASKS = 2
-
-
-class _SchemaValidator:
-    """Validates a final reply against a pydantic model or a JSON Schema."""
-
-    def __init__(self, schema: Any) -> None:
-        self.schema = schema
-
-    def response_format(self) -> ResponseFormat:
-        if isinstance(self.schema, dict):
-            return ResponseFormat(kind="json_schema", schema=self.schema,
-                                  name=str(self.schema.get("title", "output")))
-        return ResponseFormat(kind="json_schema", schema=self.schema.model_json_schema(),
-                              name=self.schema.__name__)
-
-    def validate(self, text: str) -> Any:
-        try:
-            from agentloom.structured._extract import extract_json
-
-            value = extract_json(text)
-        except ImportError:
-            value = json.loads(text)
-        except Exception as exc:
-            raise ValueError(f"no JSON found in the reply: {exc}") from exc
-        if isinstance(self.schema, dict):
-            import jsonschema  # type: ignore[import-untyped]
-
-            try:
-                jsonschema.validate(value, self.schema)
-            except jsonschema.ValidationError as exc:
-                raise ValueError(exc.message) from exc
-            return value
-        from pydantic import ValidationError
-
-        try:
-            return self.schema.model_validate(value)
-        except ValidationError as exc:
-            raise ValueError(str(exc)) from exc
-
-
-def _toolbox(tools: ToolBox | Iterable[Any] | None) -> ToolBox | None:
-    if tools is None:
-        return None
-    if hasattr(tools, "specs") and hasattr(tools, "call"):
-        return tools  # type: ignore[return-value]
-    items = list(tools)  # type: ignore[arg-type]
-    if not items:
-        return None
-    from agentloom.tools._toolset import ToolSet
-
-    return ToolSet.of(items)
+DEFAULT_REASKS = 2
+"""Re-asks a structured reply gets after the first invalid one."""
 
 
 class Agent:
@@ -115,10 +78,23 @@ class Agent:
         temperature: float | None = None,
         max_tokens: int | None = None,
         output_schema: Any = None,
+        max_reasks: int = DEFAULT_REASKS,
         tool_choice: ToolChoice = "auto",
         tool_concurrency: int = 8,
+        sandbox: SandboxPolicy | None = None,
+        transport: Transport | None = None,
         clock: Clock | None = None,
     ) -> None:
+        """Args (beyond the obvious):
+            tools: functions, `@tool` functions, Tool objects, built-in names
+                (`"file_read"`, ...) and MCP servers (`MCPToolSource`/`MCPServerConfig`,
+                opened and closed with the Agent); or one ToolBox.
+            output_schema: a pydantic class, a JSON Schema dict or a ResponseSchemaSpec.
+            max_reasks: re-asks after an invalid structured reply.
+            sandbox: the policy of built-ins given by name (default: nothing allowed).
+            transport: the HTTP transport of a named `http_request` (default: one the
+                Agent opens and closes; from_env uses its runtime's).
+        """
         model = model or getattr(client, "model", None)
         if not model:
             raise ConfigError("Agent needs a model: pass model=... (or use Agent.from_env)")
@@ -126,9 +102,22 @@ class Agent:
             raise ConfigError(f"Agent max_iterations must be at least 1, got {max_iterations}")
         if deadline_seconds is not None and deadline_seconds <= 0:
             raise ConfigError(f"Agent deadline_seconds must be positive, got {deadline_seconds}")
+        if max_reasks < 0:
+            raise ConfigError(f"Agent max_reasks must be 0 or more, got {max_reasks}")
         self.client = client
         self.model: str = model
-        self.tools = _toolbox(tools)
+        self._tool_plan = plan_tools(tools, sandbox=sandbox)
+        self._owned: list[Any] = []
+        """What the Agent opened and close() must close, in opening order."""
+        if self._tool_plan.needs_transport:
+            if transport is None:
+                from agentloom.http import AiohttpTransport
+
+                transport = AiohttpTransport()
+                self._owned.append(transport)
+            give_transport(self._tool_plan, transport)
+        self.tools: ToolBox | None = self._tool_plan.build()
+        """The ToolBox runs use; MCP tools join it once their servers are open."""
         if isinstance(observer, list | tuple):
             from agentloom.loop.observer import MultiObserver
 
@@ -142,12 +131,19 @@ class Agent:
         self.token_budget = token_budget
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.max_reasks = max_reasks
         self.tool_choice = tool_choice
         self.tool_concurrency = tool_concurrency
         self.clock = clock
-        self._validator = _SchemaValidator(output_schema) if output_schema is not None else None
-        self._owned: Any = None
-        """What from_env opened and close() must close (a Runtime)."""
+        self._output: OutputPlan | None = None
+        if output_schema is not None:
+            from agentloom.structured import output_spec, plan_output
+
+            self._output = plan_output(output_spec(output_schema), name or "output",
+                                       with_tools=not self._tool_plan.empty)
+        self._pending = list(self._tool_plan.sources)
+        """MCP sources not opened yet."""
+        self._opening: asyncio.Lock | None = None
         self._portal = Portal()
 
     @classmethod
@@ -169,37 +165,83 @@ class Agent:
         runtime = Runtime.from_env(env)
         try:
             client = runtime.client(model=model, provider=provider)
+            if "transport" not in kwargs and _names_http_request(tools):
+                kwargs["transport"] = runtime.transport
             agent = cls(client, model=model or runtime.default_model, tools=tools, **kwargs)
         except BaseException:
             _close_quietly(runtime)
             raise
-        agent._owned = runtime
+        agent._owned.insert(0, runtime)
         return agent
 
     # --- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Agent:
+        if self._pending:
+            try:
+                self._portal.run(self._open_sources, name="Agent.__enter__",
+                                 twin="agent.__aenter__")
+            except BaseException:
+                self.close()
+                raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     async def __aenter__(self) -> Agent:
+        try:
+            await self._open_sources()
+        except BaseException:
+            await self.aclose()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def close(self) -> None:
-        owned, self._owned = self._owned, None
-        if owned is not None:
-            self._portal.run(owned.aclose, name="Agent.close", twin="agent.aclose")
+        """Close what the Agent opened, on the loop it was opened on (the portal's, for
+        the sync face), then stop that loop. Safe to call twice."""
+        if self._owned and self._portal.started:
+            self._portal.run(self._close_owned, name="Agent.close", twin="agent.aclose")
+        elif self._owned:
+            _run_fresh(self._close_owned)
         self._portal.close()
 
     async def aclose(self) -> None:
-        owned, self._owned = self._owned, None
-        if owned is not None:
-            await owned.aclose()
+        await self._close_owned()
         self._portal.close()
+
+    async def _close_owned(self) -> None:
+        owned, self._owned = self._owned, []
+        self._pending = []
+        errors: list[BaseException] = []
+        for item in reversed(owned):
+            try:
+                await item.aclose()
+            except Exception as exc:  # close the rest; report the first failure
+                errors.append(exc)
+        # One more pass of the loop: a closed connection's socket is released by a
+        # callback the close scheduled, which must run before the loop can stop.
+        await asyncio.sleep(0)
+        if errors:
+            raise errors[0]
+
+    async def _open_sources(self) -> None:
+        """Start the MCP servers given as tools, on the running loop, once."""
+        if not self._pending:
+            return
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if not self._pending:
+                return
+            for source in list(self._pending):
+                await source.start()
+                self._pending.remove(source)
+                self._owned.append(source)
+            opened = [t for s in self._tool_plan.sources for t in s.tools]
+            self.tools = self._tool_plan.build(opened)
 
     # --- async core --------------------------------------------------------------------
     def _messages(self, transcript: Transcript) -> Transcript:
@@ -209,26 +251,33 @@ class Agent:
 
     async def _run(self, transcript: Transcript, ids: dict[str, str | None]
                    ) -> ConversationResult:
+        if self._pending:
+            await self._open_sources()
         transcript = self._messages(transcript)
         if not transcript or transcript[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
+        tools = self.tools
         request = ModelRequest(
             model=self.model, messages=transcript.messages, temperature=self.temperature,
             max_tokens=self.max_tokens, tool_choice=self.tool_choice,
-            tools=self.tools.specs if self.tools is not None else (),
-            response_format=self._validator.response_format() if self._validator else None,
+            tools=tools.specs if tools is not None else (),
         )
+        output = self._output
+        if output is not None:
+            # The schema's instruction joins the request only: the transcript keeps the
+            # conversation as written, so a continued one doesn't carry it twice.
+            request = output.apply(request)
         options = LoopOptions(
             max_iterations=self.max_iterations, tool_concurrency=self.tool_concurrency,
-            validator=self._validator,
-            max_reasks=_STRUCTURED_REASKS if self._validator else 0,
+            validator=output.validator if output is not None else None,
+            max_reasks=self.max_reasks if output is not None else 0,
             clock=self.clock, deadline_seconds=self.deadline_seconds,
             max_total_tokens=self.token_budget, observer=self.observer,
             summary_options=self.summary_options, agent_name=self.name,
             wrap_errors=True, conversation_id=ids.get("conversation_id"),
             correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
         )
-        result = await run_loop(self.client, request, tools=self.tools, options=options)
+        result = await run_loop(self.client, request, tools=tools, options=options)
         assert result.summary is not None
         return ConversationResult(transcript=transcript.append(*result.new_messages),
                                   summary=result.summary, output=result.output)
@@ -307,9 +356,28 @@ def _ids(correlation_id: str | None, parent_id: str | None,
             "conversation_id": conversation_id}
 
 
-def _close_quietly(runtime: Any) -> None:
-    import asyncio
+def _names_http_request(tools: Any) -> bool:
+    if tools is None or isinstance(tools, str) or hasattr(tools, "specs"):
+        return False
+    try:
+        return "http_request" in list(tools)
+    except TypeError:
+        return False
 
+
+def _run_fresh(make: Any) -> None:
+    """Run `make()` on a fresh loop: for closing an Agent whose sync face never ran, so
+    that no loop holds a connection of its yet."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(make())
+        return
+    raise RuntimeError("Agent.close() cannot be called from a running event loop; "
+                       "use `await agent.aclose()` there")
+
+
+def _close_quietly(runtime: Any) -> None:
     try:
         asyncio.run(runtime.aclose())
     except Exception:

@@ -225,7 +225,7 @@ class _Run:
                         f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
                         scope="step") from None
             except Exception as exc:
-                if _retried_below(exc) or not policy.should_retry(exc, result.attempts):
+                if not policy.should_retry(exc, result.attempts):
                     raise
                 await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
 
@@ -380,12 +380,6 @@ class _Run:
         return out
 
 
-def _retried_below(exc: BaseException) -> bool:
-    # A router already spent the step's retries on this call (and any fallback); only a
-    # reply cut off after text reached the caller goes back to the step's own retry.
-    from agentloom.routing import CallFailed
-
-    return isinstance(exc, CallFailed) and not getattr(exc, "partial", False)
 
 
 def _deep_copy(value: Any) -> Any:

@@ -145,9 +145,11 @@ class RunResult:
         fallbacks = 0
         for r in self.steps.values():
             by_status[r.status.value] = by_status.get(r.status.value, 0) + 1
-            retries += max(0, r.attempts - 1)
+            # A model step's summary already counts its earlier engine attempts.
             if r.summary is not None:
                 retries += r.summary.provider_retries
+            else:
+                retries += max(0, r.attempts - 1)
             fallbacks += bool(r.fallback_used)
         cost = self.cost_usd
         return {

@@ -1,9 +1,9 @@
 """Which step failures are worth another attempt, and how long to wait first.
 
-Retry code reads attributes, never messages: a `ProviderError` with a status is retried
-when the status is in the step's `retryable_status_codes`; any other error when its
-`.retryable` is True (a dropped connection, a step attempt's timeout). Template,
-structured-output and configuration errors are never retried.
+Retry code reads attributes, never messages: a `ProviderError` that failed on its status
+is retried when the status is in the step's `retryable_status_codes`; any other error when
+its `.retryable` is True (a dropped connection, an unreadable 200 body, a step attempt's
+timeout). Template, structured-output and configuration errors are never retried.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class RetryPolicy:
         """`attempt` is the number of attempts made so far (1 after the first)."""
         if attempt > self.max_retries:
             return False
-        if isinstance(exc, ProviderError) and exc.status is not None:
+        if isinstance(exc, ProviderError) and exc.status is not None and exc.phase == "status":
             return exc.status in self.retryable_status_codes
         return bool(getattr(exc, "retryable", False))
 

@@ -110,7 +110,8 @@ async def test_500s_are_retried_and_recover(rig: Rig) -> None:
     assert result.ok, result.error
     assert failed(result) == [(500, True), (500, True)]
     assert rig.clock.sleeps[:2] == [1.0, 2.0]  # backoff_base**n through the fake clock
-    assert result.steps["ask"].attempts == 1  # the client retried, not the engine
+    # The step's `retry` re-runs the whole step (spec 000): the engine retried, twice.
+    assert result.steps["ask"].attempts == 3
 
 
 async def test_drop_before_the_first_chunk_is_retried(rig: Rig) -> None:
@@ -161,7 +162,9 @@ async def test_401_fails_fast(rig: Rig) -> None:
     assert failed(result) == [(401, True)]
 
 
-async def test_500s_past_retries_fall_back_to_another_providers_server(rig: Rig) -> None:
+async def test_a_failing_call_falls_back_to_another_providers_server(rig: Rig) -> None:
+    # Without a profile the client doesn't retry a call: it moves on to the fallback
+    # entry at once, and the step's own retry is left unused.
     rig.on_primary(Fault.status(503), times=10)
     step = ("    retry: {max_retries: 1, jitter: false}\n"
             "    fallback: [{provider: backup, model: claude-haiku-4-5}]")
@@ -169,11 +172,30 @@ async def test_500s_past_retries_fall_back_to_another_providers_server(rig: Rig)
     assert result.ok, result.error
     r = result.steps["ask"]
     assert r.provider == "backup" and r.model.startswith("claude-haiku-4-5")
-    assert r.fallback_used is True
-    assert failed(result) == [(503, True), (503, True)]
+    assert r.fallback_used is True and r.attempts == 1
+    assert failed(result) == [(503, True)]
     assert len(rig.backup.requests) == 1
     assert result.summary["fallbacks_used"] == 1
-    assert result.summary["breakers"]["primary"]["consecutive_failures"] == 2
+    assert result.summary["breakers"]["primary"]["consecutive_failures"] == 1
+
+
+async def test_profile_retries_are_spent_before_the_fallback(rig: Rig) -> None:
+    # A profile's `retries` (spec 004) retry the call itself, then the chain moves on.
+    rig.on_primary(Fault.status(503), times=10)
+    text = wf().replace("steps:\n", (
+        "profiles:\n"
+        "  sturdy:\n"
+        "    provider: primary\n"
+        "    model: gpt-4o-mini\n"
+        "    retries: 2\n"
+        "    fallback: [{provider: backup, model: claude-haiku-4-5}]\n"
+        "steps:\n"), 1).replace('prompt: "Say hello"', 'prompt: "Say hello"\n    profile: sturdy')
+    result = await rig.run(text)
+    assert result.ok, result.error
+    r = result.steps["ask"]
+    assert r.provider == "backup" and r.attempts == 1
+    assert failed(result) == [(503, True)] * 3
+    assert len(rig.backup.requests) == 1
 
 
 async def test_profile_fallback_on_401(rig: Rig) -> None:
@@ -283,3 +305,46 @@ async def test_reply_shape_carries_tokens_cost_and_summary(rig: Rig) -> None:
     assert step["summary"]["usage"]["input_tokens"] == 20
     assert d["summary"]["status"] == "success" and d["summary"]["steps"] == {"success": 1}
     assert d["summary"]["tokens"] == 25
+
+
+async def test_a_step_retry_runs_the_whole_loop_again_tools_included() -> None:
+    """Spec 000: "A retry runs the whole loop again, the tools included", and the step's
+    result covers the calls of the loop that answered."""
+    from agentloom.errors import ProviderError
+    from agentloom.testing.scripted import ScriptedModel, tool_call
+    from agentloom.tools import ToolRegistry, tool
+    from agentloom.workflow import arun_workflow, load_workflow
+    from tests.workflow.wf_helpers import Factory, FakeClock
+
+    ran: list[int] = []
+
+    @tool
+    def note(n: int) -> str:
+        """Record a number."""
+        ran.append(n)
+        return "noted"
+
+    unavailable = ProviderError("overloaded", provider="scripted", status=503,
+                                request_sent=True, retryable=True)
+    model = ScriptedModel([[tool_call("note", {"n": 1})], unavailable,
+                           [tool_call("note", {"n": 2})], "done"])
+    flow = load_workflow(
+        "name: r\nsteps:\n  - id: s\n    type: llm_call\n    prompt: go\n"
+        "    tools: [{name: note}]\n    retry: {max_retries: 1, jitter: false}\n"
+        "    output: out\n")
+
+    class Tools:
+        registry = ToolRegistry([note])
+
+        def toolbox(self, declared: Any, **kw: Any) -> Any:
+            return self.registry.toolbox(declared)
+
+    result = await arun_workflow(flow, clients=Factory(model), tools=Tools(),  # type: ignore[arg-type]
+                                 clock=FakeClock())  # type: ignore[arg-type]
+    assert result.ok, result.error
+    step = result.steps["s"]
+    assert step.attempts == 2 and step.output == "done"
+    assert ran == [1, 2]  # the tool ran again in the second attempt
+    assert len(model.requests) == 4
+    assert step.summary.provider_retries == 1
+    assert [(a.status_code, a.request_sent) for a in step.summary.failed_attempts] == [(503, True)]

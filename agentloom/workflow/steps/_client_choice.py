@@ -1,12 +1,13 @@
 """Which model client an `llm_call` step gets: its provider, model, profile, fallback chain,
 retries and the run's budget, assembled in one place.
 
-A step's own fields win over its profile's, and the profile's over `config`. Provider
-retries happen in the client (the `Router`), so a call that keeps failing moves on to the
-next fallback entry once its retries are spent, and every attempt lands in the step's
-summary; the engine then re-runs a step only for what the router cannot retry (text
-already streamed, a step attempt's timeout). The load-time half (`check_choice`) reports an
-unknown profile or a fallback provider nobody declared at the field's line.
+A step's own fields win over its profile's, and the profile's over `config`. Retries come
+in two layers, as the two specs put them: a profile's `retries` (spec 004) retry one call
+inside the client (the `Router`) before it moves on to the next fallback entry; a step's
+`retry` (spec 000) re-runs the whole step, tool loop included, in the engine. Without a
+profile the client doesn't retry, so a failing call falls back at once and the step's own
+retry decides what comes next. The load-time half (`check_choice`) reports an unknown
+profile or a fallback provider nobody declared at the field's line.
 """
 
 from __future__ import annotations
@@ -234,26 +235,16 @@ def _profiles(workflow: Workflow) -> dict[str, Profile]:
 
 def _retry(step: LLMCallStep, config: WorkflowConfig, profile: Profile | None
            ) -> RetryPolicy:
-    """The client's retry policy: the step's `retry` (its backoff_base**n waits), else the
-    profile's, else `config.max_retries` (3 when unset)."""
-    from agentloom.routing import RetryPolicy
+    """The client's own retry policy: the profile's `retries` (spec 004), else none.
 
-    r = step.retry
-    if r is None and profile is not None and profile.retry is not None:
+    The step's `retry` is not applied here: the engine re-runs the whole step with it, so
+    a call is never retried twice over."""
+    from agentloom.routing import NO_RETRY
+
+    del step, config
+    if profile is not None and profile.retry is not None:
         return profile.retry
-    max_retries = (r.max_retries if r is not None and r.max_retries is not None
-                   else config.max_retries)
-    if r is None:
-        return RetryPolicy(max_retries=3 if max_retries is None else max_retries,
-                           backoff_base=1.0, backoff_multiplier=2.0, backoff_max=60.0)
-    return RetryPolicy(
-        max_retries=3 if max_retries is None else max_retries,
-        backoff_base=1.0,
-        backoff_multiplier=max(1.0, r.backoff_base),
-        backoff_max=r.backoff_max,
-        jitter=0.25 if r.jitter is True else float(r.jitter or 0),
-        retryable_status_codes=frozenset(r.retryable_status_codes),
-    )
+    return NO_RETRY
 
 
 def _dict(value: Any) -> dict[str, Any]:

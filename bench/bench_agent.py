@@ -1,0 +1,203 @@
+"""Agent benchmark: what one `Agent.arun_result` call costs over raw aiohttp.
+
+    .venv/bin/python bench/bench_agent.py             # 300 sequential calls, best of 3
+    .venv/bin/python bench/bench_agent.py --quick     # 100 calls, best of 2
+    .venv/bin/python bench/bench_agent.py --profile   # cProfile of the agent path
+
+FakeOpenAIServer runs in its own process (bench/_fake_server.py, latency 0). Each client
+runs in a fresh child process, one after the other, against that server:
+  - aiohttp:  one pooled session posting the chat body and parsing the JSON (the floor);
+  - provider: `ProviderClient.complete` (encode, transport, decode, retries, breaker);
+  - agent:    `Agent.from_env(mapping).arun_result(prompt)` with no tools: the whole
+              loop, summary and observers included, as an application calls it;
+  - agent_sync: the same through the sync face (`run_result`, the portal thread).
+The per-call figure is the median of 300 sequential calls after 30 warm-up calls; each
+client runs 3 times and the best median is kept, which filters out a noisy neighbour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_transport import BODY, PY, machine, start_server, stop_server  # noqa: E402
+
+CLIENTS = ("aiohttp", "provider", "agent", "agent_sync")
+PROMPT = "hi"
+WARMUP = 30
+
+
+def env_for(base_url: str) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "sk", "OPENAI_BASE_URL": base_url,
+            "AGENTLOOM_MODEL": "gpt-4o-mini"}
+
+
+Timing = tuple[list[float], float]
+"""Seconds of each timed call, and the client's CPU seconds per call over them."""
+
+
+async def _timed(call: Any, n: int) -> Timing:
+    for _ in range(WARMUP):
+        await call()
+    times = []
+    cpu0 = time.process_time()
+    for _ in range(n):
+        t = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - t)
+    return times, (time.process_time() - cpu0) / n
+
+
+async def run_aiohttp(base_url: str, n: int) -> Timing:
+    import aiohttp
+
+    url = base_url + "/chat/completions"
+    payload = json.dumps(BODY).encode()
+    headers = {"content-type": "application/json", "authorization": "Bearer sk"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000)) as session:
+
+        async def call() -> None:
+            async with session.post(url, data=payload, headers=headers) as resp:
+                json.loads(await resp.read())
+
+        return await _timed(call, n)
+
+
+async def run_provider(base_url: str, n: int) -> Timing:
+    from agentloom.http import AiohttpTransport
+    from agentloom.messages import Message, ModelRequest
+    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+
+    transport = AiohttpTransport()
+    client = ProviderClient(vendor_endpoint("openai", api_key="sk", base_url=base_url),
+                            get_protocol("openai"), transport)
+    request = ModelRequest(model="gpt-4o-mini", messages=(Message.user(PROMPT),), temperature=0)
+
+    async def call() -> None:
+        await client.complete(request)
+
+    try:
+        return await _timed(call, n)
+    finally:
+        await transport.aclose()
+
+
+async def run_agent(base_url: str, n: int) -> Timing:
+    from agentloom import Agent
+
+    async with Agent.from_env(env_for(base_url), tools=[], temperature=0) as agent:
+
+        async def call() -> None:
+            result = await agent.arun_result(PROMPT)
+            if not result.summary.status.succeeded:
+                raise RuntimeError(f"agent run ended {result.summary.status}")
+
+        return await _timed(call, n)
+
+
+def run_agent_sync(base_url: str, n: int) -> Timing:
+    from agentloom import Agent
+
+    with Agent.from_env(env_for(base_url), tools=[], temperature=0) as agent:
+        for _ in range(WARMUP):
+            agent.run_result(PROMPT)
+        times = []
+        cpu0 = time.process_time()
+        for _ in range(n):
+            t = time.perf_counter()
+            agent.run_result(PROMPT)
+            times.append(time.perf_counter() - t)
+        # The portal thread's CPU is in this process's time too.
+        return times, (time.process_time() - cpu0) / n
+
+
+def child(name: str, base_url: str, n: int, profile: bool) -> None:
+    import asyncio
+
+    def go() -> Timing:
+        if name == "agent_sync":
+            return run_agent_sync(base_url, n)
+        runner = {"aiohttp": run_aiohttp, "provider": run_provider, "agent": run_agent}[name]
+        return asyncio.run(runner(base_url, n))
+
+    if profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        times, cpu = prof.runcall(go)
+        stats = pstats.Stats(prof, stream=sys.stderr)
+        stats.sort_stats("cumulative").print_stats(45)
+        stats.sort_stats("tottime").print_stats(30)
+    else:
+        times, cpu = go()
+    print(json.dumps({"median_us": statistics.median(times) * 1e6,
+                      "mean_us": statistics.fmean(times) * 1e6,
+                      "cpu_us_per_call": cpu * 1e6}))
+
+
+def run_child(name: str, base_url: str, n: int, profile: bool = False) -> dict[str, Any]:
+    cmd = [PY, __file__, "--child", name, "--url", base_url, "--n", str(n)]
+    if profile:
+        cmd.append("--profile")
+    # With --profile the stats go to stderr, which is left on the terminal.
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, check=True)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile one run of the agent client (stats on stderr)")
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--child")
+    parser.add_argument("--url")
+    parser.add_argument("--n", type=int, default=300)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.url, args.n, args.profile)
+        return
+
+    n, repeats = (100, 2) if args.quick else (300, 3)
+    proc, url = start_server(0.0)
+    base_url = url + "/v1"
+    try:
+        if args.profile:
+            run_child("agent", base_url, n, profile=True)
+            return
+        results: dict[str, dict[str, Any]] = {}
+        for name in args.clients.split(","):
+            runs = [run_child(name, base_url, n) for _ in range(repeats)]
+            best = min(runs, key=lambda r: float(r["median_us"]))
+            results[name] = {**best, "runs_median_us": [round(r["median_us"]) for r in runs]}
+    finally:
+        stop_server(proc)
+    report(results, n, repeats)
+
+
+def report(results: dict[str, dict[str, Any]], n: int, repeats: int) -> None:
+    print(f"{time.strftime('%Y-%m-%d')}  {machine()}")
+    print(f"{n} sequential calls after {WARMUP} warm-up, best median of {repeats} runs\n")
+    floor = results.get("aiohttp", {}).get("median_us")
+    print(f"{'client':<12}{'median us':>11}{'mean us':>10}{'cpu us':>9}{'vs aiohttp':>12}")
+    for name, r in results.items():
+        ratio = f"{r['median_us'] / floor:.2f}x" if floor else "-"
+        print(f"{name:<12}{r['median_us']:>11.0f}{r['mean_us']:>10.0f}"
+              f"{r['cpu_us_per_call']:>9.0f}{ratio:>12}")
+    print()
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
