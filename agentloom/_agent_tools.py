@@ -65,7 +65,7 @@ def plan_tools(tools: ToolBox | Iterable[Any] | None, *,
     from agentloom.tools._decorator import as_tool
 
     named: dict[str, Any] | None = None
-    for item in tools:  # type: ignore[union-attr]
+    for item in tools:
         if isinstance(item, str):
             if named is None:
                 named = _builtins_by_name(sandbox)

@@ -31,6 +31,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloom._agent_resources import AgentResources
 from agentloom._agent_tools import give_transport, plan_tools
 from agentloom._clock import Clock
 from agentloom.errors import ConfigError
@@ -45,7 +46,7 @@ from agentloom.providers._base import ModelClient
 
 if TYPE_CHECKING:
     from agentloom.http._base import Transport
-    from agentloom.structured import OutputPlan
+    from agentloom.structured import OutputPlan, ResponseSchemaSpec
     from agentloom.tools._sandbox import SandboxPolicy
 
 DEFAULT_MAX_ITERATIONS = 20
@@ -106,18 +107,16 @@ class Agent:
             raise ConfigError(f"Agent max_reasks must be 0 or more, got {max_reasks}")
         self.client = client
         self.model: str = model
-        self._tool_plan = plan_tools(tools, sandbox=sandbox)
-        self._owned: list[Any] = []
-        """What the Agent opened and close() must close, in opening order."""
-        if self._tool_plan.needs_transport:
+        plan = plan_tools(tools, sandbox=sandbox)
+        self._res = AgentResources(plan)
+        if plan.needs_transport:
             if transport is None:
                 from agentloom.http import AiohttpTransport
 
                 transport = AiohttpTransport()
-                self._owned.append(transport)
-            give_transport(self._tool_plan, transport)
-        self.tools: ToolBox | None = self._tool_plan.build()
-        """The ToolBox runs use; MCP tools join it once their servers are open."""
+                self._res.transports.append(transport)
+            give_transport(plan, transport)
+            self._res.toolbox = plan.build()
         if isinstance(observer, list | tuple):
             from agentloom.loop.observer import MultiObserver
 
@@ -140,10 +139,7 @@ class Agent:
             from agentloom.structured import output_spec, plan_output
 
             self._output = plan_output(output_spec(output_schema), name or "output",
-                                       with_tools=not self._tool_plan.empty)
-        self._pending = list(self._tool_plan.sources)
-        """MCP sources not opened yet."""
-        self._opening: asyncio.Lock | None = None
+                                       with_tools=not plan.empty)
         self._portal = Portal()
 
     @classmethod
@@ -171,14 +167,30 @@ class Agent:
         except BaseException:
             _close_quietly(runtime)
             raise
-        agent._owned.insert(0, runtime)
+        agent._res.runtime = runtime
         return agent
+
+    @property
+    def output_schema(self) -> ResponseSchemaSpec | None:
+        """The output schema as a checked spec (None without one)."""
+        return self._output.spec if self._output is not None else None
+
+    @property
+    def _validator(self) -> _SchemaView | None:
+        # Read by workflow.steps.agent.AgentSpec.from_agent (`._validator.schema`);
+        # `output_schema` is the public face.
+        return _SchemaView(self._output.spec) if self._output is not None else None
+
+    @property
+    def tools(self) -> ToolBox | None:
+        """The ToolBox runs use; MCP tools are in it while their servers are open."""
+        return self._res.toolbox
 
     # --- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Agent:
-        if self._pending:
+        if self._res.pending:
             try:
-                self._portal.run(self._open_sources, name="Agent.__enter__",
+                self._portal.run(self._res.enter, name="Agent.__enter__",
                                  twin="agent.__aenter__")
             except BaseException:
                 self.close()
@@ -189,59 +201,29 @@ class Agent:
         self.close()
 
     async def __aenter__(self) -> Agent:
-        try:
-            await self._open_sources()
-        except BaseException:
-            await self.aclose()
-            raise
+        if self._res.pending:
+            try:
+                await self._res.enter()
+            except BaseException:
+                await self.aclose()
+                raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def close(self) -> None:
-        """Close what the Agent opened, on the loop it was opened on (the portal's, for
-        the sync face), then stop that loop. Safe to call twice."""
-        if self._owned and self._portal.started:
-            self._portal.run(self._close_owned, name="Agent.close", twin="agent.aclose")
-        elif self._owned:
-            _run_fresh(self._close_owned)
+        """Close what the Agent opened, on the loop it is bound to (the portal's, for
+        the sync face), then stop the portal. Safe to call twice."""
+        if self._portal.started:
+            self._portal.run(self._res.aclose, name="Agent.close", twin="agent.aclose")
+        elif self._res.owns_anything:
+            _run_fresh(self._res.aclose)
         self._portal.close()
 
     async def aclose(self) -> None:
-        await self._close_owned()
+        await self._res.aclose()
         self._portal.close()
-
-    async def _close_owned(self) -> None:
-        owned, self._owned = self._owned, []
-        self._pending = []
-        errors: list[BaseException] = []
-        for item in reversed(owned):
-            try:
-                await item.aclose()
-            except Exception as exc:  # close the rest; report the first failure
-                errors.append(exc)
-        # One more pass of the loop: a closed connection's socket is released by a
-        # callback the close scheduled, which must run before the loop can stop.
-        await asyncio.sleep(0)
-        if errors:
-            raise errors[0]
-
-    async def _open_sources(self) -> None:
-        """Start the MCP servers given as tools, on the running loop, once."""
-        if not self._pending:
-            return
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if not self._pending:
-                return
-            for source in list(self._pending):
-                await source.start()
-                self._pending.remove(source)
-                self._owned.append(source)
-            opened = [t for s in self._tool_plan.sources for t in s.tools]
-            self.tools = self._tool_plan.build(opened)
 
     # --- async core --------------------------------------------------------------------
     def _messages(self, transcript: Transcript) -> Transcript:
@@ -251,12 +233,11 @@ class Agent:
 
     async def _run(self, transcript: Transcript, ids: dict[str, str | None]
                    ) -> ConversationResult:
-        if self._pending:
-            await self._open_sources()
+        await self._res.enter()
         transcript = self._messages(transcript)
         if not transcript or transcript[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
-        tools = self.tools
+        tools = self._res.toolbox
         request = ModelRequest(
             model=self.model, messages=transcript.messages, temperature=self.temperature,
             max_tokens=self.max_tokens, tool_choice=self.tool_choice,
@@ -354,6 +335,15 @@ def _ids(correlation_id: str | None, parent_id: str | None,
          conversation_id: str | None) -> dict[str, str | None]:
     return {"correlation_id": correlation_id, "parent_id": parent_id,
             "conversation_id": conversation_id}
+
+
+class _SchemaView:
+    """`schema`: the pydantic class, or the JSON Schema, an output spec was made from."""
+
+    __slots__ = ("schema",)
+
+    def __init__(self, spec: ResponseSchemaSpec) -> None:
+        self.schema: Any = spec.model_class if spec.model_class is not None else spec.schema
 
 
 def _names_http_request(tools: Any) -> bool:

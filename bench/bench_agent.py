@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_agent.py             # 300 sequential calls, best of 3
     .venv/bin/python bench/bench_agent.py --quick     # 100 calls, best of 2
     .venv/bin/python bench/bench_agent.py --profile   # cProfile of the agent path
+    .venv/bin/python bench/bench_agent.py --breakdown # loop/Agent cost without HTTP
 
 FakeOpenAIServer runs in its own process (bench/_fake_server.py, latency 0). Each client
 runs in a fresh child process, one after the other, against that server:
@@ -11,6 +12,8 @@ runs in a fresh child process, one after the other, against that server:
   - agent:    `Agent.from_env(mapping).arun_result(prompt)` with no tools: the whole
               loop, summary and observers included, as an application calls it;
   - agent_sync: the same through the sync face (`run_result`, the portal thread).
+`--breakdown` adds the in-process cost of the layers above HTTP, with an instant
+in-memory model: `run_loop` bare, with its deadline, and `Agent.arun_result`.
 The per-call figure is the median of 300 sequential calls after 30 warm-up calls; each
 client runs 3 times and the best median is kept, which filters out a noisy neighbour.
 """
@@ -120,6 +123,54 @@ def run_agent_sync(base_url: str, n: int) -> Timing:
         return times, (time.process_time() - cpu0) / n
 
 
+def breakdown(n: int = 3000) -> dict[str, float]:
+    """CPU microseconds per call of each layer over an instant model, best of 3."""
+    import asyncio
+
+    from agentloom import Agent
+    from agentloom.loop._loop import LoopOptions, run_loop
+    from agentloom.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
+
+    reply = ModelResponse(parts=(TextPart(text="hi"),), usage=Usage(input_tokens=1,
+                          output_tokens=1), model="gpt-4o-mini", provider="openai",
+                          finish_reason="stop")
+
+    class Instant:
+        model = "gpt-4o-mini"
+
+        async def complete(self, request: Any, **_: Any) -> ModelResponse:
+            return reply
+
+    request = ModelRequest(model="gpt-4o-mini", messages=(Message.user(PROMPT),))
+    bare = LoopOptions(wrap_errors=True, max_iterations=20)
+    timed_out = LoopOptions(wrap_errors=True, max_iterations=20, deadline_seconds=600)
+    agent = Agent(Instant())
+    agent_nd = Agent(Instant(), deadline_seconds=None)
+    cases: dict[str, Any] = {
+        "model call alone": lambda: Instant().complete(request),
+        "run_loop, no deadline": lambda: run_loop(Instant(), request, options=bare),
+        "run_loop, deadline": lambda: run_loop(Instant(), request, options=timed_out),
+        "Agent.arun_result, no deadline": lambda: agent_nd.arun_result(PROMPT),
+        "Agent.arun_result (default)": lambda: agent.arun_result(PROMPT),
+    }
+
+    async def go() -> dict[str, float]:
+        out: dict[str, float] = {}
+        for _ in range(3):
+            for name, make in cases.items():
+                for _ in range(200):
+                    await make()
+                # CPU time: on a shared machine, wall time counts other processes too.
+                t = time.process_time()
+                for _ in range(n):
+                    await make()
+                us = (time.process_time() - t) / n * 1e6
+                out[name] = min(out.get(name, us), us)
+        return out
+
+    return asyncio.run(go())
+
+
 def child(name: str, base_url: str, n: int, profile: bool) -> None:
     import asyncio
 
@@ -160,11 +211,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile one run of the agent client (stats on stderr)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time the layers above HTTP in-process")
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--child")
     parser.add_argument("--url")
     parser.add_argument("--n", type=int, default=300)
     args = parser.parse_args()
+    if args.child == "breakdown":
+        print(json.dumps(breakdown()))
+        return
     if args.child:
         child(args.child, args.url, args.n, args.profile)
         return
@@ -176,25 +232,40 @@ def main() -> None:
         if args.profile:
             run_child("agent", base_url, n, profile=True)
             return
+        names = args.clients.split(",")
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        # Interleaved (a, b, c, a, b, c, ...) so that a noisy spell on a shared machine
+        # does not fall on one client's runs only.
+        for _ in range(repeats):
+            for name in names:
+                runs[name].append(run_child(name, base_url, n))
         results: dict[str, dict[str, Any]] = {}
-        for name in args.clients.split(","):
-            runs = [run_child(name, base_url, n) for _ in range(repeats)]
-            best = min(runs, key=lambda r: float(r["median_us"]))
-            results[name] = {**best, "runs_median_us": [round(r["median_us"]) for r in runs]}
+        for name in names:
+            best = min(runs[name], key=lambda r: float(r["median_us"]))
+            results[name] = {**best,
+                             "runs_median_us": [round(r["median_us"]) for r in runs[name]]}
     finally:
         stop_server(proc)
     report(results, n, repeats)
+    if args.breakdown:
+        out = subprocess.run([PY, __file__, "--child", "breakdown"], stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT, check=True)
+        print("\nin-process, instant model (CPU us per call, best of 3):")
+        for name, us in json.loads(out.stdout.strip().splitlines()[-1]).items():
+            print(f"  {name:<34}{us:>7.1f}")
 
 
 def report(results: dict[str, dict[str, Any]], n: int, repeats: int) -> None:
     print(f"{time.strftime('%Y-%m-%d')}  {machine()}")
     print(f"{n} sequential calls after {WARMUP} warm-up, best median of {repeats} runs\n")
-    floor = results.get("aiohttp", {}).get("median_us")
-    print(f"{'client':<12}{'median us':>11}{'mean us':>10}{'cpu us':>9}{'vs aiohttp':>12}")
+    floor = results.get("aiohttp", {})
+    print(f"{'client':<12}{'median us':>11}{'mean us':>10}{'cpu us':>9}"
+          f"{'median/aiohttp':>16}{'cpu/aiohttp':>13}")
     for name, r in results.items():
-        ratio = f"{r['median_us'] / floor:.2f}x" if floor else "-"
+        ratio = f"{r['median_us'] / floor['median_us']:.2f}x" if floor else "-"
+        cpu = f"{r['cpu_us_per_call'] / floor['cpu_us_per_call']:.2f}x" if floor else "-"
         print(f"{name:<12}{r['median_us']:>11.0f}{r['mean_us']:>10.0f}"
-              f"{r['cpu_us_per_call']:>9.0f}{ratio:>12}")
+              f"{r['cpu_us_per_call']:>9.0f}{ratio:>16}{cpu:>13}")
     print()
     print(json.dumps(results, indent=1))
 

@@ -223,9 +223,9 @@ def test_from_env_closes_what_it_opened() -> None:
                "AGENTLOOM_MODEL": "gpt-5.1"}
         with Agent.from_env(env, tools=[]) as agent:
             assert agent.run("Reply with exactly ready.") == "ready"
-            runtime = agent._owned[0]
+            runtime = agent._res.runtime
             transport = runtime.transport
             assert transport._session is not None and not transport._session.closed
-        assert agent._owned == [] and runtime._transport is None
+        assert agent._res.runtime is None and runtime._transport is None
     finally:
         server.stop_thread()

@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     from agentloom.cli._durable import add_run_flags
 
     add_run_flags(run)
+    from agentloom.cli._observe import add_trace_flags
+
+    add_trace_flags(run)
 
     validate = sub.add_parser("validate", help="check a workflow file and show its plan")
     validate.add_argument("file", metavar="FILE")

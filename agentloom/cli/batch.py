@@ -5,12 +5,20 @@ one JSON line per input as runs finish. stdout shows a live bar on a terminal, p
 progress lines otherwise, or only JSON events with `--json`; the summary follows. Exit
 codes: 0 every input succeeded, 1 some failed or were invalid, 2 a usage error, 130
 interrupted (what finished is in the output file; run again with `--resume`).
+
+With `--store URL` every run is a durable run in that store (checkpointed after every
+step and tool turn) under the id `<batch id>.<input id>`; the batch id is `--batch-id`,
+or derived from the output path and the workflow. `--resume` then also asks the store:
+finished runs are not run again, interrupted ones go on from their last checkpoint, and
+paused ones are reported with the command that continues them. Processes sharing a
+PostgreSQL store (same command, same `--batch-id`) split the inputs between them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +27,7 @@ from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._common import existing_file, parse_state
 
 EXIT_INTERRUPTED = 130
+_BATCH_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -42,6 +51,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="with --resume, run failed inputs again too")
     p.add_argument("--overwrite", action="store_true",
                    help="start an existing output file over")
+    p.add_argument("--store", metavar="URL",
+                   help="make every run durable in this store: a path, sqlite:///file.db "
+                        "or postgresql://... (default: no store)")
+    p.add_argument("--batch-id", metavar="ID",
+                   help="with --store: run ids are ID.<input id> (default: derived from "
+                        "the output path and the workflow); give the same one to every "
+                        "process that shares the batch")
+    p.add_argument("--lease", type=float, default=60.0, metavar="SECONDS",
+                   help="with --store: how long a worker's claim on a run lasts unless "
+                        "renewed; a killed worker's runs are taken over after it "
+                        "(default 60)")
     p.add_argument("--json", action="store_true",
                    help="stream JSON events on stdout instead of progress")
     p.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
@@ -71,6 +91,12 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--retry-failed needs --resume")
     if args.resume and args.overwrite:
         raise UsageError("--resume and --overwrite contradict each other")
+    if (args.batch_id is not None or args.lease != 60.0) and not args.store:
+        raise UsageError("--batch-id and --lease need --store")
+    if args.lease <= 0:
+        raise UsageError("--lease must be a positive number of seconds")
+    if args.batch_id is not None and not _BATCH_ID.fullmatch(args.batch_id):
+        raise UsageError("--batch-id: letters, digits, '_', '-' and '.' only (1-64)")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     existing_file(args.file)
@@ -88,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from agentloom.errors import ConfigError, WorkflowError
     from agentloom.scale import WorkflowRunnerFactory, batch, choose_progress
     from agentloom.scale._inputs import input_kind
+    from agentloom.store import StoreError
 
     try:
         input_kind(args.inputs)
@@ -109,14 +136,22 @@ def run(args: argparse.Namespace) -> int:
     b = batch(None, args.inputs, executor=args.executor, concurrency=args.concurrency,
               workers=args.workers, address=args.address, output=output,
               resume=args.resume, retry_failed=args.retry_failed,
-              overwrite=args.overwrite, runner_factory=factory, progress=progress)
+              overwrite=args.overwrite, runner_factory=factory, progress=progress,
+              store=args.store, batch_id=args.batch_id, lease_seconds=args.lease)
+    if args.store:
+        try:
+            from agentloom.store import open_store
+
+            open_store(args.store)  # an unknown scheme fails here, before any run
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     try:
         asyncio.run(_drain(b))
     except KeyboardInterrupt:
         sys.stderr.write(f"agentloom: interrupted; {b.stats.done:,} result(s) are in "
                          f"{output}; run again with --resume to finish the rest\n")
         return EXIT_INTERRUPTED
-    except ConfigError as exc:
+    except (ConfigError, StoreError) as exc:
         sys.stderr.write(f"agentloom: error: {exc}\n")
         return EXIT_FAILED
     return EXIT_OK if not b.stats.failures else EXIT_FAILED

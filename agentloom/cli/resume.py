@@ -9,7 +9,6 @@ question's choices). Then the run goes on through the same wiring as `agentloom 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,11 +48,12 @@ class _Refused(Exception):
 
 async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
     """The `run` arguments to continue with, or _Refused with the reason."""
-    from agentloom.cli._durable import workflow_hash_of
+    from agentloom.cli._durable import LEASE_SECONDS, claim, worker_id, workflow_hash_of
     from agentloom.store import FINISHED_STATUSES, open_store
     from agentloom.workflow._durable import Decision, DurableRun, coerce_answer
 
     store = open_store(args.store) if args.store else open_store(None)
+    me, claimed = worker_id(), False
     try:
         record = await store.get_run(args.run_id)
         if record is None:
@@ -63,6 +63,14 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
         if record.status in FINISHED_STATUSES:
             raise _Refused(f"run {args.run_id} already finished ({record.status}); "
                            "there is nothing to resume")
+        # One process at a time, from here on: the checkpoint read next is then the one
+        # this process continues from.
+        holder = await claim(store, args.run_id, me)
+        if holder is not None:
+            raise _Refused(f"run {args.run_id} is being resumed by another process "
+                           f"({holder}); wait for it to end (`agentloom runs` shows its "
+                           "status)")
+        claimed = hasattr(store, "release_claim")
         cp = await store.load_latest(args.run_id)
         if cp is None:
             raise _Refused(f"run {args.run_id} has no checkpoint to resume from")
@@ -89,6 +97,8 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
             raise _Refused(f"run {args.run_id} is not waiting for a decision "
                            f"(status {record.status}); resume it without one")
     except BaseException:
+        if claimed:  # a refused resume leaves no claim behind
+            await store.release_claim(args.run_id, me)  # type: ignore[attr-defined]
         await store.close()
         raise
     from agentloom.cli import build_parser
@@ -102,7 +112,8 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
         resume_durable=DurableRun(store=store, run_id=args.run_id,
                                   workflow_hash=record.workflow_hash, meta=meta, resumed=cp,
-                                  decision=decision),
+                                  decision=decision, worker_id=me,
+                                  lease_seconds=LEASE_SECONDS),
     )
     return run_args
 
@@ -129,6 +140,8 @@ def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from agentloom.errors import AgentLoomError
 
     try:

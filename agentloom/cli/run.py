@@ -2,7 +2,8 @@
 
 With `--json`, stdout carries only the result as JSON; anything else goes to stderr.
 Without it, stdout gets the final outputs and a one-line summary. `--stream` prints text
-as it arrives (parallel steps interleave).
+as it arrives (parallel steps interleave). `--trace FILE` and `--otel` report the run
+elsewhere (a JSONL file, OpenTelemetry spans), never on stdout.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +22,14 @@ from agentloom.cli._common import (
     load_or_report,
     parse_state,
 )
+from agentloom.cli._gc import loading, start_running
 
 if TYPE_CHECKING:
     from agentloom.messages import StreamEvent
     from agentloom.workflow import RunResult, Workflow
 
 
+@loading
 def command_run(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
@@ -42,12 +46,21 @@ def command_run(args: argparse.Namespace) -> int:
     from agentloom.errors import AgentLoomError
 
     args.redactor = redactor_for(wf, state)
+    from agentloom.cli._observe import open_observers
+
+    # Traces and spans: a file or exporter that can't be set up stops the run before it
+    # starts; what they buffered is flushed after it, whatever its outcome.
+    observers = open_observers(args, args.redactor, os.environ)
+    args.observers = observers.run
     try:
         check_recording(args)
+        start_running()
         result = asyncio.run(_run(wf, state, args))
     except AgentLoomError as exc:
         sys.stderr.write(f"agentloom: {exc}\n")
         return EXIT_FAILED
+    finally:
+        observers.close()
     if args.json:
         # Secrets of state_schema (and API keys) never reach --json output.
         data = args.redactor.redact_state(result.to_dict())
@@ -85,7 +98,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) ->
                                    responses_file=mock_file)
         return await arun_workflow(wf, clients=clients, state=state, tools=tools,
                                    on_event=on_event, transport=_transport(wf, runtime),
-                                   durable=durable)
+                                   durable=durable, observers=getattr(args, "observers", None))
     finally:
         await close_runtime(runtime)
         if durable is not None:

@@ -9,7 +9,6 @@ running ones are kept, since a person may still resume them. Without `--older-th
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import sys
@@ -53,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
                          f"{', '.join(sorted(RUN_STATUSES))}")
     if args.older_than and not args.prune:
         raise UsageError("--older-than goes with --prune")
+    import asyncio
+
     from agentloom.cli._durable import DEFAULT_RETENTION_DAYS, retention
 
     age = (parse_age(args.older_than) if args.older_than

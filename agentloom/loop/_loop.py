@@ -127,6 +127,7 @@ class _Run:
             iteration_limit=opts.max_iterations,
             deadline_seconds=self._deadline_seconds(),
             started_at=datetime.fromtimestamp(self.clock.wall(), UTC),
+            run_id=opts.run_id, step_id=opts.step_id,
         )
         self.collector = SummaryCollector(timeline=so.timeline)
         self.dispatch = Dispatch((self.collector, opts.observer))

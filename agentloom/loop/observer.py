@@ -42,6 +42,10 @@ class ConversationInfo:
     iteration_limit: int | None = None
     deadline_seconds: float | None = None
     started_at: datetime | None = None
+    run_id: str | None = None
+    """The workflow run this conversation belongs to (None for an Agent run)."""
+    step_id: str | None = None
+    """The workflow step that runs this conversation (None for an Agent run)."""
 
 
 _CURRENT: ContextVar[ConversationInfo | None] = ContextVar("agentloom_conversation",

@@ -59,13 +59,21 @@ class EventTraceObserver(NullObserver):
             text = text[: self._clip] + f"...[{len(text) - self._clip} more chars]"
         return text
 
+    def record(self, event: str, **fields: Any) -> None:
+        """Write an event of your own (a workflow's run start and end) in the same
+        sequence; `fields` must be metadata, they are written as given."""
+        self._emit(event, **fields)
+
     def _emit(self, event: str, conversation_id: str | None = None, **fields: Any) -> None:
+        info = current_conversation()
         if conversation_id is None:
-            info = current_conversation()
             conversation_id = info.conversation_id if info else None
         with self._lock:
             self._seq += 1
             record = {"seq": self._seq, "event": event, "conversation_id": conversation_id}
+            if info is not None and info.run_id is not None:
+                # A workflow step's conversation: which run and step it belongs to.
+                record["run_id"], record["step_id"] = info.run_id, info.step_id
             record.update(fields)
             line = json.dumps(record, default=str, separators=(",", ":"))
             self._write(line + "\n")

@@ -99,6 +99,10 @@ class OTelObserver(NullObserver):
             attrs[sc.AL_CORRELATION_ID] = info.correlation_id
         if info.parent_id is not None:
             attrs[sc.AL_PARENT_ID] = info.parent_id
+        if info.run_id is not None:  # a workflow step's loop
+            attrs[sc.AL_RUN_ID] = info.run_id
+            if info.step_id is not None:
+                attrs[sc.AL_STEP_ID] = info.step_id
         name = f"{sc.OP_INVOKE_AGENT} {info.agent_name}" if info.agent_name else sc.OP_INVOKE_AGENT
         root = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs)
         self._runs[info.conversation_id] = _Spans(

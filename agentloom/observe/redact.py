@@ -41,6 +41,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Gemini passes its key in the query string.
     (re.compile(r"([?&](?:key|api_key|access_token)=)[^&\s\"']+"), r"\1" + REDACTED),
 )
+_ANCHORS: tuple[tuple[str, ...], ...] = (
+    ("sk-",),
+    ("aiza",),
+    ("bearer", "basic"),
+    ("api", "authorization", "access_token"),
+    ("key=", "access_token="),
+)
+"""Lowercase substrings, one tuple per pattern above, at least one of which must be present
+for that pattern to match."""
 
 
 def _schema_globs(state_schema: Mapping[str, Any] | None) -> list[str]:
@@ -130,8 +139,12 @@ class Redactor:
         if self._secret_re is not None:
             text = self._secret_re.sub(REDACTED, text)
         if self._patterns:
-            for pattern, replacement in _PATTERNS:
-                text = pattern.sub(replacement, text)
+            # Each pattern has a literal anchor: a substring test on the lowercased text
+            # skips the regexes that cannot match (most lines hold no key at all).
+            lowered = text.lower()
+            for (pattern, replacement), anchors in zip(_PATTERNS, _ANCHORS, strict=True):
+                if any(a in lowered for a in anchors):
+                    text = pattern.sub(replacement, text)
         return text
 
     def redact_headers(self, headers: Mapping[str, str]) -> dict[str, str]:

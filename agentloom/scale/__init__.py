@@ -7,7 +7,10 @@
     b.stats                          # totals and every failed input with its reason
 
 Inputs: JSONL, CSV or a folder (see `_inputs` for the state each gives). Output: one JSON
-line per input. `resume=True` skips what the output already has finished. Executors:
+line per input. `resume=True` skips what the output already has finished. With
+`store="runs.db"` (or `postgresql://...`) every run is durable: `resume` also skips what
+the store finished and resumes interrupted runs from their last checkpoint, and workers
+sharing a PostgreSQL store split the inputs, never running one twice. Executors:
 `local` (default) and `ray` (an optional extra, imported only when used). Anything
 beyond workflows plugs in through `RunnerFactory`.
 """

@@ -119,6 +119,10 @@ def render_summary(stats: BatchStats, console: Console) -> None:
         rows.append(("skipped (done before)", f"{stats.skipped:,}"))
     if stats.remaining:
         rows.append(("not run", f"{stats.remaining:,}"))
+    if stats.reused:
+        rows.append(("finished before (from the store)", f"{stats.reused:,}"))
+    if stats.resumed:
+        rows.append(("resumed from a checkpoint", f"{stats.resumed:,}"))
     if stats.retried:
         rows.append(("re-run after a worker died", f"{stats.retried:,}"))
     rows += [

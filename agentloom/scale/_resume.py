@@ -27,8 +27,11 @@ class ResumeState:
     unreadable_lines: list[int] = field(default_factory=list)
 
 
-def read_finished(output: str | os.PathLike[str], *, retry_failed: bool = False) -> ResumeState:
-    """The inputs of `output` that a resumed batch skips (an absent file: none)."""
+def read_finished(output: str | os.PathLike[str], *, retry_failed: bool = False,
+                  recheck: frozenset[str] = frozenset()) -> ResumeState:
+    """The inputs of `output` that a resumed batch skips (an absent file: none). Lines
+    whose status is in `recheck` are not finished: the batch asks the store again (a
+    paused run may have been resumed since)."""
     state = ResumeState()
     path = Path(output)
     if not path.exists():
@@ -45,7 +48,7 @@ def read_finished(output: str | os.PathLike[str], *, retry_failed: bool = False)
                 continue
             last[item.id] = item
     for ident, item in last.items():
-        if item.status == INVALID_INPUT:
+        if item.status == INVALID_INPUT or item.status in recheck:
             continue
         if item.status != SUCCESS and retry_failed:
             state.retrying.add(ident)

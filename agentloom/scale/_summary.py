@@ -27,6 +27,12 @@ class BatchStats:
     running: int = 0
     retried: int = 0
     """Inputs handed to a second worker after the first died."""
+    reused: int = 0
+    """Not run: the store had them finished (an earlier attempt or another worker)."""
+    resumed: int = 0
+    """Runs that went on from a stored checkpoint instead of starting over."""
+    deferred: int = 0
+    """Times an input was put back because another live worker held its run."""
     tokens: int = 0
     cost_usd: float = 0.0
     runs_without_tokens: int = 0
@@ -54,7 +60,7 @@ class BatchStats:
 
     @property
     def remaining(self) -> int:
-        return max(0, self.total - self.skipped - self.done)
+        return max(0, self.total - self.skipped - self.reused - self.done)
 
     @property
     def elapsed(self) -> float:
@@ -81,6 +87,12 @@ class BatchStats:
         self.running += 1
 
     def add(self, item: BatchItemResult) -> None:
+        if item.reused:
+            self.running = max(0, self.running - 1)
+            self.reused += 1
+            return
+        if item.resumed:
+            self.resumed += 1
         if item.status == INVALID_INPUT:
             self.invalid += 1
         else:
@@ -110,6 +122,7 @@ class BatchStats:
         return {
             "total": self.total, "skipped": self.skipped, "succeeded": self.succeeded,
             "failed": self.failed, "invalid": self.invalid, "retried": self.retried,
+            "reused": self.reused, "resumed": self.resumed, "deferred": self.deferred,
             "remaining": self.remaining, "tokens": self.tokens, "cost_usd": self.cost_usd,
             "runs_without_tokens": self.runs_without_tokens,
             "runs_without_cost": self.runs_without_cost,

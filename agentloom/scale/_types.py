@@ -20,6 +20,9 @@ ERROR = "error"
 own failure."""
 INVALID_INPUT = "invalid_input"
 """The input could not be read (bad line, duplicate id, unreadable file); never run."""
+DEFERRED = "deferred"
+"""Another live worker holds the input's run in the shared store: not run here now; the
+batch asks again, waiting, once its other inputs are done. Never written to the output."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -30,6 +33,9 @@ class BatchInput:
     state: dict[str, Any]
     source: str = ""
     """Where it came from, as `file:line` (or the file's path for a folder input)."""
+    wait: bool = False
+    """With a shared store: when another live worker holds this input's run, wait for it
+    to finish (or for its lease to lapse, then resume it) instead of deferring."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -50,6 +56,11 @@ class BatchItemResult:
     worker: str | None = None
     attempts: int = 1
     """How many times the input was handed to a worker (more than 1 after a worker died)."""
+    resumed: bool = False
+    """The run went on from a stored checkpoint instead of starting over."""
+    reused: bool = False
+    """Not run here: the store says the run finished already (an earlier attempt or
+    another worker); this is its stored result."""
 
     @property
     def ok(self) -> bool:
@@ -61,7 +72,7 @@ class BatchItemResult:
             "tokens": self.tokens, "cost_usd": self.cost_usd, "error": self.error,
             "source": self.source, "run_id": self.run_id,
             "duration_seconds": self.duration_seconds, "worker": self.worker,
-            "attempts": self.attempts,
+            "attempts": self.attempts, "resumed": self.resumed, "reused": self.reused,
         }
 
     @classmethod
@@ -73,7 +84,8 @@ class BatchItemResult:
             tokens=data.get("tokens"), cost_usd=data.get("cost_usd"),
             error=data.get("error"), source=data.get("source"), run_id=data.get("run_id"),
             duration_seconds=data.get("duration_seconds"), worker=data.get("worker"),
-            attempts=int(data.get("attempts") or 1),
+            attempts=int(data.get("attempts") or 1), resumed=bool(data.get("resumed")),
+            reused=bool(data.get("reused")),
         )
 
 

@@ -3,7 +3,9 @@
 `WorkflowRunnerFactory` holds the workflow's YAML text (not a path: a Ray worker on
 another machine may not have the file), the environment the runtime is built from, and
 the state every input starts from. `open()` loads the workflow and builds one `Runtime`
-in the process it runs in, and closes that runtime when the runner is closed.
+in the process it runs in, and closes that runtime when the runner is closed. With
+`store` (a path or URL) every run is a durable run there (see `_durable`); each process
+or Ray actor opens the store once and holds it for its runs.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ class WorkflowRunnerFactory:
     """Under every input's own state (the input's keys win)."""
     overrides: dict[str, Any] = field(default_factory=dict)
     """`Workflow.with_overrides` arguments: model, provider, timeout."""
+    store: str | None = None
+    """The checkpoint store (path, sqlite:///..., postgresql://...); None: runs are not
+    durable."""
+    batch_id: str | None = None
+    """Run ids are `<batch_id>.<input id>`; None with a store: derived from the workflow."""
+    lease_seconds: float = 60.0
+    """How long a worker's claim on a run lasts unless renewed (it is renewed every third
+    of it): a worker killed mid-run frees its runs this long after."""
+    retry_failed: bool = False
+    """With a store: an input whose run failed runs again as a new attempt."""
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None,
@@ -56,6 +68,19 @@ class WorkflowRunnerFactory:
     def open(self) -> Any:
         return _open(self)
 
+    @property
+    def workflow_hash(self) -> str:
+        from agentloom.workflow._durable import workflow_hash
+
+        return workflow_hash(self.text.encode("utf-8"))
+
+    @property
+    def workflow_path(self) -> str:
+        p = Path(self.filename)
+        if not p.is_absolute() and self.base_dir:
+            p = Path(self.base_dir) / p.name
+        return str(p)
+
 
 def runtime_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES)}
@@ -76,6 +101,11 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
                 for name, p in providers.items()
             })
 
+        if factory.store is not None:
+            async with _durable_runner(factory, wf, runtime) as durable_one:
+                yield durable_one
+            return
+
         async def run_one(inp: BatchInput) -> BatchItemResult:
             t0 = time.perf_counter()
             result = await arun_workflow(wf, clients=runtime, state={**factory.state,
@@ -90,3 +120,30 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
         yield run_one
     finally:
         await runtime.aclose()
+
+
+@asynccontextmanager
+async def _durable_runner(factory: WorkflowRunnerFactory, wf: Any,
+                          runtime: Any) -> AsyncIterator[RunOne]:
+    from agentloom.errors import ConfigError
+    from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
+    from agentloom.store import open_store
+
+    assert factory.store is not None
+    store = open_store(factory.store)
+    await store.__aenter__()  # type: ignore[attr-defined]
+    try:
+        if not hasattr(store, "claim_run"):
+            raise ConfigError(f"the store {factory.store} cannot hand runs to workers "
+                              "(no claim_run); use SQLite or PostgreSQL")
+        whash = factory.workflow_hash
+        runner = DurableBatchRunner(
+            store=store, store_url=factory.store, workflow=wf, workflow_hash=whash,
+            batch_id=factory.batch_id or derive_batch_id(factory.workflow_path, whash),
+            workflow_path=factory.workflow_path, runtime=runtime,
+            base_state=dict(factory.state), env=dict(factory.env),
+            overrides=dict(factory.overrides), worker_id=new_worker_id(),
+            lease_seconds=factory.lease_seconds, retry_failed=factory.retry_failed)
+        yield runner.run
+    finally:
+        await store.close()

@@ -42,12 +42,46 @@ class Serializer(Protocol):
     def loads(self, data: str) -> Any: ...
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(obj: Any) -> tuple[str, ...]:
+    # dataclasses.fields() walks the class each call; checkpoints ask for the same few
+    # types thousands of times.
+    names = _FIELD_NAMES.get(type(obj))
+    if names is None:
+        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
+    return names
+
+
 def _usage_to_dict(u: Usage) -> dict[str, Any]:
-    out = {f.name: getattr(u, f.name) for f in dataclasses.fields(u)}
+    out = {name: getattr(u, name) for name in _field_names(u)}
     return {_TAG: "usage", "v": _encode(out)}
 
 
+_PLAIN = frozenset({str, int, bool, float, type(None)})
+
+
 def _encode(obj: Any) -> Any:
+    # A checkpoint holds the whole run state, so this runs on every value of it at every
+    # step: the exact JSON types take a short path; everything else (subclasses
+    # included) goes through `_encode_other` as before.
+    t = type(obj)
+    if t in _PLAIN:
+        return obj
+    if t is dict:
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            if type(key) is not str and not isinstance(key, str):
+                raise StoreError(f"cannot store a dict key of type {type(key).__name__}: {key!r}")
+            out[key] = _encode(value)
+        return out
+    if t is list or t is tuple:
+        return [_encode(v) for v in obj]
+    return _encode_other(obj)
+
+
+def _encode_other(obj: Any) -> Any:
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
     if isinstance(obj, float):
@@ -91,7 +125,7 @@ def _encode(obj: Any) -> Any:
     if callable(model_dump) and hasattr(type(obj), "model_fields"):
         return _encode(model_dump(mode="python"))
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _encode({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+        return _encode({name: getattr(obj, name) for name in _field_names(obj)})
     if isinstance(obj, (set, frozenset)):
         return [_encode(v) for v in sorted(obj, key=repr)]
     raise StoreError(f"cannot store a value of type {type(obj).__name__} in a checkpoint")

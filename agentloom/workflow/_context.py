@@ -66,11 +66,21 @@ class RunContext:
     primaries: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Step id -> (provider, model) of its first candidate: a reply from elsewhere is a
     fallback."""
+    observers: Any = None
+    """The run's `agentloom.workflow._observe.RunObservers` (traces, spans), or None."""
     _policy: Any = None
     _clients: dict[tuple[str | None, str | None], ModelClient] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.state, self.step_text)
+        if self.observers is None:
+            # A run started inside another (a subworkflow, a `map` item, a workflow
+            # function) reports to the same observers: one trace covers the whole run.
+            from agentloom.workflow._functions import CURRENT_RUN
+
+            parent = CURRENT_RUN.get()
+            if parent is not None:
+                self.observers = parent.observers
 
     def client(self, model: str | None, provider: str | None, retry: Any = None) -> ModelClient:
         """One client per (model, provider) for the run: steps on the same model share

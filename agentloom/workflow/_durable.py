@@ -152,6 +152,15 @@ class DurableRun:
     _decided: set[str] = field(default_factory=set)
     _seen: dict[tuple[str, str], int] = field(default_factory=dict)
     _run: Any = None
+    _child_results: dict[str, Any] = field(default_factory=dict)
+    """Finished steps of nested runs (namespaced `parent/step`) whose parent step is not
+    finished yet: see `_durable_scope.py`."""
+    _child_not_taken: dict[str, str] = field(default_factory=dict)
+    worker_id: str | None = None
+    """Set by the CLI: this process holds the run's claim (renewed as it saves) so a
+    second `agentloom resume` of the same run is refused while this one runs."""
+    lease_seconds: float = 120.0
+    _claimed_at: float | None = None
     served_exchanges: int = 0
     reused_tool_calls: int = 0
 
@@ -163,6 +172,7 @@ class DurableRun:
         if self.resumed is None:
             await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
                                         self._state(engine_run.ctx.state), meta=self.meta)
+            await self._renew_claim()
             return
         cp = self.resumed
         for rec in await self.store.get_tool_calls(self.run_id):
@@ -171,7 +181,12 @@ class DurableRun:
             self._exchanges[(ex.step_id, ex.turn, ex.request_hash)] = ex.response
         self._loops = {p.step_id: p for p in cp.tool_loops}
         self._loop_usage = dict(cp.extra.get("loop_usage") or {})
-        engine_run.not_taken.update(cp.extra.get("not_taken") or {})
+        self._child_results = {k: v for k, v in cp.step_results.items() if "/" in k}
+        for target, router in (cp.extra.get("not_taken") or {}).items():
+            if "/" in target:
+                self._child_not_taken[target] = router
+            else:
+                engine_run.not_taken[target] = router
 
     def restored_step(self, node_id: str) -> StepResult | None:
         """The result of a step that finished before the run stopped (not run again)."""
@@ -195,23 +210,72 @@ class DurableRun:
         results: dict[str, Any] = {}
         for node_id, r in run.results.items():
             if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
-                raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
-                raw["status"] = r.status.value
-                raw["output"] = self._redact(r.output)
-                raw["text"] = self._redact(r.text)
-                results[node_id] = raw
+                results[node_id] = self._raw(r)
+        results.update(self._child_results)
         cp = Checkpoint(
             state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
             step_results=results, tool_loops=list(self._loops.values()), paused=paused,
             cost_usd=_cost(run.results.values()),
-            extra={"not_taken": dict(run.not_taken), "loop_usage": dict(self._loop_usage)},
+            extra={"not_taken": {**run.not_taken, **self._child_not_taken},
+                   "loop_usage": dict(self._loop_usage)},
         )
         async with self._lock:
             await self.store.save_checkpoint(self.run_id, cp)
+        await self._renew_claim()
+
+    def _raw(self, r: StepResult) -> dict[str, Any]:
+        raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
+        raw["status"] = r.status.value
+        raw["output"] = self._redact(r.output)
+        raw["text"] = self._redact(r.text)
+        return raw
 
     async def finish(self, result: Any, paused: PauseRun | None) -> None:
         status = _STORE_STATUS.get(result.status.value, "failed")
         await self.save(status, paused.info() if paused is not None else None)
+        if self.worker_id is not None and hasattr(self.store, "release_claim"):
+            await self.store.release_claim(self.run_id, self.worker_id)
+
+    async def _renew_claim(self) -> None:
+        if self.worker_id is None or not hasattr(self.store, "claim_run"):
+            return
+        import time
+
+        now = time.monotonic()
+        if self._claimed_at is not None and now - self._claimed_at < self.lease_seconds / 3:
+            return
+        self._claimed_at = now
+        await self.store.claim_run(self.run_id, self.worker_id, self.lease_seconds)
+
+    # --- nested runs (see _durable_scope.py) ---------------------------------------------
+
+    def key(self, step_id: str) -> str:
+        return step_id
+
+    def child(self, name: str) -> Any:
+        """The durable view of a nested run named `name` (a step id, `step/index`...)."""
+        from agentloom.workflow._durable_scope import DurableScope
+
+        return DurableScope(self, f"{name}/")
+
+    def keep_child_result(self, key: str, result: StepResult) -> None:
+        from agentloom.workflow._result import StepStatus
+
+        if result.status in (StepStatus.SUCCESS, StepStatus.FAILED):
+            self._child_results[key] = self._raw(result)
+
+    def keep_child_not_taken(self, key: str, router: str) -> None:
+        self._child_not_taken[key] = router
+
+    def child_not_taken(self, prefix: str) -> dict[str, str]:
+        return {k: v for k, v in self._child_not_taken.items() if k.startswith(prefix)}
+
+    def drop_children(self, prefix: str) -> None:
+        """Forget the nested records under `prefix`: what ran them has its own result."""
+        for table in (self._child_results, self._child_not_taken, self._loops,
+                      self._loop_usage):
+            for k in [k for k in table if k.startswith(prefix)]:
+                del table[k]
 
     # --- the tool loop (LoopJournal) ---------------------------------------------------
 
@@ -234,6 +298,7 @@ class DurableRun:
     async def step_done(self, node_id: str) -> None:
         self._loops.pop(node_id, None)
         self._loop_usage.pop(node_id, None)
+        self.drop_children(f"{node_id}/")
         await self.save()
 
     # --- decisions -------------------------------------------------------------------
@@ -273,6 +338,11 @@ class DurableRun:
     def bind(self) -> Any:
         """Set the context variables steps and loops find this run through."""
         return current_durable.set(self), current_journal.set(self)
+
+    def unbind(self, tokens: Any) -> None:
+        durable, journal = tokens
+        current_journal.reset(journal)
+        current_durable.reset(durable)
 
     # --- helpers ---------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from agentloom.workflow._templates import to_text
 
 if TYPE_CHECKING:
     from agentloom.workflow._durable import DurableRun
+    from agentloom.workflow._observe import RunObservers
     from agentloom.workflow._workflow import StepNode, Workflow
 
 _DONE = (StepStatus.SUCCESS, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
@@ -46,9 +47,12 @@ async def arun_workflow(
     run_id: str | None = None,
     transport: Any = None,
     durable: DurableRun | None = None,
+    observers: RunObservers | None = None,
 ) -> RunResult:
     """Run a loaded workflow to its end. `state` is merged over the file's `state`;
-    `transport` is the HTTP transport attachments are downloaded with.
+    `transport` is the HTTP transport attachments are downloaded with; `observers` (traces,
+    spans) watch every step's loop and the run's start and end, and a nested run inherits
+    its parent's.
 
     Never raises for a step's failure: the result's status and per-step results say what
     happened. Cancelling the caller cancels the run."""
@@ -65,17 +69,33 @@ async def arun_workflow(
         if durable is not None:  # write-ahead checkpoints: see _durable.py
             clients, tools = durable.wrap_clients(clients), durable.wrap_tools(tools)
             run_id = durable.run_id
-            durable.bind()
+            bound = durable.bind()
+        from agentloom.workflow._functions import CURRENT_RUN
+        from agentloom.workflow._observe import observe_run
+
+        parent = CURRENT_RUN.get()  # the run this one is nested in, if any
         ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=merged,
                          clients=clients, tools=tools, clock=clock, on_event=on_event,
-                         transport=transport)
-        from agentloom.workflow._functions import CURRENT_RUN
-
+                         transport=transport, observers=observers)
         token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
         try:
-            return await _Run(ctx, rng or random.Random(), durable).run()
+            return await observe_run(ctx, _Run(ctx, rng or _shared_rng(), durable).run(),
+                                     parent)
         finally:
             CURRENT_RUN.reset(token)
+            if durable is not None:
+                durable.unbind(bound)
+
+
+_SHARED_RNG: list[random.Random] = []
+
+
+def _shared_rng() -> random.Random:
+    # Seeding a new Random reads OS entropy (~20 µs, a tenth of a one-step run); the rng
+    # only draws retry jitter, so runs given none share one.
+    if not _SHARED_RNG:
+        _SHARED_RNG.append(random.Random())
+    return _SHARED_RNG[0]
 
 
 def run_workflow(workflow: Workflow, **kwargs: Any) -> RunResult:
@@ -195,8 +215,11 @@ class _Run:
             if node.handler is not None:
                 from agentloom.workflow._on_error import run_handler
 
-                if await run_handler(node, self.ctx, result):
-                    self.handled.add(node.id)
+                try:
+                    if await run_handler(node, self.ctx, result):
+                        self.handled.add(node.id)
+                except PauseRun as pause:  # a gate in the on_error block: the step waits
+                    self._pause(node, result, pause)
         result.duration_seconds = clock.now() - start
         self._summarize_step(node, result)
         self.done_q.put_nowait(node.id)
@@ -353,8 +376,8 @@ class _Run:
     def _pause(self, node: StepNode, result: StepResult, exc: PauseRun) -> None:
         # The innermost step keeps its id (a gate inside a subworkflow is resumed by
         # its own id); this run only needs to know which of its steps is waiting.
-        if exc.step_id is None:
-            exc.step_id = node.id
+        if exc.step_id is None:  # namespaced in a nested durable run: `sub/gate`
+            exc.step_id = self.durable.key(node.id) if self.durable is not None else node.id
         self.paused_nodes.add(node.id)
         result.status, result.reason = StepStatus.PENDING, str(exc)
         if self.paused is None:

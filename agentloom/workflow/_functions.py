@@ -41,6 +41,10 @@ CURRENT_RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("agentloom_cur
                                                                  default=None)
 """The RunContext whose steps are running (set by `arun_workflow`, inherited by step
 tasks): a function's nested run shares its caller's budget through it."""
+NESTED_USAGE: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "agentloom_nested_usage", default=None)
+"""Set by a step around its tool loop: each function body called in it adds its model
+usage here, so the step's tokens and cost cover every call it made (spec 000)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -138,9 +142,33 @@ def _check_vendor_tools(checker: _Checker, nodes: dict[str, StepNode]) -> None:
 def _refs(checker: _Checker, nodes: dict[str, StepNode], function: str | None) -> \
         list[ToolRef]:
     out: list[ToolRef] = []
+    agents_seen: set[str] = set()
     for sid, node in nodes.items():
         index = checker._raw_index[sid]
         out.extend(_refs_of(node, lambda fp, i=index: checker.line_in_step(i, fp), function))
+        if node.type == "agent":
+            name = node.step.agent  # type: ignore[attr-defined]
+            if name not in agents_seen:  # an agent's tools are checked once, where defined
+                agents_seen.add(name)
+                out.extend(_agent_refs(checker, sid, name, function))
+    return out
+
+
+def _agent_refs(checker: _Checker, step_id: str, agent: str, function: str | None) -> \
+        list[ToolRef]:
+    """The tools of the agent an `agent` step runs, at their lines under `agents:`."""
+    definition = getattr(checker, "agents", {}).get(agent)
+    if definition is None:
+        return []  # an unknown agent is reported by the step itself
+    raw_agents = checker.data.get("agents") if isinstance(checker.data, dict) else None
+    raw = raw_agents.get(agent) if isinstance(raw_agents, dict) else None
+    raw_tools = raw.get("tools") if isinstance(raw, dict) else None
+    out = []
+    for i, decl in enumerate(definition.declared):
+        line = checker.marks.line_of(raw_tools, i) if raw_tools is not None \
+            else checker.marks.line_of(raw)
+        out.append(ToolRef(step_id, decl.name, "tools", line,
+                           f"agents.{agent}.tools[{i}]", function, decl.parameters))
     return out
 
 
@@ -339,18 +367,37 @@ async def _run_body(fn: FunctionDef, args: dict[str, Any], *, clients: ClientFac
     if fn.body is None:
         scope = Scope({}, {}, args)
     else:
+        from agentloom.workflow._durable_scope import call_scope
+        from agentloom.workflow._nested import rolled_usage
+
+        parent = CURRENT_RUN.get()
+        # In a durable run the body is durable too: its model calls and tool calls are
+        # journalled (the caller's wrapped clients and tools) under the call's scope.
+        durable = call_scope.get()
+        if durable is not None and parent is not None:
+            clients, tools = parent.clients, parent.tools
         ctx = RunContext(workflow=fn.body, run_id=f"fn-{fn.name}-{uuid.uuid4().hex[:12]}",
                          state=_deep_copy(fn.body.definition.state), clients=clients,
                          tools=tools, clock=clock or SYSTEM_CLOCK, transport=transport)
         ctx.scope.args = args
-        parent = CURRENT_RUN.get()
         if parent is not None:
             ctx.budget = parent.budget
         token = CURRENT_RUN.set(ctx)
+        scope_token = call_scope.set(None)
+        bound = durable.bind() if durable is not None else None
         try:
-            result = await _Run(ctx, random.Random()).run()
+            result = await _Run(ctx, random.Random(), durable).run()  # type: ignore[arg-type]
         finally:
+            if durable is not None:
+                durable.unbind(bound)  # type: ignore[arg-type]
+            call_scope.reset(scope_token)
             CURRENT_RUN.reset(token)
+        sink = NESTED_USAGE.get()
+        usage = rolled_usage([result])
+        if sink is not None and usage is not None:
+            sink.append(usage)
+        if result.pause is not None:
+            _paused(fn, result.pause, durable is not None)
         if not result.ok:
             raise ToolError(f"function {fn.name!r} failed: {result.error or result.status}")
         scope = ctx.scope
@@ -359,6 +406,17 @@ async def _run_body(fn: FunctionDef, args: dict[str, Any], *, clients: ClientFac
     except TemplateError as exc:
         raise ToolError(f"function {fn.name!r}: its return template failed: "
                         f"{exc.message.removeprefix('Prompt template error: ')}") from None
+
+
+def _paused(fn: FunctionDef, pause: Any, durable: bool) -> None:
+    """A step of the body waits for a person: in a durable run the whole run pauses
+    (the signal passes the toolbox); without a store there is nothing to resume, so the
+    model reads why the call could not finish."""
+    if durable:
+        raise pause
+    raise ToolError(f"function {fn.name!r} paused at step {pause.step_id!r} waiting for "
+                    f"{pause.waiting_for} ({pause.prompt or ''}), but this run has no "
+                    "checkpoint store to resume from")
 
 
 def declared_tools(step: Any) -> list[Any]:

@@ -49,9 +49,11 @@ class _JournaledClient:
         ctx = current_call_context.get()
         if ctx is None or ctx.step_id is None or ctx.turn is None:
             return await self._inner.complete(request, **kwargs)
+        from agentloom.workflow._durable_scope import scope_prefix
+
         d = self._durable
         try:
-            key = (ctx.step_id, ctx.turn, model_request_hash(request))
+            key = (scope_prefix.get() + ctx.step_id, ctx.turn, model_request_hash(request))
         except (TypeError, ValueError):  # a request the hash can't read is not journalled
             return await self._inner.complete(request, **kwargs)
         stored = d._exchanges.pop(key, None)
@@ -100,9 +102,13 @@ class _JournaledBox:
         return bool(getattr(tool, "idempotent", False))
 
     async def call(self, call: ToolCallPart, ctx: ToolContext) -> ToolResultPart:
+        from agentloom.workflow._durable_scope import call_scope, scope_prefix
+
         d, step = self._durable, ctx.step_id
         if step is None:
             return await self._inner.call(call, ctx)  # type: ignore[no-any-return]
+        # In a nested run (a subworkflow, a function's body) the step id is namespaced.
+        step = scope_prefix.get() + step
         # Some providers number calls per reply (call_0 every turn): the turn makes the
         # journal key unique within the step, and a count the retries of the step.
         base = f"{ctx.turn}:{call.id}"
@@ -113,6 +119,10 @@ class _JournaledBox:
         paused = d.resumed.paused if d.resumed is not None else None
         resumed_here = (paused is not None and paused.step_id == step
                         and paused.call_id == key)
+        # A step of a workflow function's body paused inside this call: the call runs
+        # again and the body resumes (its finished steps restored, the answer delivered
+        # to the step that asked, under its own namespaced id).
+        inside = paused is not None and paused.step_id.startswith(f"{step}/{key}/")
         action = tool_call_resume_action(record)
         if record is not None and action == "reuse":
             d.reused_tool_calls += 1
@@ -120,7 +130,9 @@ class _JournaledBox:
             return ToolResultPart(call_id=call.id, name=call.name,
                                   content=str(stored.get("content", "")),
                                   is_error=bool(stored.get("is_error", False)))
-        if resumed_here and paused is not None:
+        if inside:
+            action = "rerun"
+        elif resumed_here and paused is not None:
             if paused.waiting_for == "answer" and d.decision.has_answer:
                 answer = d.decision.answer
             elif paused.waiting_for == "decision" and d.decision.approve is False:
@@ -140,13 +152,17 @@ class _JournaledBox:
             idempotent=self._idempotent(call.name), name=call.name,
             arguments=d._redact(call.arguments))
         token = _call_answer.set(answer)
+        scope_token = call_scope.set(_scope_of(d, step, key))
         try:
             result: ToolResultPart = await self._inner.call(call, ctx)
         except PauseRun as exc:
-            exc.step_id, exc.call_id = step, key
+            if exc.step_id is None:  # `ask(...)` in the tool itself; else a nested step's
+                exc.step_id, exc.call_id = step, key
             raise
         finally:
+            call_scope.reset(scope_token)
             _call_answer.reset(token)
+        d.drop_children(f"{step}/{key}/")  # the call's result now stands for its body
         return await self._done(step, ctx.turn, key, call, result)
 
     async def _done(self, step: str, turn: int, key: str, call: ToolCallPart,
@@ -158,3 +174,8 @@ class _JournaledBox:
             arguments=d._redact(call.arguments),
             result={"content": d._redact(result.content), "is_error": result.is_error})
         return result
+
+
+def _scope_of(durable: DurableRun, step: str, key: str) -> Any:
+    """The durable scope a workflow function's body runs in for this call."""
+    return durable.child(f"{step}/{key}")

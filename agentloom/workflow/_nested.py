@@ -78,8 +78,11 @@ def problems_text(exc: WorkflowError) -> str:
 
 
 async def run_child(child: Workflow, ctx: RunContext, *, state: dict[str, Any],
-                    run_id: str) -> RunResult:
-    """Run `child` on the parent's clients, tools, clock and transport."""
+                    run_id: str, scope: str | None = None) -> RunResult:
+    """Run `child` on the parent's clients, tools, clock and transport. In a durable run,
+    `scope` names the child's namespace in the checkpoint (`step`, `step/index`): its
+    finished steps are kept there, and a resume restores them instead of running them."""
+    from agentloom.workflow._durable_scope import child_scope
     from agentloom.workflow._engine import arun_workflow
 
     depth = _RUN_DEPTH.get()
@@ -90,7 +93,9 @@ async def run_child(child: Workflow, ctx: RunContext, *, state: dict[str, Any],
     try:
         return await arun_workflow(child, clients=ctx.clients, state=state, tools=ctx.tools,
                                    clock=ctx.clock, on_event=ctx.on_event, run_id=run_id,
-                                   transport=ctx.transport)
+                                   transport=ctx.transport,
+                                   durable=child_scope(scope)  # type: ignore[arg-type]
+                                   if scope else None)
     finally:
         _RUN_DEPTH.reset(token)
 
@@ -108,6 +113,18 @@ def rolled_usage(results: list[RunResult]) -> Usage | None:
             unknown_cost = unknown_cost or u.cost_usd is None
             total = u if total is None else total + u
     if total is not None and unknown_cost:
+        total = dataclasses.replace(total, cost_usd=None)
+    return total
+
+
+def sum_usage(usages: list[Usage]) -> Usage | None:
+    """Several usages together; None for none. An unknown cost anywhere stays unknown."""
+    if not usages:
+        return None
+    total = usages[0]
+    for u in usages[1:]:
+        total = total + u
+    if any(u.cost_usd is None for u in usages):
         total = dataclasses.replace(total, cost_usd=None)
     return total
 

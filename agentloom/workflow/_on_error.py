@@ -53,7 +53,8 @@ async def run_handler(node: StepNode, ctx: RunContext, result: StepResult) -> bo
     state = deep_copy(ctx.state)
     state["error"] = {"step": node.id, "message": result.error, "type": result.error_type}
     try:
-        run = await run_child(handler, ctx, state=state, run_id=f"{ctx.run_id}/{node.id}.on_error")
+        run = await run_child(handler, ctx, state=state, run_id=f"{ctx.run_id}/{node.id}.on_error",
+                              scope=f"{node.id}/on_error")
     except NestingError as exc:
         result.reason = f"on_error not run: {exc.message}"
         return False

@@ -16,16 +16,17 @@ commits the step's `output` right after, and a step that raises writes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agentloom.conversation import Conversation, commit_turn, normalize_key, prepare_turn
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
+from agentloom.workflow._functions import NESTED_USAGE
+from agentloom.workflow._observe import step_observer
 from agentloom.workflow._paths import MISSING, assign, lookup, parse_path
 from agentloom.workflow._result import StepOutcome
-from agentloom.workflow.steps._client_choice import summary_observer
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
@@ -80,6 +81,10 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
         def sink(event: StreamEvent) -> None:
             on_event(step_id, event)
 
+    nested: list[Usage] = []
+    # Workflow functions the loop calls add their model usage here (spec 000: the step's
+    # tokens and cost cover every call it made); a failed loop's step fails anyway.
+    usage_token = NESTED_USAGE.set(nested)
     result = await run_loop(
         client, request, tools=turn.toolbox, on_event=sink,
         options=LoopOptions(
@@ -87,8 +92,10 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
             validator=turn.structured.validator if turn.structured is not None else None,
             max_reasks=turn.max_reasks if turn.structured is not None else 0,
             speaker=turn.speaker, agent_name=turn.agent_name,
-            observer=summary_observer(turn.step_id, ctx)),
+            observer=step_observer(turn.step_id, ctx)),
     )
+    NESTED_USAGE.reset(usage_token)
+    extra_usage.extend(nested)
     if turn.structured is not None and result.status is ConversationStatus.ITERATION_LIMIT:
         # The loop stopped at its limit on a tool call: no final answer was validated.
         raise StructuredOutputError(
@@ -98,6 +105,8 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     usage = result.usage
     for u in extra_usage:
         usage = usage + u
+    if any(u.cost_usd is None and u.total_tokens for u in nested):
+        usage = replace(usage, cost_usd=None)  # a function's unknown cost stays unknown
     if plan is not None and turn.conversation is not None:
         stored = commit_turn(plan, result.text, turn.speaker)
         assign(ctx.state, turn.conversation, stored.to_state())

@@ -106,7 +106,8 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
             state[step.as_] = deep_copy(item)
             state["index"] = index
             return await run_child(body, ctx, state=state,
-                                   run_id=f"{ctx.run_id}/{node.id}[{index}]")
+                                   run_id=f"{ctx.run_id}/{node.id}[{index}]",
+                                   scope=f"{node.id}/{index}")
 
     async with asyncio.TaskGroup() as tg:
         tasks = [tg.create_task(one(i, item)) for i, item in enumerate(items)]

@@ -108,7 +108,8 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     state: dict[str, Any] = {} if step.isolated_state else deep_copy(ctx.state)
     for key, given in prep.inputs:
         state[key] = given.value(ctx.scope) if isinstance(given, Template) else deep_copy(given)
-    result = await run_child(prep.child, ctx, state=state, run_id=f"{ctx.run_id}/{node.id}")
+    result = await run_child(prep.child, ctx, state=state, run_id=f"{ctx.run_id}/{node.id}",
+                             scope=node.id)
     raise_if_paused(result)
     usage = rolled_usage([result])
     if result.status is not RunStatus.SUCCESS:

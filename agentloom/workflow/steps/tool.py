@@ -99,10 +99,21 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     box = ctx.tools.toolbox([step.tool_name], policy=ctx.sandbox_policy())
     call = ToolCallPart(id=f"{node.id}-call", name=step.tool_name,
                         arguments=json.dumps(args, ensure_ascii=False, default=str))
-    result = await box.call(call, ToolContext(run_id=ctx.run_id, step_id=node.id))
+    from agentloom.workflow._functions import NESTED_USAGE
+    from agentloom.workflow._nested import sum_usage
+
+    nested: list[Any] = []  # a workflow function's model usage is this step's
+    token = NESTED_USAGE.set(nested)
+    try:
+        result = await box.call(call, ToolContext(run_id=ctx.run_id, step_id=node.id))
+    finally:
+        NESTED_USAGE.reset(token)
     if result.is_error:
-        raise ToolError(f"tool {step.tool_name!r} failed in step {node.id!r}: {result.content}")
-    return StepOutcome(value=_maybe_json(result.content), text=result.content)
+        err = ToolError(f"tool {step.tool_name!r} failed in step {node.id!r}: {result.content}")
+        err.usage = sum_usage(nested)  # type: ignore[attr-defined]
+        raise err
+    return StepOutcome(value=_maybe_json(result.content), text=result.content,
+                       usage=sum_usage(nested))
 
 
 def _maybe_json(text: str) -> Any:

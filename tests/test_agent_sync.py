@@ -1,0 +1,133 @@
+"""The Agent's connections live and die on the loop that uses them: the sync face closes
+its session on its portal loop before that loop stops, and the async face used under
+several `asyncio.run` calls closes each loop's session before that loop ends. Any
+ResourceWarning or "Unclosed client session" fails these tests."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import sys
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+from agentloom import Agent
+from agentloom.testing._server import FakeReply
+from agentloom.testing.fake_openai import FakeOpenAIServer
+from agentloom.tools import MCPServerConfig
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    srv = FakeOpenAIServer()
+    srv.start_in_thread()
+    try:
+        yield srv
+    finally:
+        srv.stop_thread()
+
+
+def env(server: FakeOpenAIServer) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
+            "AGENTLOOM_MODEL": "gpt-4o-mini"}
+
+
+def open_sessions() -> list[object]:
+    import aiohttp
+
+    gc.collect()
+    return [o for o in gc.get_objects()
+            if isinstance(o, aiohttp.ClientSession) and not o.closed]
+
+
+@pytest.fixture
+def no_leaks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Every warning is an error; leaked sessions, connectors or sockets found by a full
+    collection, or reported by asyncio's logger, fail the test."""
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    before = len(open_sessions())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+        gc.collect()
+    assert len(open_sessions()) == before
+    unclosed = [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()]
+    assert unclosed == []
+
+
+def test_sync_agent_closes_its_session_on_its_own_loop(server: FakeOpenAIServer,
+                                                       no_leaks: None) -> None:
+    server.script("one", "two")
+    with Agent.from_env(env(server)) as agent:
+        assert agent.run("a") == "one"
+        assert agent.run("b") == "two"
+        assert len(open_sessions()) == 1  # one pooled session, kept between calls
+    assert open_sessions() == []
+
+
+def test_async_face_across_asyncio_run_calls(server: FakeOpenAIServer,
+                                             no_leaks: None) -> None:
+    server.script("one", "two")
+    agent = Agent.from_env(env(server))
+    try:
+        assert asyncio.run(agent.arun("a")) == "one"
+        assert open_sessions() == []  # closed before the first loop ended
+        assert asyncio.run(agent.arun("b")) == "two"
+        assert open_sessions() == []
+    finally:
+        agent.close()
+
+
+# Known, outside the Agent: when a loop ends, asyncio cancels the MCP owner task and the
+# Agent's watcher together, and `_Connection.close` (tools/_mcp.py) then stops at the
+# cancelled owner before closing its stderr file. Sessions and processes are closed.
+def test_mcp_servers_restart_on_the_next_loop(server: FakeOpenAIServer,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    mcp = MCPServerConfig(name="calc", command=sys.executable,
+                          args=("-m", "agentloom.testing.mcp_server"), timeout=20)
+    for n in (1, 2):
+        server.script(FakeReply(tool_calls=[("calc_add", {"a": n, "b": n})]), f"{2 * n}")
+    agent = Agent.from_env(env(server), tools=[mcp])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            assert asyncio.run(agent.arun("first")) == "2"
+            assert asyncio.run(agent.arun("second")) == "4"
+        finally:
+            agent.close()
+        gc.collect()
+    assert [str(w.message) for w in seen if "unclosed file" not in str(w.message)] == []
+    results = [m["content"] for r in server.requests for m in r.json["messages"]
+               if m["role"] == "tool"]
+    assert results == ["2", "4"]
+    assert open_sessions() == []
+    assert not [r for r in caplog.records if "nclosed" in r.getMessage()]
+
+
+def test_a_second_live_loop_is_refused(server: FakeOpenAIServer, no_leaks: None) -> None:
+    server.script("sync")
+    with Agent.from_env(env(server)) as agent:
+        assert agent.run("a") == "sync"  # binds the agent to its portal loop
+        with pytest.raises(RuntimeError, match="another event loop"):
+            asyncio.run(agent.arun("b"))
+
+
+async def test_async_with_closes_on_the_running_loop(server: FakeOpenAIServer,
+                                                     no_leaks: None) -> None:
+    server.script("one")
+    async with Agent.from_env(env(server)) as agent:
+        assert await agent.arun("a") == "one"
+    assert open_sessions() == []
+
+
+def test_an_agent_over_the_callers_client_is_bound_to_no_loop() -> None:
+    from agentloom.testing.scripted import ScriptedModel
+
+    with Agent(ScriptedModel(["sync", "async"])) as agent:
+        assert agent.run("a") == "sync"  # the portal loop is alive, and that is fine:
+        assert asyncio.run(agent.arun("b")) == "async"  # the client is the caller's
