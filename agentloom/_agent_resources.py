@@ -9,17 +9,26 @@ and MCP servers right there, while the loop still runs. The next run, on a new l
 (another `asyncio.run`), binds afresh: HTTP sessions reopen on first use and MCP servers
 are started again. A run on a second loop while the first is still alive is refused: one
 face per Agent (its sync face is a loop of its own).
+
+An Agent dropped without `close()` is closed by `abandon`, a finalizer: on its own loop,
+without blocking the thread the garbage collector happened to run on (which may be that
+loop's).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentloom._agent_tools import ToolPlan
     from agentloom.loop._contracts import ToolBox
+    from agentloom.loop._sync import Portal
+
+_CLOSING: set[asyncio.Task[None]] = set()
+"""Closes started by `abandon`, kept alive until they finish."""
 
 
 class AgentResources:
@@ -42,6 +51,11 @@ class AgentResources:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._opening: asyncio.Lock | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the resources are bound to, if any."""
+        return self._loop
 
     @property
     def owns_anything(self) -> bool:
@@ -132,3 +146,28 @@ class AgentResources:
             self.pending = []
             if runtime is not None:
                 await runtime.aclose()
+
+
+def abandon(portal: Portal, res: AgentResources) -> None:
+    """Close an Agent nobody closed (a `weakref.finalize` callback): through its portal
+    from a helper thread (the collector may be running on the portal's own thread), or
+    as a task on the loop its async face used."""
+    if portal.started:
+        def close() -> None:
+            with contextlib.suppress(Exception):
+                portal.run(res.aclose, name="Agent finalizer", twin="agent.aclose")
+            portal.close()
+
+        threading.Thread(target=close, name="agentloom-agent-close", daemon=True).start()
+        return
+    loop = res.loop
+    if loop is None or loop.is_closed():
+        return
+
+    def start() -> None:
+        task = loop.create_task(res.aclose())
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+        loop.call_soon_threadsafe(start)

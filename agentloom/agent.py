@@ -4,8 +4,10 @@ An Agent is a thin face over `run_loop`, the same loop an `llm_call` step runs: 
 the request (system prompt, model, sampling, output schema), turns tools given as
 functions into a ToolSet, and returns the transcript with its summary. The core is async
 (`arun_result`, ...); each sync method runs its twin on the agent's private event loop
-(`loop/_sync.py`). Use one face per Agent: its clients belong to the loop that first
-used them.
+(`loop/_sync.py`). What the Agent opens (HTTP sessions, MCP servers) is bound to the loop
+that uses it and closed on that loop before it ends (`agentloom._agent_resources`), so
+`asyncio.run` per call and the sync face both leave no socket open; use one face per
+Agent.
 
 Return shapes:
     run(prompt) -> str                                 the final text
@@ -28,10 +30,11 @@ that never answered did not succeed (status iteration_limit).
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentloom._agent_resources import AgentResources
+from agentloom._agent_resources import AgentResources, abandon
 from agentloom._agent_tools import give_transport, plan_tools
 from agentloom._clock import Clock
 from agentloom.errors import ConfigError
@@ -141,6 +144,9 @@ class Agent:
             self._output = plan_output(output_spec(output_schema), name or "output",
                                        with_tools=not plan.empty)
         self._portal = Portal()
+        self._finalizer = weakref.finalize(self, abandon, self._portal, self._res)
+        # At interpreter exit the portal thread is a daemon and dies with the process.
+        self._finalizer.atexit = False
 
     @classmethod
     def from_env(
@@ -161,6 +167,8 @@ class Agent:
         runtime = Runtime.from_env(env)
         try:
             client = runtime.client(model=model, provider=provider)
+            if tools is not None and not hasattr(tools, "specs"):
+                tools = list(tools)  # read twice below: a generator would be spent
             if "transport" not in kwargs and _names_http_request(tools):
                 kwargs["transport"] = runtime.transport
             agent = cls(client, model=model or runtime.default_model, tools=tools, **kwargs)
@@ -174,12 +182,6 @@ class Agent:
     def output_schema(self) -> ResponseSchemaSpec | None:
         """The output schema as a checked spec (None without one)."""
         return self._output.spec if self._output is not None else None
-
-    @property
-    def _validator(self) -> _SchemaView | None:
-        # Read by workflow.steps.agent.AgentSpec.from_agent (`._validator.schema`);
-        # `output_schema` is the public face.
-        return _SchemaView(self._output.spec) if self._output is not None else None
 
     @property
     def tools(self) -> ToolBox | None:
@@ -215,6 +217,7 @@ class Agent:
     def close(self) -> None:
         """Close what the Agent opened, on the loop it is bound to (the portal's, for
         the sync face), then stop the portal. Safe to call twice."""
+        self._finalizer.detach()
         if self._portal.started:
             self._portal.run(self._res.aclose, name="Agent.close", twin="agent.aclose")
         elif self._res.owns_anything:
@@ -222,6 +225,7 @@ class Agent:
         self._portal.close()
 
     async def aclose(self) -> None:
+        self._finalizer.detach()
         await self._res.aclose()
         self._portal.close()
 
@@ -337,22 +341,10 @@ def _ids(correlation_id: str | None, parent_id: str | None,
             "conversation_id": conversation_id}
 
 
-class _SchemaView:
-    """`schema`: the pydantic class, or the JSON Schema, an output spec was made from."""
-
-    __slots__ = ("schema",)
-
-    def __init__(self, spec: ResponseSchemaSpec) -> None:
-        self.schema: Any = spec.model_class if spec.model_class is not None else spec.schema
-
-
 def _names_http_request(tools: Any) -> bool:
     if tools is None or isinstance(tools, str) or hasattr(tools, "specs"):
         return False
-    try:
-        return "http_request" in list(tools)
-    except TypeError:
-        return False
+    return any(isinstance(t, str) and t == "http_request" for t in tools)
 
 
 def _run_fresh(make: Any) -> None:

@@ -9,8 +9,10 @@ FakeOpenAIServer runs in its own process (bench/_fake_server.py, latency 0). Eac
 runs in a fresh child process, one after the other, against that server:
   - aiohttp:  one pooled session posting the chat body and parsing the JSON (the floor);
   - provider: `ProviderClient.complete` (encode, transport, decode, retries, breaker);
+  - agent_direct: `Agent(provider_client).arun_result(prompt)`: the loop over the same
+              ProviderClient, without the runtime's router (fallback, breaker, limiter);
   - agent:    `Agent.from_env(mapping).arun_result(prompt)` with no tools: the whole
-              loop, summary and observers included, as an application calls it;
+              path, router, loop, summary and observers included, as applications call it;
   - agent_sync: the same through the sync face (`run_result`, the portal thread).
 `--breakdown` adds the in-process cost of the layers above HTTP, with an instant
 in-memory model: `run_loop` bare, with its deadline, and `Agent.arun_result`.
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_transport import BODY, PY, machine, start_server, stop_server  # noqa: E402
 
-CLIENTS = ("aiohttp", "provider", "agent", "agent_sync")
+CLIENTS = ("aiohttp", "provider", "agent_direct", "agent", "agent_sync")
 PROMPT = "hi"
 WARMUP = 30
 
@@ -87,6 +89,25 @@ async def run_provider(base_url: str, n: int) -> Timing:
 
     async def call() -> None:
         await client.complete(request)
+
+    try:
+        return await _timed(call, n)
+    finally:
+        await transport.aclose()
+
+
+async def run_agent_direct(base_url: str, n: int) -> Timing:
+    from agentloom import Agent
+    from agentloom.http import AiohttpTransport
+    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+
+    transport = AiohttpTransport()
+    client = ProviderClient(vendor_endpoint("openai", api_key="sk", base_url=base_url),
+                            get_protocol("openai"), transport)
+    agent = Agent(client, model="gpt-4o-mini", temperature=0)
+
+    async def call() -> None:
+        await agent.arun_result(PROMPT)
 
     try:
         return await _timed(call, n)
@@ -177,7 +198,8 @@ def child(name: str, base_url: str, n: int, profile: bool) -> None:
     def go() -> Timing:
         if name == "agent_sync":
             return run_agent_sync(base_url, n)
-        runner = {"aiohttp": run_aiohttp, "provider": run_provider, "agent": run_agent}[name]
+        runner = {"aiohttp": run_aiohttp, "provider": run_provider,
+                  "agent_direct": run_agent_direct, "agent": run_agent}[name]
         return asyncio.run(runner(base_url, n))
 
     if profile:
@@ -259,12 +281,12 @@ def report(results: dict[str, dict[str, Any]], n: int, repeats: int) -> None:
     print(f"{time.strftime('%Y-%m-%d')}  {machine()}")
     print(f"{n} sequential calls after {WARMUP} warm-up, best median of {repeats} runs\n")
     floor = results.get("aiohttp", {})
-    print(f"{'client':<12}{'median us':>11}{'mean us':>10}{'cpu us':>9}"
+    print(f"{'client':<14}{'median us':>11}{'mean us':>10}{'cpu us':>9}"
           f"{'median/aiohttp':>16}{'cpu/aiohttp':>13}")
     for name, r in results.items():
         ratio = f"{r['median_us'] / floor['median_us']:.2f}x" if floor else "-"
         cpu = f"{r['cpu_us_per_call'] / floor['cpu_us_per_call']:.2f}x" if floor else "-"
-        print(f"{name:<12}{r['median_us']:>11.0f}{r['mean_us']:>10.0f}"
+        print(f"{name:<14}{r['median_us']:>11.0f}{r['mean_us']:>10.0f}"
               f"{r['cpu_us_per_call']:>9.0f}{ratio:>16}{cpu:>13}")
     print()
     print(json.dumps(results, indent=1))

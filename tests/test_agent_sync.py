@@ -10,7 +10,7 @@ import gc
 import logging
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -131,3 +131,42 @@ def test_an_agent_over_the_callers_client_is_bound_to_no_loop() -> None:
     with Agent(ScriptedModel(["sync", "async"])) as agent:
         assert agent.run("a") == "sync"  # the portal loop is alive, and that is fine:
         assert asyncio.run(agent.arun("b")) == "async"  # the client is the caller's
+
+
+def wait_until(condition: Callable[[], bool], limit: float = 5.0) -> bool:
+    """Poll for something another thread finishes (not a timing assertion)."""
+    import time
+
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_sync_agent_nobody_closed_is_closed_when_collected(server: FakeOpenAIServer,
+                                                             no_leaks: None) -> None:
+    import threading
+
+    server.script("one")
+    agent = Agent.from_env(env(server))
+    assert agent.run("a") == "one"
+    assert len(open_sessions()) == 1
+    portals = [t for t in threading.enumerate() if t.name == "agentloom-portal"]
+    del agent
+    assert wait_until(lambda: not open_sessions() and not any(t.is_alive() for t in portals))
+
+
+async def test_an_async_agent_nobody_closed_is_closed_on_its_loop(
+        server: FakeOpenAIServer, no_leaks: None) -> None:
+    server.script("one")
+    agent = Agent.from_env(env(server))
+    assert await agent.arun("a") == "one"
+    del agent
+    gc.collect()
+    for _ in range(20):  # the close runs as a task on this loop
+        await asyncio.sleep(0)
+        if not open_sessions():
+            break
+    assert open_sessions() == []

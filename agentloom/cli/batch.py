@@ -148,8 +148,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_drain(b))
     except KeyboardInterrupt:
+        resumable = ("; the runs in flight go on from their last checkpoint"
+                     if args.store else "")
         sys.stderr.write(f"agentloom: interrupted; {b.stats.done:,} result(s) are in "
-                         f"{output}; run again with --resume to finish the rest\n")
+                         f"{output}; run again with --resume to finish the rest"
+                         f"{resumable}\n")
         return EXIT_INTERRUPTED
     except (ConfigError, StoreError) as exc:
         sys.stderr.write(f"agentloom: error: {exc}\n")

@@ -110,11 +110,12 @@ class DurableBatchRunner:
     poll_seconds: float = 0.2
 
     async def run(self, inp: BatchInput) -> BatchItemResult:
-        run_id = await self._current_run_id(inp.id)
+        run_id, found = await self._current_run(inp.id)
         state = {**self.base_state, **inp.state}
         redactor = self._redactor(state)
         while True:
-            record = await self._record(run_id, inp, state, redactor)
+            record = found or await self._record(run_id, inp, state, redactor)
+            found = None
             if record.workflow_hash != self.workflow_hash:
                 return BatchItemResult(
                     id=inp.id, status=ERROR, source=inp.source, run_id=run_id,
@@ -154,22 +155,23 @@ class DurableBatchRunner:
 
     # --- the store's view of the run ------------------------------------------------
 
-    async def _current_run_id(self, input_id: str) -> str:
-        """The id of the input's newest run. A failed run stays as it is; with
-        `retry_failed` the next attempt runs under `<id>~2`, `~3`..."""
+    async def _current_run(self, input_id: str) -> tuple[str, RunRecord | None]:
+        """The id (and row, if any) of the input's newest run. A failed run stays as it
+        is; with `retry_failed` the next attempt runs under `<id>~2`, `~3`..."""
         from agentloom.store import FINISHED_STATUSES
 
         attempt = 1
+        run_id = run_id_for(self.batch_id, input_id, attempt)
+        record = await self.store.get_run(run_id)
         while True:
-            run_id = run_id_for(self.batch_id, input_id, attempt)
-            record = await self.store.get_run(run_id)
             if record is None or record.status not in FINISHED_STATUSES \
                     or record.status == "succeeded":
-                return run_id
+                return run_id, record
             later = run_id_for(self.batch_id, input_id, attempt + 1)
-            if not self.retry_failed and await self.store.get_run(later) is None:
-                return run_id
-            attempt += 1
+            later_record = await self.store.get_run(later)
+            if later_record is None and not self.retry_failed:
+                return run_id, record
+            attempt, run_id, record = attempt + 1, later, later_record
 
     async def _record(self, run_id: str, inp: BatchInput, state: dict[str, Any],
                       redactor: Any) -> RunRecord:
@@ -182,10 +184,12 @@ class DurableBatchRunner:
         meta = {"batch_id": self.batch_id, "input_id": inp.id, "source": inp.source,
                 "workflow_path": self.workflow_path, "tools": [],
                 "state": redactor.redact_state(inp.state), **self.overrides}
-        with contextlib.suppress(RunExists):  # another worker created it first: fine
-            await self.store.create_run(run_id, self.workflow.name, self.workflow_hash,
-                                        redactor.redact_state(initial), meta=meta)
-        record = await self.store.get_run(run_id)
+        try:
+            return await self.store.create_run(run_id, self.workflow.name,
+                                               self.workflow_hash,
+                                               redactor.redact_state(initial), meta=meta)
+        except RunExists:  # another worker created it first: fine
+            record = await self.store.get_run(run_id)
         assert record is not None
         return record
 

@@ -45,7 +45,8 @@ def status_line(stats: BatchStats) -> str:
     todo = stats.total - stats.skipped
     rate = stats.runs_per_second
     eta = stats.eta_seconds
-    return (f"{stats.done:,}/{todo:,} done · {stats.failed + stats.invalid:,} failed · "
+    done = stats.done + stats.reused  # taken from the store counts as done
+    return (f"{done:,}/{todo:,} done · {stats.failed + stats.invalid:,} failed · "
             f"{stats.running:,} running · {f'{rate:.1f}' if rate else '-'} runs/s · "
             f"{stats.tokens:,}{'+' if stats.runs_without_tokens else ''} tokens · "
             f"${stats.cost_usd:.4f}{'+' if stats.runs_without_cost else ''} · "
@@ -158,7 +159,8 @@ class RichProgress:
         head, _, detail = status_line(stats).partition(" · ")
         eta = detail.rpartition(" · ")
         self._progress.detail = eta[0]
-        self._progress.update(self._task, completed=stats.done, head=f"{head} · {eta[2]}")
+        self._progress.update(self._task, completed=stats.done + stats.reused,
+                              head=f"{head} · {eta[2]}")
 
     def result(self, item: BatchItemResult, stats: BatchStats) -> None:
         if self._progress is None:

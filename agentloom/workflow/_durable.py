@@ -10,6 +10,9 @@ flight is re-run only when its tool is idempotent, else the run stops `needs_dec
 
 `PauseRun` is the control signal of a pause: `approval_gate` and `ask` steps raise it,
 and so does `ask(...)` inside a tool function, whose call is re-run with the answer.
+Nested runs (subworkflows, map items, `on_error` blocks, workflow function bodies) see
+this run through a namespaced `DurableScope` (`_durable_scope.py`). A `worker_id` makes
+the run hold a claim in the store while it runs, so two processes never continue it.
 """
 
 from __future__ import annotations

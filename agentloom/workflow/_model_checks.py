@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 
 def prepare_agents(checker: Any) -> dict[str, AgentPlan]:
     """Each valid agent of the file, ready to run; problems go to `checker.err`."""
+    agents: dict[str, AgentDef] = getattr(checker, "agents", {}) or {}
+    if not agents:
+        return {}  # and the agent step's module is not imported for nothing
     from agentloom.workflow.steps._structured_step import load_protocol, prepare_structured
     from agentloom.workflow.steps.agent import AgentPlan
 
-    agents: dict[str, AgentDef] = getattr(checker, "agents", {}) or {}
     data = checker.data if isinstance(checker.data, dict) else {}
     found_agents = data.get("agents")
     raw_agents: dict[str, Any] = found_agents if isinstance(found_agents, dict) else {}

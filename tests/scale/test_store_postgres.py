@@ -109,3 +109,33 @@ async def test_a_dead_workers_run_is_resumed_after_its_lease_lapses(
     async with open_store(pg_server.dsn) as store:  # type: ignore[attr-defined]
         record = await store.get_run(run_id)
     assert record is not None and record.status == "succeeded" and record.claimed_by is None
+
+
+def test_two_batch_processes_split_the_inputs(
+        tmp_path: Path, flow: Path, server: HoldingServer, pg_server: Any) -> None:
+    import os
+    import subprocess
+
+    n = 30
+    inputs = write_docs(tmp_path / "in.jsonl", n)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTLOOM_"))}
+    env.update(_env(server))
+    cli = str(Path(__file__).parent / "cli_main.py")
+    batch_id = "procs-" + uuid.uuid4().hex[:8]
+    procs = [subprocess.Popen([sys.executable, cli, "batch", str(flow), str(inputs), "-o",
+                               str(tmp_path / f"{name}.jsonl"), "--store", pg_server.dsn,
+                               "--batch-id", batch_id, "-c", "4", "--json"],
+                              env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+             for name in ("a", "b")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert len(server.requests) == 2 * n, "every input ran once: two model calls each"
+    ran = [{line["id"] for line in lines_of(tmp_path / f"{name}.jsonl") if not line["reused"]}
+           for name in ("a", "b")]
+    assert not ran[0] & ran[1]
+    assert ran[0] | ran[1] == {f"d{i:02d}" for i in range(n)}
+    for name in ("a", "b"):
+        ids = sorted(line["id"] for line in lines_of(tmp_path / f"{name}.jsonl"))
+        assert ids == [f"d{i:02d}" for i in range(n)]

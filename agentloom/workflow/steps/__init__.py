@@ -4,23 +4,47 @@
   their line (`pc.report`, `pc.template`); returns what `execute` needs.
 - `execute(node, ctx)` at run time: returns a `StepOutcome`, or raises; the engine
   handles retries, timeouts, state writes and skips.
+
+Step modules are imported on first use (`STEP_KINDS[kind]`), so loading and running a
+workflow pays only for the step types it has.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 
-from agentloom.workflow.steps import agent as agent_step
-from agentloom.workflow.steps import approval_gate, ask, llm_call, router, subworkflow, tool
-from agentloom.workflow.steps import map as map_step
-
-STEP_KINDS: dict[str, ModuleType] = {
-    "llm_call": llm_call,
-    "tool": tool,
-    "router": router,
-    "subworkflow": subworkflow,
-    "map": map_step,
-    "approval_gate": approval_gate,
-    "ask": ask,
-    "agent": agent_step,
+_MODULES: dict[str, str] = {
+    "llm_call": "llm_call",
+    "tool": "tool",
+    "router": "router",
+    "subworkflow": "subworkflow",
+    "map": "map",
+    "approval_gate": "approval_gate",
+    "ask": "ask",
+    "agent": "agent",
 }
+
+
+class _StepKinds(Mapping[str, ModuleType]):
+    """Step type -> its module, imported the first time it is asked for."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, ModuleType] = {}
+
+    def __getitem__(self, kind: str) -> ModuleType:
+        module = self._loaded.get(kind)
+        if module is None:
+            module = importlib.import_module(f"{__name__}.{_MODULES[kind]}")
+            self._loaded[kind] = module
+        return module
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+STEP_KINDS: Mapping[str, ModuleType] = _StepKinds()

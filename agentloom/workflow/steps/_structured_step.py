@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
 from agentloom.messages import (
-    Message,
     ModelRequest,
     ModelResponse,
     NamedToolChoice,
@@ -36,11 +35,12 @@ from agentloom.structured import (
     SchemaValidator,
     build_response_format,
     check_forced_tool_support,
+    final_answer_instruction,
     parse_forced_tool_call,
     structured_tool,
     structured_tool_choice,
+    with_system,
 )
-from agentloom.structured._spec import schema_name
 
 if TYPE_CHECKING:
     from agentloom.providers._base import AttemptSink, EventSink, ModelClient
@@ -70,7 +70,7 @@ class StructuredPlan:
             assert self.tool is not None and self.tool_choice is not None
             return request.replace(tools=(self.tool,), tool_choice=self.tool_choice)
         if self.instruction is not None:
-            return request.replace(messages=_with_system(request.messages, self.instruction))
+            return request.replace(messages=with_system(request.messages, self.instruction))
         return request.replace(response_format=self.response_format)
 
     def wrap(self, client: ModelClient) -> ModelClient:
@@ -116,25 +116,6 @@ def prepare_structured(
         return StructuredPlan(spec=spec, validator=validator, mode="native",
                               instruction=final_answer_instruction(spec, name))
     return StructuredPlan(spec=spec, validator=validator, mode="native", response_format=fmt)
-
-
-def final_answer_instruction(spec: ResponseSchemaSpec, name: str) -> str:
-    shape = (json.dumps(spec.schema, ensure_ascii=False, sort_keys=True)
-             if spec.schema is not None else None)
-    text = ("Use your tools as you need them. When you give your final answer, reply with "
-            "a single JSON object and nothing else")
-    if shape is not None:
-        text += f", conforming to this JSON Schema ({schema_name(spec, name)}):\n{shape}"
-    else:
-        text += "."
-    return text
-
-
-def _with_system(messages: tuple[Message, ...], text: str) -> tuple[Message, ...]:
-    lead = 0
-    while lead < len(messages) and messages[lead].role == "system":
-        lead += 1
-    return (*messages[:lead], Message.system(text), *messages[lead:])
 
 
 def load_protocol(provider: str | None, model: str | None,

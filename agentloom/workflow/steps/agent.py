@@ -82,15 +82,10 @@ class AgentSpec:
     def from_agent(cls, agent: Agent) -> AgentSpec:
         """The spec of a Python Agent (its tools by name)."""
         tools = tuple(t.name for t in agent.tools.specs) if agent.tools is not None else ()
-        raw = getattr(getattr(agent, "_validator", None), "schema", None)
-        schema = None
-        if isinstance(raw, dict):
-            schema = ResponseSchemaSpec.from_json_schema(raw)
-        elif raw is not None:
-            schema = ResponseSchemaSpec.from_model(raw)
         return cls(
             name=agent.name or "agent", model=agent.model, instructions=agent.system_prompt,
-            tools=tools, output_schema=schema, max_tool_iterations=agent.max_iterations,
+            tools=tools, output_schema=agent.output_schema,
+            max_tool_iterations=agent.max_iterations,
             temperature=agent.temperature, max_tokens=agent.max_tokens,
         )
 
