@@ -269,17 +269,21 @@ class _Connection:
         if self._scope is not None and (self._ready is None or not self._ready.done()):
             self._scope.cancel()
         task, ready = self._task, self._ready
-        if task is not None and not task.done():
-            with contextlib.suppress(TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), 15)
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-        if ready is not None and ready.done() and not ready.cancelled():
-            ready.exception()  # retrieved: no "never retrieved" warning
-        if self._stderr is not None:
-            await asyncio.to_thread(self._stderr.close)
+        try:
+            if task is not None and not task.done():
+                with contextlib.suppress(TimeoutError, Exception):
+                    await asyncio.wait_for(asyncio.shield(task), 15)
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+            if ready is not None and ready.done() and not ready.cancelled():
+                ready.exception()  # retrieved: no "never retrieved" warning
+        finally:
+            # Also when this close is itself cancelled (its loop shutting down): the
+            # server's stderr file must not outlive the connection.
+            if self._stderr is not None:
+                self._stderr.close()
 
 
 @contextlib.asynccontextmanager

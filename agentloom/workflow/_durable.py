@@ -150,6 +150,8 @@ class DurableRun:
     _exchanges: dict[tuple[str, int, str], Any] = field(default_factory=dict)
     _loops: dict[str, ToolLoopProgress] = field(default_factory=dict)
     _loop_usage: dict[str, Any] = field(default_factory=dict)
+    _loop_nested: dict[str, Any] = field(default_factory=dict)
+    """Step -> model usage of the workflow functions its finished loop turns called."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _restored: set[str] = field(default_factory=set)
     _decided: set[str] = field(default_factory=set)
@@ -184,6 +186,7 @@ class DurableRun:
             self._exchanges[(ex.step_id, ex.turn, ex.request_hash)] = ex.response
         self._loops = {p.step_id: p for p in cp.tool_loops}
         self._loop_usage = dict(cp.extra.get("loop_usage") or {})
+        self._loop_nested = dict(cp.extra.get("loop_nested_usage") or {})
         self._child_results = {k: v for k, v in cp.step_results.items() if "/" in k}
         for target, router in (cp.extra.get("not_taken") or {}).items():
             if "/" in target:
@@ -220,7 +223,8 @@ class DurableRun:
             step_results=results, tool_loops=list(self._loops.values()), paused=paused,
             cost_usd=_cost(run.results.values()),
             extra={"not_taken": {**run.not_taken, **self._child_not_taken},
-                   "loop_usage": dict(self._loop_usage)},
+                   "loop_usage": dict(self._loop_usage),
+                   "loop_nested_usage": dict(self._loop_nested)},
         )
         async with self._lock:
             await self.store.save_checkpoint(self.run_id, cp)
@@ -276,7 +280,7 @@ class DurableRun:
     def drop_children(self, prefix: str) -> None:
         """Forget the nested records under `prefix`: what ran them has its own result."""
         for table in (self._child_results, self._child_not_taken, self._loops,
-                      self._loop_usage):
+                      self._loop_usage, self._loop_nested):
             for k in [k for k in table if k.startswith(prefix)]:
                 del table[k]
 
@@ -288,6 +292,13 @@ class DurableRun:
             return None
         self._restored.add(step_id)
         usage = self._loop_usage.get(step_id)
+        nested = self._loop_nested.get(step_id)
+        if isinstance(nested, Usage):  # functions called in the turns already done
+            from agentloom.workflow._functions import NESTED_USAGE
+
+            sink = NESTED_USAGE.get()
+            if sink is not None:
+                sink.append(nested)
         return LoopRestore(messages=list(progress.messages), turn=progress.turn,
                            usage=usage if isinstance(usage, Usage) else Usage())
 
@@ -296,11 +307,18 @@ class DurableRun:
         self._loops[step_id] = ToolLoopProgress(step_id=step_id, turn=turn,
                                                 messages=list(self._redact(messages)))
         self._loop_usage[step_id] = usage
+        from agentloom.workflow._functions import NESTED_USAGE
+        from agentloom.workflow._nested import sum_usage
+
+        nested = sum_usage(list(NESTED_USAGE.get() or ()))
+        if nested is not None:
+            self._loop_nested[step_id] = nested
         await self.save()
 
     async def step_done(self, node_id: str) -> None:
         self._loops.pop(node_id, None)
         self._loop_usage.pop(node_id, None)
+        self._loop_nested.pop(node_id, None)
         self.drop_children(f"{node_id}/")
         await self.save()
 

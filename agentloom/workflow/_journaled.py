@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentloom.messages import ToolCallPart, ToolResultPart
+from agentloom.messages import ToolCallPart, ToolResultPart, Usage
 from agentloom.store import tool_call_resume_action
 from agentloom.workflow._durable import _UNSET, PauseRun, _call_answer
+from agentloom.workflow._functions import NESTED_USAGE
+from agentloom.workflow._nested import sum_usage
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolContext
@@ -127,6 +129,7 @@ class _JournaledBox:
         if record is not None and action == "reuse":
             d.reused_tool_calls += 1
             stored = record.result or {}
+            _add_usage(stored.get("usage"))  # a function's model calls, paid before
             return ToolResultPart(call_id=call.id, name=call.name,
                                   content=str(stored.get("content", "")),
                                   is_error=bool(stored.get("is_error", False)))
@@ -153,6 +156,8 @@ class _JournaledBox:
             arguments=d._redact(call.arguments))
         token = _call_answer.set(answer)
         scope_token = call_scope.set(_scope_of(d, step, key))
+        spent: list[Any] = []  # a workflow function's model usage, kept with its result
+        usage_token = NESTED_USAGE.set(spent)
         try:
             result: ToolResultPart = await self._inner.call(call, ctx)
         except PauseRun as exc:
@@ -160,20 +165,31 @@ class _JournaledBox:
                 exc.step_id, exc.call_id = step, key
             raise
         finally:
+            NESTED_USAGE.reset(usage_token)
             call_scope.reset(scope_token)
             _call_answer.reset(token)
+        usage = sum_usage(spent)
+        _add_usage(usage)
         d.drop_children(f"{step}/{key}/")  # the call's result now stands for its body
-        return await self._done(step, ctx.turn, key, call, result)
+        return await self._done(step, ctx.turn, key, call, result, usage)
 
     async def _done(self, step: str, turn: int, key: str, call: ToolCallPart,
-                    result: ToolResultPart) -> ToolResultPart:
+                    result: ToolResultPart, usage: Any = None) -> ToolResultPart:
         d = self._durable
+        stored = {"content": d._redact(result.content), "is_error": result.is_error}
+        if usage is not None:
+            stored["usage"] = usage
         await d.store.record_tool_call(
             d.run_id, step, turn, key, status="done",
             idempotent=self._idempotent(call.name), name=call.name,
-            arguments=d._redact(call.arguments),
-            result={"content": d._redact(result.content), "is_error": result.is_error})
+            arguments=d._redact(call.arguments), result=stored)
         return result
+
+
+def _add_usage(usage: Any) -> None:
+    sink = NESTED_USAGE.get()
+    if sink is not None and isinstance(usage, Usage):
+        sink.append(usage)
 
 
 def _scope_of(durable: DurableRun, step: str, key: str) -> Any:

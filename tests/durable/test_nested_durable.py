@@ -361,3 +361,56 @@ steps:
     assert result.steps["s"].status is StepStatus.FAILED  # honest record, but handled
     assert result.state["r"] == "went on"
     assert "after approved" in str(model.requests[0].messages[-1])
+
+
+async def _usage_across_a_pause(same_turn: bool) -> tuple[Any, int]:
+    from agentloom.workflow._durable import ask
+
+    @tool
+    def confirm() -> str:
+        """Ask a person."""
+        return str(ask("go?"))
+
+    reg = ToolRegistry()
+    reg.register(confirm)
+    wf = load_workflow_text("""\
+name: usage-pause
+functions:
+  helper:
+    description: Ask a second model.
+    args: {}
+    steps:
+      - {id: inner, type: llm_call, prompt: "BODY"}
+    return: "{steps.inner.output}"
+steps:
+  - {id: agent, type: llm_call, prompt: go, tools: [confirm], functions: [helper], output: r}
+""")
+    calls = [tool_call("helper", {}, id="h"), tool_call("confirm", {}, id="c")]
+    turns: list[Any] = [calls] if same_turn else [[calls[0]], [calls[1]]]
+    # FunctionModel: the body's `inner` call and the loop's turns, told apart by prompt.
+    script = iter([*turns, "done"])
+
+    def reply(request: Any) -> Any:
+        if "BODY" in str(request.messages[0]):
+            return "helped"
+        return next(script)
+
+    model = FunctionModel(reply)
+    store = MemoryStore()
+    first = await arun_workflow(wf, clients=Factory(model), tools=reg,
+                                durable=await _durable(store, "u"))
+    assert first.status is RunStatus.PAUSED, first.error
+    d = await _durable(store, "u", resume=True, decision=Decision(answer="yes"))
+    result = await arun_workflow(wf, clients=Factory(model), tools=reg, durable=d)
+    assert result.status is RunStatus.SUCCESS, result.error
+    return result.steps["agent"].usage, len(turns) + 1
+
+
+async def test_a_functions_usage_survives_a_pause_in_a_later_turn() -> None:
+    usage, loop_calls = await _usage_across_a_pause(same_turn=False)
+    assert usage is not None and usage.input_tokens == 10 * (loop_calls + 1)
+
+
+async def test_a_functions_usage_survives_a_pause_in_the_same_turn() -> None:
+    usage, loop_calls = await _usage_across_a_pause(same_turn=True)
+    assert usage is not None and usage.input_tokens == 10 * (loop_calls + 1)
