@@ -63,7 +63,7 @@ def mock_clients(wf: Workflow, *, inner: ClientFactory | None = None,
     """The client factory for a workflow that uses `provider: mock`. `responses_file`
     (a CLI flag) wins over `config.responses_file`; a relative config path resolves
     against the workflow file's directory, a flag's against the process's."""
-    from agentloom.recording import MockResponsesModel, load_agentloom_mock_responses
+    from agentloom.mock_responses import MockResponsesModel, load_agentloom_mock_responses
 
     config = wf.config
     if responses_file is not None:
