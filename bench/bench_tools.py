@@ -6,7 +6,8 @@ answering call, through AgentLoom's stack versus two raw aiohttp calls.
 
 FakeOpenAIServer runs in its own process (latency 0): it answers a request with tools
 and no tool result with a tool call, and anything else with text. Clients, one after
-the other in this process, each timed per round trip (median and p90, microseconds):
+the other in this process, each timed per round trip (median and p90 in microseconds,
+and the client's CPU time per round trip):
   - aiohttp: two POSTs on one session, JSON encode/decode, the tool called in between
     (the floor: what any client must at least do);
   - loop: `run_loop` over a ProviderClient with a ToolSet (the agent loop's path);
@@ -158,15 +159,18 @@ async def measure(name: str, base: str, n: int) -> dict[str, float]:
         for _ in range(max(10, n // 10)):  # warm up: connections, imports, caches
             assert "sunny" in await once()
         times = []
+        cpu0 = time.process_time()
         for _ in range(n):
             t0 = time.perf_counter()
             await once()
             times.append((time.perf_counter() - t0) * 1e6)
+        # CPU time: on a shared machine, wall time counts other processes too.
+        cpu_us = (time.process_time() - cpu0) / n * 1e6
     finally:
         await close()
     times.sort()
     return {"median_us": statistics.median(times), "p90_us": times[int(len(times) * 0.9)],
-            "mean_us": statistics.fmean(times)}
+            "mean_us": statistics.fmean(times), "cpu_us": cpu_us}
 
 
 def main() -> None:
@@ -189,12 +193,15 @@ def main() -> None:
         proc.stdin.close()
         proc.wait(10)
     floor = results["aiohttp"]["median_us"]
+    cpu_floor = results["aiohttp"]["cpu_us"]
     print(f"tool round trip (2 model calls + 1 tool), {n} sequential, server latency 0 ms; "
           f"Python {platform.python_version()}, {platform.machine()}")
-    print(f"{'client':<10} {'median µs':>10} {'p90 µs':>10} {'× aiohttp':>10}")
+    print(f"{'client':<10} {'median µs':>10} {'p90 µs':>10} {'× aiohttp':>10} "
+          f"{'cpu µs':>8} {'cpu ×':>6}")
     for name, r in results.items():
         print(f"{name:<10} {r['median_us']:>10.0f} {r['p90_us']:>10.0f} "
-              f"{r['median_us'] / floor:>10.2f}")
+              f"{r['median_us'] / floor:>10.2f} {r['cpu_us']:>8.0f} "
+              f"{r['cpu_us'] / cpu_floor:>6.2f}")
     print(json.dumps(results))
 
 

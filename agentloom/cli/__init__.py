@@ -28,12 +28,27 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only`, just that command's part (each command's
+    arguments cost imports and argparse work that a run of another command never uses)."""
     parser = _Parser(prog="agentloom",
                      description="Run LLM work reliably: YAML workflows and agents.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    if only is None or only == "run":
+        _add_run(sub)
+    if only is None or only == "validate":
+        validate = sub.add_parser("validate", help="check a workflow file and show its plan")
+        validate.add_argument("file", metavar="FILE")
+    if only is None or only == "schema":
+        sub.add_parser("schema", help="print the JSON Schema of the workflow format")
+    for command, module_name in _COMMAND_MODULES.items():
+        if only is None or only == command:
+            _command_module(module_name).add_parser(sub)
+    return parser
 
+
+def _add_run(sub: Any) -> None:
     run = sub.add_parser("run", help="run a workflow file")
     run.add_argument("file", metavar="FILE")
     run.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
@@ -61,15 +76,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_trace_flags(run)
 
-    validate = sub.add_parser("validate", help="check a workflow file and show its plan")
-    validate.add_argument("file", metavar="FILE")
-
-    sub.add_parser("schema", help="print the JSON Schema of the workflow format")
-
-    for module_name in _COMMAND_MODULES.values():
-        _command_module(module_name).add_parser(sub)
-    return parser
-
 
 _COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
                                     "resume": "agentloom.cli.resume",
@@ -81,6 +87,19 @@ _COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
 Their modules import only what building the parser needs; the rest loads in `run`."""
 
 
+_COMMANDS = frozenset({"run", "validate", "schema", *_COMMAND_MODULES})
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command named on the line, when it is a known one. Before it there can only be
+    the top-level flags (`--version`, `-h`), none of which takes a value; anything else
+    (no command, a misspelt one) gets the whole parser, for its usage and choices."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in _COMMANDS else None
+    return None
+
+
 def _command_module(name: str) -> Any:
     import importlib
 
@@ -88,7 +107,8 @@ def _command_module(name: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if args.version:
         from agentloom._version import __version__

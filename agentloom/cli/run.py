@@ -54,6 +54,10 @@ def command_run(args: argparse.Namespace) -> int:
     args.observers = observers.run
     try:
         check_recording(args)
+        # Every run sends its calls through aiohttp: load it while the collector is still
+        # paused, as the rest of the load path was.
+        import agentloom.http._aiohttp  # noqa: F401
+
         start_running()
         result = asyncio.run(_run(wf, state, args))
     except AgentLoomError as exc:

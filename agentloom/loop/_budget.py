@@ -14,9 +14,11 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import Any
 
-from agentloom._clock import Clock
+from agentloom._clock import Clock, SystemClock
 from agentloom.errors import LoopBudgetExceeded
 
 
@@ -37,12 +39,22 @@ class Deadline:
             raise LoopBudgetExceeded("deadline", round(self.total, 6),
                                      round(now - self.started, 6))
 
-    @asynccontextmanager
-    async def scope(self) -> AsyncIterator[None]:
+    def scope(self) -> AbstractAsyncContextManager[None]:
         """Cancel whatever runs inside when the deadline passes; raise LoopBudgetExceeded.
 
-        A watcher task sleeps on the run's clock and cancels this task, so a fake clock
-        (which jumps when every task waits) exercises the same path as real time."""
+        On the system clock a timer handle on the event loop cancels this task: no task,
+        no extra loop iterations per run. Any other clock gets a watcher task that sleeps
+        on it, so a fake clock (which jumps when every task waits) cancels the same way."""
+        if type(self.clock) is SystemClock:
+            return _TimerScope(self)
+        return self._watched()
+
+    def _expired(self) -> LoopBudgetExceeded:
+        return LoopBudgetExceeded("deadline", round(self.total, 6),
+                                  round(self.clock.now() - self.started, 6))
+
+    @asynccontextmanager
+    async def _watched(self) -> AsyncIterator[None]:
         self.check()
         host = asyncio.current_task()
         assert host is not None
@@ -61,25 +73,80 @@ class Deadline:
             # Only our own cancellation becomes a budget error; one from outside (the
             # caller cancelled the run) stays a cancellation.
             if fired and host.uncancel() == 0:
-                raise LoopBudgetExceeded(
-                    "deadline", round(self.total, 6),
-                    round(self.clock.now() - self.started, 6)) from exc
+                raise self._expired() from exc
             raise
         else:
             if fired:
-                # The work finished in the same tick the deadline passed: keep its result
-                # and absorb the cancellation that was requested but not yet delivered.
-                try:
-                    await asyncio.sleep(0)
-                except asyncio.CancelledError:
-                    host.uncancel()
+                await _absorb_cancel(host)
         finally:
             watcher.cancel()
 
 
-@asynccontextmanager
-async def no_deadline() -> AsyncIterator[None]:
-    yield
+class _TimerScope:
+    """The deadline scope on the system clock: `loop.call_later` cancels the host task.
+
+    Same rules as the watcher: only our own cancellation becomes LoopBudgetExceeded, and
+    work that finished in the tick the deadline passed keeps its result."""
+
+    __slots__ = ("_deadline", "_fired", "_handle", "_host")
+
+    def __init__(self, deadline: Deadline) -> None:
+        self._deadline = deadline
+        self._fired = False
+        self._handle: asyncio.TimerHandle | None = None
+        self._host: asyncio.Task[Any] | None = None
+
+    def _fire(self) -> None:
+        self._fired = True
+        assert self._host is not None
+        self._host.cancel()
+
+    async def __aenter__(self) -> None:
+        deadline = self._deadline
+        deadline.check()
+        host = self._host = asyncio.current_task()
+        assert host is not None
+        self._handle = host.get_loop().call_later(
+            deadline.at - deadline.clock.now(), self._fire)
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool:
+        assert self._handle is not None and self._host is not None
+        self._handle.cancel()
+        if exc is None:
+            if self._fired:
+                await _absorb_cancel(self._host)
+            return False
+        if isinstance(exc, asyncio.CancelledError) and self._fired and \
+                self._host.uncancel() == 0:
+            raise self._deadline._expired() from exc
+        return False
+
+
+async def _absorb_cancel(host: asyncio.Task[Any]) -> None:
+    """The work finished in the same tick the deadline passed: keep its result and absorb
+    the cancellation that was requested but not yet delivered."""
+    try:
+        await asyncio.sleep(0)
+    except asyncio.CancelledError:
+        host.uncancel()
+
+
+class _NoDeadline:
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> bool:
+        return False
+
+
+_NO_DEADLINE = _NoDeadline()
+
+
+def no_deadline() -> AbstractAsyncContextManager[None]:
+    return _NO_DEADLINE
 
 
 class BudgetWarnings:

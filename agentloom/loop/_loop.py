@@ -17,7 +17,8 @@ budget raises `LoopBudgetExceeded` instead of returning.
 from __future__ import annotations
 
 import asyncio
-import uuid
+import contextlib
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -51,7 +52,7 @@ from agentloom.messages import (
     Usage,
 )
 from agentloom.providers._base import AttemptRecord, ModelClient
-from agentloom.recording import call_context
+from agentloom.recording import CallContext, current_call_context
 
 FINISH_MAX_ITERATIONS = "max_tool_iterations"
 FINISH_MAX_ITERATIONS_NO_ANSWER = "max_tool_iterations_no_answer"
@@ -119,9 +120,9 @@ class _Run:
         self.on_event = on_event
         self.clock = opts.clock or SYSTEM_CLOCK
         self.started = self.clock.now()
-        so = opts.summary_options or SummaryOptions()
+        so = opts.summary_options or _NO_EXTRAS
         self.info = ConversationInfo(
-            conversation_id=opts.conversation_id or uuid.uuid4().hex,
+            conversation_id=opts.conversation_id or _new_id(),
             correlation_id=opts.correlation_id, parent_id=opts.parent_id,
             agent_name=opts.agent_name, model=request.model,
             iteration_limit=opts.max_iterations,
@@ -131,10 +132,8 @@ class _Run:
         )
         self.collector = SummaryCollector(timeline=so.timeline)
         self.dispatch = Dispatch((self.collector, opts.observer))
-        self.warnings = BudgetWarnings(
-            so.warn_at, lambda k, u, lim: self.dispatch.emit("on_budget_warning", k, u, lim))
-        self.stall = StallDetector(
-            so.stall_threshold, lambda n, c: self.dispatch.emit("on_stall", n, c))
+        self.warnings = BudgetWarnings(so.warn_at, self._budget_warning)
+        self.stall = StallDetector(so.stall_threshold, self._stalled)
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
             self.deadline = Deadline(self.clock, opts.deadline, self.started)
@@ -147,6 +146,12 @@ class _Run:
         self.request = request
         self.messages = list(request.messages)
         self._attempts_this_call = 0
+
+    def _budget_warning(self, kind: str, used: float, limit: float) -> None:
+        self.dispatch.emit("on_budget_warning", kind, used, limit)
+
+    def _stalled(self, name: str, repeats: int) -> None:
+        self.dispatch.emit("on_stall", name, repeats)
 
     def _deadline_seconds(self) -> float | None:
         if self.opts.deadline is not None:
@@ -191,11 +196,16 @@ class _Run:
         self.dispatch.emit("on_request", request, self.iterations)
         t0 = self.clock.now()
         try:
-            # Recording, replay and the run store key each exchange by step and turn.
-            with call_context(step_id=self.opts.step_id, turn=self.iterations):
+            # Recording, replay and the run store key each exchange by step and turn
+            # (`recording.call_context`, without its generator on this path).
+            token = current_call_context.set(
+                CallContext(step_id=self.opts.step_id, turn=self.iterations))
+            try:
                 response = await self.client.complete(
                     request, on_event=self._sink if stream else None,
                     on_attempt=self._attempt)
+            finally:
+                current_call_context.reset(token)
         except BaseException as exc:
             self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
             raise
@@ -209,7 +219,9 @@ class _Run:
             self.stall.record(c.name, c.arguments)
         ctx = ToolContext(run_id=self.opts.run_id, step_id=self.opts.step_id,
                           turn=self.iterations)
-        gate = asyncio.Semaphore(max(1, self.opts.tool_concurrency))
+        limit = max(1, self.opts.tool_concurrency)
+        # A gate only when it can close: calls within the limit never wait on it.
+        gate = asyncio.Semaphore(limit) if len(calls) > limit else _NO_GATE
         tools = self.tools
 
         async def one(call: ToolCallPart) -> ToolResultPart:
@@ -246,6 +258,20 @@ class _Run:
             finish_reason=finish_reason, max_repeated_tool_calls=self.stall.max_repeated,
             stalled=self.stall.stalled, error=error,
         )
+
+
+_NO_EXTRAS = SummaryOptions()
+_NO_USAGE = Usage()
+_NO_GATE = contextlib.nullcontext()
+
+
+def _new_id() -> str:
+    """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a quarter of
+    its cost (it runs once per conversation)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -336,7 +362,7 @@ async def _drive(run: _Run) -> LoopResult:
     request, opts = run.request, run.opts
     messages = run.messages
     start = len(messages)
-    usage = Usage()
+    usage = _NO_USAGE
     reasks = 0
     journal = opts.journal
     if journal is None and opts.step_id is not None:
@@ -357,13 +383,21 @@ async def _drive(run: _Run) -> LoopResult:
             attempts=run.attempts, status=status,
         )
 
+    # The first call of a fresh run sends the request exactly as given: no copy to build.
+    as_given = (saved is None and stream == request.stream
+                and type(request.messages) is tuple)
     while True:
-        # `required` and a named tool apply to the first call only (spec 000).
-        tool_choice = request.tool_choice if run.iterations == 0 else "auto"
-        call_request = request.replace(messages=tuple(messages), stream=stream,
-                                       tool_choice=tool_choice)
+        if as_given:
+            as_given = False
+            call_request = request
+        else:
+            # `required` and a named tool apply to the first call only (spec 000).
+            tool_choice = request.tool_choice if run.iterations == 0 else "auto"
+            call_request = request.replace(messages=tuple(messages), stream=stream,
+                                           tool_choice=tool_choice)
         response = await run.call_model(call_request, stream)
-        usage = usage + response.usage
+        # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
+        usage = response.usage if usage is _NO_USAGE else usage + response.usage
         run.check_tokens(usage)
         messages.append(response.to_message(name=opts.speaker))
         calls = response.tool_calls

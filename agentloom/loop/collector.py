@@ -23,6 +23,8 @@ from agentloom.loop.summary import (
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
 from agentloom.providers._base import AttemptRecord
 
+_NO_USAGE = Usage()
+
 
 @dataclass(slots=True)
 class _Turn:
@@ -42,7 +44,7 @@ class SummaryCollector(NullObserver):
 
     def __init__(self, *, timeline: bool = False) -> None:
         self._timeline = timeline
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.provider: str | None = None
         self.model: str | None = None
         self.provider_retries = 0
@@ -80,7 +82,9 @@ class SummaryCollector(NullObserver):
     def on_response(
         self, response: ModelResponse, iteration: int, duration_seconds: float
     ) -> None:
-        self.usage = self.usage + response.usage
+        # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
+        self.usage = (response.usage if self.usage is _NO_USAGE
+                      else self.usage + response.usage)
         self.provider = response.provider or self.provider
         self.model = response.model or self.model
         self.model_seconds += duration_seconds
@@ -170,8 +174,8 @@ class SummaryCollector(NullObserver):
             iteration_limit=info.iteration_limit,
             elapsed_seconds=elapsed_seconds,
             started_at=info.started_at,
-            tool_calls=dict(self.tool_calls),
-            tool_errors=dict(self.tool_errors),
+            tool_calls=self.tool_calls,  # validation copies both dicts
+            tool_errors=self.tool_errors,
             provider_retries=self.provider_retries,
             usage=usage,
             finish_reason=finish_reason if finish_reason is not None else self.finish_reason,

@@ -150,30 +150,26 @@ class NullObserver:
         pass
 
 
-def _call(observer: object, name: str, args: tuple[Any, ...]) -> None:
-    # A missing method is a callback the observer does not care about: the protocol can
-    # grow without breaking observers written against an older one.
-    method = getattr(observer, name, None)
-    if method is None:
-        return
-    try:
-        method(*args)
-    except Exception:
-        log.exception("observer %s.%s raised; the run goes on",
-                      type(observer).__name__, name)
-
-
 class Dispatch:
     """The one place the loop calls observers. Never raises (except BaseException)."""
 
     __slots__ = ("_observers",)
 
     def __init__(self, observers: Iterable[object]) -> None:
-        self._observers = tuple(o for o in observers if o is not None)
+        self._observers = tuple([o for o in observers if o is not None])
 
     def emit(self, name: str, *args: Any) -> None:
         for observer in self._observers:
-            _call(observer, name, args)
+            # A missing method is a callback the observer does not care about: the
+            # protocol can grow without breaking observers written against an older one.
+            method = getattr(observer, name, None)
+            if method is None:
+                continue
+            try:
+                method(*args)
+            except Exception:
+                log.exception("observer %s.%s raised; the run goes on",
+                              type(observer).__name__, name)
 
 
 class MultiObserver(NullObserver):

@@ -10,6 +10,7 @@ models (the o-series and GPT-5, except o1-mini and gpt-5-chat) take `max_tokens`
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from typing import Any
 
@@ -47,6 +48,7 @@ _SERVED_PREFIXES = ("gpt-", "chatgpt-", "o1", "o3", "o4", "davinci", "babbage", 
                     "codex-", "computer-use-")
 
 
+@functools.lru_cache(maxsize=256)  # asked on every request; model names are few
 def is_reasoning_model(model: str) -> bool:
     """o-series and GPT-5 models, except o1-mini and the gpt-5 chat models."""
     name = model.rsplit("/", 1)[-1].lower()
@@ -232,6 +234,10 @@ def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
     )
 
 
+# One encoder for every request: `json.dumps` with options builds a new one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 class OpenAIProtocol:
     """`PROTOCOL`: the Chat Completions wire format, shared by openai-compatible vendors."""
 
@@ -253,7 +259,7 @@ class OpenAIProtocol:
             headers.update(endpoint.headers)
         if request.headers:
             headers.update(request.headers)
-        body = json.dumps(encode_body(request), ensure_ascii=False, separators=(",", ":"))
+        body = _ENCODE(encode_body(request))
         return HttpRequest(
             method="POST",
             url=f"{endpoint.base_url}/chat/completions",

@@ -18,6 +18,7 @@ import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
@@ -210,8 +211,13 @@ class Router:
         policy = cand.retry or self.retry
         clock = self._clock
         wait = 0.0
-        prompt_estimate = estimate_prompt_tokens(req)
-        bound = output_bound(req, self.budget.default_output_tokens if self.budget else 4096)
+        # The worst-case size only feeds the budget and the limiter: skip it without them.
+        if self.budget is not None or cand.limiter is not None:
+            prompt_estimate = estimate_prompt_tokens(req)
+            bound = output_bound(
+                req, self.budget.default_output_tokens if self.budget else 4096)
+        else:
+            prompt_estimate = bound = 0
         for attempt in range(1, policy.max_retries + 2):
             breaker = cand.breaker
             if breaker is not None and not breaker.allow():
@@ -365,11 +371,11 @@ class Router:
     ) -> None:
         if inner:
             for i, record in enumerate(inner):
-                report(
-                    dataclasses.replace(
-                        record, attempt=attempt, wait_before_seconds=wait if i == 0 else 0.0
-                    )
-                )
+                before = wait if i == 0 else 0.0
+                if record.attempt != attempt or record.wait_before_seconds != before:
+                    record = dataclasses.replace(
+                        record, attempt=attempt, wait_before_seconds=before)
+                report(record)  # records are frozen: an unchanged one is passed as is
             return
         report(
             AttemptRecord(
@@ -394,8 +400,8 @@ class Router:
         if usage.cost_usd is None:
             price = self.price_of(cand)
             if price is not None:
-                usage = usage.with_cost(price_usage(usage, price))
-                response = dataclasses.replace(response, usage=usage)
+                usage = _with_cost(usage, price_usage(usage, price))
+                response = _with_usage(response, usage)
         if cand.limiter is not None:
             cand.limiter.settle(reservation_tokens, _tokens_used(usage))
         return response
@@ -432,6 +438,39 @@ class Router:
         )
         failure.__cause__ = decisive
         return failure
+
+
+_RESPONSE_FIELDS = ("parts", "usage", "finish_reason", "model", "provider", "response_id",
+                    "time_to_first_token")
+# Built field by field (a third of `dataclasses.replace`'s cost, on every priced call)
+# only while these are all of ModelResponse's fields; a new field falls back to replace.
+_DIRECT_RESPONSE = tuple(f.name for f in dataclasses.fields(ModelResponse)) == _RESPONSE_FIELDS
+
+
+def _with_usage(response: ModelResponse, usage: Usage) -> ModelResponse:
+    if not _DIRECT_RESPONSE:
+        return dataclasses.replace(response, usage=usage)
+    return ModelResponse(
+        parts=response.parts, usage=usage, finish_reason=response.finish_reason,
+        model=response.model, provider=response.provider, response_id=response.response_id,
+        time_to_first_token=response.time_to_first_token,
+    )
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                 "reasoning_tokens", "cost_usd", "input_includes_cached")
+_DIRECT_USAGE = tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELDS
+
+
+def _with_cost(usage: Usage, cost: Decimal | None) -> Usage:
+    if not _DIRECT_USAGE:
+        return usage.with_cost(cost)
+    return Usage(
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
+        reasoning_tokens=usage.reasoning_tokens, cost_usd=cost,
+        input_includes_cached=usage.input_includes_cached,
+    )
 
 
 def _tokens_used(usage: Usage) -> int | None:

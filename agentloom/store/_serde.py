@@ -62,6 +62,18 @@ def _usage_to_dict(u: Usage) -> dict[str, Any]:
 _PLAIN = frozenset({str, int, bool, float, type(None)})
 
 
+class EncodeOnce(dict[str, Any]):
+    """A dict its owner will not change again, such as a finished step's result: every
+    checkpoint of a run writes it, so it is encoded once and the encoding reused. It is
+    a plain dict to everything else (and comes back as one from a store)."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.encoded: dict[str, Any] | None = None
+
+
 def _encode(obj: Any) -> Any:
     # A checkpoint holds the whole run state, so this runs on every value of it at every
     # step: the exact JSON types take a short path; everything else (subclasses
@@ -69,6 +81,10 @@ def _encode(obj: Any) -> Any:
     t = type(obj)
     if t in _PLAIN:
         return obj
+    if t is EncodeOnce:
+        if obj.encoded is None:
+            obj.encoded = _encode(dict(obj))
+        return obj.encoded
     if t is dict:
         out: dict[str, Any] = {}
         for key, value in obj.items():

@@ -36,10 +36,16 @@ def _param(value: Any) -> Any:
 class _SqliteTx:
     def __init__(self, db: _SqliteDb) -> None:
         self._db = db
+        self.began = False
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        return await self._db.call(self._db.execute_sync, sql.replace("?j", "?"),
-                                   tuple(_param(p) for p in params))
+        args = (sql.replace("?j", "?"), tuple(_param(p) for p in params))
+        if self.began:
+            return await self._db.call(self._db.execute_sync, *args)
+        # The BEGIN rides with the first statement: one trip to the worker thread less
+        # per transaction (each trip is a thread switch, ~100 µs on a busy machine).
+        self.began = True
+        return await self._db.call(self._db.begin_and_execute, *args)
 
 
 class _SqliteDb:
@@ -88,6 +94,10 @@ class _SqliteDb:
                                        ) from exc
             raise
 
+    def begin_and_execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
+        self._begin()
+        return self.execute_sync(sql, params)
+
     def _begin(self) -> None:
         assert self._conn is not None
         if self._conn.in_transaction:  # left open by a cancelled caller: undo it first
@@ -112,13 +122,15 @@ class _SqliteDb:
         # queued (a BEGIN, a statement) finishes before the next transaction's BEGIN,
         # which undoes it if it is still open.
         async with self._lock:
+            tx = _SqliteTx(self)
             try:
-                await self.call(self._begin)
-                yield _SqliteTx(self)
+                yield tx
             except BaseException:
-                await asyncio.shield(self.call(self._rollback_if_open))
+                if tx.began:
+                    await asyncio.shield(self.call(self._rollback_if_open))
                 raise
-            await self.call(self._commit)
+            if tx.began:
+                await self.call(self._commit)
 
     async def migration_lock(self, tx: Any) -> None:
         return None  # BEGIN IMMEDIATE already holds the database's write lock

@@ -168,6 +168,9 @@ class DurableRun:
     _claimed_at: float | None = None
     served_exchanges: int = 0
     reused_tool_calls: int = 0
+    _final: set[str] = field(default_factory=set)
+    """Steps the engine has finished with (`step_done`): their stored form is reused."""
+    _final_cache: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -216,7 +219,7 @@ class DurableRun:
         results: dict[str, Any] = {}
         for node_id, r in run.results.items():
             if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
-                results[node_id] = self._raw(r)
+                results[node_id] = self._final_raw(node_id, r)
         results.update(self._child_results)
         cp = Checkpoint(
             state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
@@ -229,6 +232,34 @@ class DurableRun:
         async with self._lock:
             await self.store.save_checkpoint(self.run_id, cp)
         await self._renew_claim()
+
+    def _final_raw(self, node_id: str, r: StepResult) -> dict[str, Any]:
+        """A step's stored form; once the engine is done with the step (`step_done`),
+        made once and encoded once for every later checkpoint of the run, for as long as
+        the redactor knows the same secrets (a new one redacts the old results anew)."""
+        if node_id not in self._final:
+            return self._raw(r)
+        epoch = self._redaction_epoch()
+        hit = self._final_cache.get(node_id)
+        if hit is not None and hit[0] is r and hit[1] is epoch:
+            cached: dict[str, Any] = hit[2]
+            return cached
+        from agentloom.store._serde import EncodeOnce
+
+        raw = EncodeOnce(self._raw(r))
+        if epoch is not _UNSET:
+            self._final_cache[node_id] = (r, epoch, raw)
+        return raw
+
+    def _redaction_epoch(self) -> Any:
+        # The redactor's compiled secrets change exactly when it learns a new secret.
+        if self.redactor is None:
+            return None
+        from agentloom.observe.redact import Redactor
+
+        if type(self.redactor) is not Redactor:
+            return _UNSET  # a redactor we can't see into: never reuse
+        return self.redactor._secret_re
 
     def _raw(self, r: StepResult) -> dict[str, Any]:
         raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
@@ -316,6 +347,7 @@ class DurableRun:
         await self.save()
 
     async def step_done(self, node_id: str) -> None:
+        self._final.add(node_id)  # the engine won't change this step's result again
         self._loops.pop(node_id, None)
         self._loop_usage.pop(node_id, None)
         self._loop_nested.pop(node_id, None)

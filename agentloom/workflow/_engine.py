@@ -12,6 +12,7 @@ a router's branches not taken are skipped, and so is what depends only on them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import uuid
 from collections import deque
@@ -61,30 +62,41 @@ async def arun_workflow(
         merged = _deep_copy(durable.resumed.state)
     if state:
         merged.update(state)
-    from agentloom.workflow._tooling import open_run_tools
+    from agentloom.workflow._tooling import needs_tooling, open_run_tools
 
+    args = (workflow, merged, clients, clock, rng, on_event, run_id, transport, durable,
+            observers)
+    if not needs_tooling(workflow):
+        return await _arun(*args, tools=tools)
     # Built-ins, MCP servers (started once, closed at the end) and workflow functions.
     async with open_run_tools(workflow, tools=tools, clients=clients, transport=transport,
-                              clock=clock) as tools:
-        if durable is not None:  # write-ahead checkpoints: see _durable.py
-            clients, tools = durable.wrap_clients(clients), durable.wrap_tools(tools)
-            run_id = durable.run_id
-            bound = durable.bind()
-        from agentloom.workflow._functions import CURRENT_RUN
-        from agentloom.workflow._observe import observe_run
+                              clock=clock) as run_tools:
+        return await _arun(*args, tools=run_tools)
 
-        parent = CURRENT_RUN.get()  # the run this one is nested in, if any
-        ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=merged,
-                         clients=clients, tools=tools, clock=clock, on_event=on_event,
-                         transport=transport, observers=observers)
-        token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
-        try:
-            return await observe_run(ctx, _Run(ctx, rng or _shared_rng(), durable).run(),
-                                     parent)
-        finally:
-            CURRENT_RUN.reset(token)
-            if durable is not None:
-                durable.unbind(bound)
+
+async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactory,
+                clock: Clock, rng: random.Random | None, on_event: StepEventSink | None,
+                run_id: str | None, transport: Any, durable: DurableRun | None,
+                observers: RunObservers | None, *, tools: ToolSource | None) -> RunResult:
+    if durable is not None:  # write-ahead checkpoints: see _durable.py
+        clients, tools = durable.wrap_clients(clients), durable.wrap_tools(tools)
+        run_id = durable.run_id
+        bound = durable.bind()
+    from agentloom.workflow._functions import CURRENT_RUN
+    from agentloom.workflow._observe import observe_run
+
+    parent = CURRENT_RUN.get()  # the run this one is nested in, if any
+    ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=state,
+                     clients=clients, tools=tools, clock=clock, on_event=on_event,
+                     transport=transport, observers=observers)
+    token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
+    try:
+        return await observe_run(ctx, _Run(ctx, rng or _shared_rng(), durable).run(),
+                                 parent)
+    finally:
+        CURRENT_RUN.reset(token)
+        if durable is not None:
+            durable.unbind(bound)
 
 
 _SHARED_RNG: list[random.Random] = []
@@ -120,7 +132,11 @@ class _Run:
         self.handled: set[str] = set()
         """Failed steps whose on_error block handled the failure: their dependents run."""
         self.ready: deque[str] = deque(n for n, c in self.waiting.items() if c == 0)
-        self.done_q: asyncio.Queue[str] = asyncio.Queue()
+        self.done_q: asyncio.Queue[str] | None = None
+        """Finished step ids for the scheduler task (a durable run only, see `run`)."""
+        self.idle: asyncio.Future[None] | None = None
+        self.tg: asyncio.TaskGroup | None = None
+        self.base: contextvars.Context | None = None
         self.running = 0
         self.spent = Decimal(0)
         self.status = RunStatus.SUCCESS
@@ -128,41 +144,35 @@ class _Run:
         self.durable = durable
         self.paused: PauseRun | None = None
         self.paused_nodes: set[str] = set()
+        self.step_summary: Any = None
+        """`_client_choice.step_summary`, imported once per run rather than per step."""
 
     async def run(self) -> RunResult:
         clock = self.ctx.clock
         t0 = clock.now()
-        limit = self.config.max_concurrent_steps
-        from agentloom.workflow.steps._client_choice import configure_runtime, run_budget
+        from agentloom.workflow.steps._client_choice import (
+            configure_runtime,
+            needs_configure,
+            run_budget,
+            step_summary,
+        )
 
+        self.step_summary = step_summary
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
-        await configure_runtime(self.ctx.clients, self.wf)
+        if needs_configure(self.wf):
+            await configure_runtime(self.ctx.clients, self.wf)
         if self.durable is not None:
             await self.durable.begin(self, self.wf.name)
         try:
             async with asyncio.timeout(self.config.timeout), asyncio.TaskGroup() as tg:
-                while self.ready or self.running:
-                    while (self.ready and self.running < limit
-                           and self.status is RunStatus.SUCCESS):
-                        node_id = self.ready.popleft()
-                        if self._restore(node_id):
-                            continue
-                        if self._over_budget():
-                            self._stop_all("run budget exceeded")
-                            break
-                        self.running += 1
-                        self.results[node_id].status = StepStatus.RUNNING
-                        tg.create_task(self._step_task(self.wf.nodes[node_id]))
-                    if not self.running:  # nothing in flight and nothing may start
-                        break
-                    finished = await self.done_q.get()
-                    self.running -= 1
-                    if finished in self.paused_nodes:
-                        continue  # a paused step has not finished: nothing after it runs
-                    self._after(finished)
-                    if self.durable is not None:
-                        await self.durable.step_done(finished)
+                self.tg = tg
+                # Each step task starts from this task's context, as if it had made them.
+                self.base = contextvars.copy_context()
+                if self.durable is None:
+                    await self._schedule_inline()
+                else:
+                    await self._schedule_durable()
         except TimeoutError:
             self.status = RunStatus.DEADLINE_EXCEEDED
             self.error = f"run deadline of {self.config.timeout}s exceeded"
@@ -186,6 +196,63 @@ class _Run:
         if self.durable is not None:
             await self.durable.finish(result, self.paused)
         return result
+
+    async def _schedule_inline(self) -> None:
+        # A finishing step releases and starts its dependents itself (`_finished`), so
+        # a step costs no round trip through this task; it waits until nothing runs.
+        self.idle = asyncio.get_running_loop().create_future()
+        self._launch()
+        if self.running:
+            await self.idle
+
+    async def _schedule_durable(self) -> None:
+        # Each finished step is checkpointed before its dependents start (write-ahead),
+        # one at a time, by this task.
+        self.done_q = asyncio.Queue()
+        while self.ready or self.running:
+            self._launch()
+            if not self.running:  # nothing in flight and nothing may start
+                break
+            finished = await self.done_q.get()
+            self.running -= 1
+            if finished in self.paused_nodes:
+                continue  # a paused step has not finished: nothing after it runs
+            self._after(finished)
+            assert self.durable is not None
+            await self.durable.step_done(finished)
+
+    def _launch(self) -> None:
+        """Start ready steps, up to the concurrency limit, while the run may go on."""
+        limit = self.config.max_concurrent_steps
+        tg, base, nodes = self.tg, self.base, self.wf.nodes
+        assert tg is not None and base is not None
+        while self.ready and self.running < limit and self.status is RunStatus.SUCCESS:
+            node_id = self.ready.popleft()
+            if self._restore(node_id):
+                continue
+            if self._over_budget():
+                self._stop_all("run budget exceeded")
+                break
+            step = self._step_task(nodes[node_id])
+            try:
+                tg.create_task(step, context=base.copy())
+            except RuntimeError:  # the group is shutting down: nothing more starts
+                step.close()
+                self.ready.appendleft(node_id)
+                return
+            self.running += 1
+            self.results[node_id].status = StepStatus.RUNNING
+
+    def _finished(self, node_id: str) -> None:
+        if self.done_q is not None:
+            self.done_q.put_nowait(node_id)
+            return
+        self.running -= 1
+        if node_id not in self.paused_nodes:  # a paused step has not finished
+            self._after(node_id)
+        self._launch()
+        if not self.running and self.idle is not None and not self.idle.done():
+            self.idle.set_result(None)  # nothing in flight and nothing may start
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -222,7 +289,7 @@ class _Run:
                     self._pause(node, result, pause)
         result.duration_seconds = clock.now() - start
         self._summarize_step(node, result)
-        self.done_q.put_nowait(node.id)
+        self._finished(node.id)
 
     async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
         kind = self.kinds.get(node.type)
@@ -253,9 +320,7 @@ class _Run:
                 await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
 
     def _summarize_step(self, node: StepNode, result: StepResult) -> None:
-        from agentloom.workflow.steps._client_choice import step_summary
-
-        result.summary = step_summary(self.ctx, node.id)
+        result.summary = self.step_summary(self.ctx, node.id)
         primary = self.ctx.primaries.get(node.id)
         if primary is not None and result.provider is not None:
             result.fallback_used = result.provider != primary[0] or not (
@@ -323,16 +388,17 @@ class _Run:
         """(why, whether because of a failure), or None when the step may run."""
         if node.id in self.not_taken:
             return f"skipped: branch not taken by router {self.not_taken[node.id]!r}", False
-        statuses = [(d, self.results[d].status) for d in node.deps]
+        results, deps = self.results, node.deps
         if skip_downstream:
-            for d, s in statuses:
-                if s is StepStatus.FAILED and d not in self.handled:
+            for d in deps:
+                if results[d].status is StepStatus.FAILED and d not in self.handled:
                     return f"skipped: dependency {d!r} failed", True
                 if d in self.failed_upstream:
                     return f"skipped: dependency {d!r} was skipped after a failure", True
-        if statuses and all(s is StepStatus.SKIPPED for _, s in statuses):
-            return "skipped: every dependency was skipped", False
-        return None
+        for d in deps:
+            if results[d].status is not StepStatus.SKIPPED:
+                return None
+        return ("skipped: every dependency was skipped", False) if deps else None
 
     def _policy(self, node: StepNode) -> RetryPolicy:
         policy: RetryPolicy | None = node.policy
@@ -370,6 +436,7 @@ class _Run:
         if restored.text is not None:
             self.ctx.step_text[node_id] = restored.text
         self.running += 1
+        assert self.done_q is not None  # restoring is for durable runs
         self.done_q.put_nowait(node_id)
         return True
 

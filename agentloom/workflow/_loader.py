@@ -14,7 +14,7 @@ import os
 from pathlib import Path as FsPath
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from agentloom.errors import TemplateError, WorkflowError
 from agentloom.workflow._diagnose import describe
@@ -23,19 +23,31 @@ from agentloom.workflow._model_checks import check_conversations, prepare_agents
 from agentloom.workflow._paths import PathError, parse_path
 from agentloom.workflow._problems import WorkflowProblems
 from agentloom.workflow._schema import WorkflowConfig, WorkflowDefinition
-from agentloom.workflow._schema_steps import Step, StepBase
+from agentloom.workflow._schema_steps import STEP_TYPES, StepBase, step_adapter
 from agentloom.workflow._templates import Template, compile_template
 from agentloom.workflow._workflow import StepNode, Workflow
 from agentloom.workflow._yaml import Marks, load_yaml
 
-_STEP_ADAPTER: TypeAdapter[Any] | None = None
+
+def _validate_step(raw: Any) -> StepBase:
+    """One step, by its own type's model when `type` names one: only the step types a file
+    uses get built. The errors are the discriminated union's, tag first in each `loc`."""
+    tag = raw.get("type") if isinstance(raw, dict) else None
+    model = STEP_TYPES.get(tag) if isinstance(tag, str) else None
+    if model is None:
+        step: StepBase = step_adapter().validate_python(raw)
+        return step
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise _StepErrors([{**e, "loc": (tag, *e["loc"])} for e in exc.errors()]) from None
 
 
-def _step_adapter() -> TypeAdapter[Any]:
-    global _STEP_ADAPTER
-    if _STEP_ADAPTER is None:
-        _STEP_ADAPTER = TypeAdapter(Step)
-    return _STEP_ADAPTER
+class _StepErrors(Exception):
+    """A step's validation errors, as `ValidationError.errors()` gives them."""
+
+    def __init__(self, errors: list[Any]) -> None:
+        self.errors = errors
 
 
 def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None) -> Workflow:
@@ -160,10 +172,11 @@ class _Checker:
         if isinstance(raw_steps, list):
             for i, raw in enumerate(raw_steps):
                 try:
-                    models.append(_step_adapter().validate_python(raw))
-                except ValidationError as exc:
+                    models.append(_validate_step(raw))
+                except (ValidationError, _StepErrors) as exc:
                     models.append(None)
-                    for e in exc.errors():
+                    errors = exc.errors if isinstance(exc, _StepErrors) else exc.errors()
+                    for e in errors:
                         self.err(*describe(e, ("steps", i), self.data, self.marks))
         top = dict(data)
         valid_steps = [m for m in models if m is not None]

@@ -87,9 +87,9 @@ class RunObservers:
 def step_observer(step_id: str, ctx: RunContext) -> object:
     """The observer a model step passes to `run_loop`: its summary catcher, plus the
     run's observers when there are any."""
-    from agentloom.workflow.steps._client_choice import summary_observer
+    from agentloom.workflow.steps._client_choice import SummaryCatcher
 
-    catcher = summary_observer(step_id, ctx)
+    catcher = SummaryCatcher(ctx, step_id)
     observers: RunObservers | None = ctx.observers
     if observers is None or not observers.observers:
         return catcher

@@ -9,12 +9,12 @@ not hide the problems of the others.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from agentloom.workflow._schema_agents import AgentDef
-from agentloom.workflow._schema_steps import RetryConfig, Step, Strict
+from agentloom.workflow._schema_steps import RetryConfig, Step, StepBase, Strict, step_adapter
 from agentloom.workflow._schema_tools import FunctionDecl, MCPServerDecl
 
 __all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "Step", "WorkflowConfig",
@@ -130,6 +130,31 @@ class StateKeyRule(Strict):
     description: str | None = None
 
 
+class _StepsSeenAlone:
+    """`steps` as the loader hands them over: models it validated one by one, each with its
+    own type's model, so that one bad step does not hide another's problems. Building the
+    whole union here would only cost start-up time; a raw step (a caller validating a plain
+    mapping) still goes through it. The JSON Schema is the union's. Both ask for at least
+    one step."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.list_schema(core_schema.no_info_plain_validator_function(_step),
+                                       min_length=1)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return handler(core_schema.list_schema(step_adapter().core_schema, min_length=1))
+
+
+def _step(value: Any) -> Any:
+    return value if isinstance(value, StepBase) else step_adapter().validate_python(value)
+
+
 class WorkflowDefinition(Strict):
     name: str
     version: str = "1.0"
@@ -160,7 +185,8 @@ class WorkflowDefinition(Strict):
     state_schema: dict[str, StateKeyRule] = Field(default_factory=dict)
     agents: dict[str, AgentDef] = Field(default_factory=dict)
     """Agents run by `type: agent` steps, by name."""
-    steps: list[Step] = Field(min_length=1)
+    steps: Annotated[list[Step], _StepsSeenAlone]
+    """At least one (checked by `_StepsSeenAlone`)."""
     functions: dict[str, FunctionDecl] = Field(default_factory=dict)
     """Workflow functions the model can call as tools (spec 004)."""
     mcp_servers: dict[str, MCPServerDecl] = Field(default_factory=dict)

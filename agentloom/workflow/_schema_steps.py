@@ -12,14 +12,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 STEP_ID = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 DEFAULT_RETRYABLE_STATUS = (429, 500, 502, 503, 504)
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Built on first use: a run pays only for the models its file needs (the loader
+    # validates each step with its own type's model), not for the whole format.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class RetryConfig(Strict):
@@ -325,6 +327,18 @@ Step = Annotated[
     | MapStep | AskStep,
     Field(discriminator="type"),
 ]
+_STEP_ADAPTER: TypeAdapter[Any] | None = None
+
+
+def step_adapter() -> TypeAdapter[Any]:
+    """The whole union, built on first use: for a step whose `type` is missing or unknown
+    (its errors list the types), and for the JSON Schema."""
+    global _STEP_ADAPTER
+    if _STEP_ADAPTER is None:
+        _STEP_ADAPTER = TypeAdapter(Step)
+    return _STEP_ADAPTER
+
+
 STEP_TYPES: dict[str, type[StepBase]] = {
     "llm_call": LLMCallStep,
     "tool": ToolStep,

@@ -34,6 +34,9 @@ class StepNode:
     """The step's RetryPolicy, resolved on first run (config.max_retries is fixed by then)."""
     handler: Any = None
     """The loaded `on_error` block (a Workflow), or None."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What a step type derives from its fields once, not per run (its client key, its
+    tool declarations), each entry checked against the `config` it was derived under."""
 
 
 @dataclass(slots=True)

@@ -199,6 +199,30 @@ async def test_outside_cancellation_stays_cancellation() -> None:
     assert rec.summaries[0].status == "cancelled"  # type: ignore[attr-defined]
 
 
+async def test_deadline_on_the_system_clock_cancels_the_call_in_flight() -> None:
+    # The system clock's deadline is a timer on the event loop, not a watcher task.
+    rec = Recorder()
+    cancelled = asyncio.Event()
+
+    async def hang(request: ModelRequest) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    with pytest.raises(LoopBudgetExceeded) as info:
+        await run_loop(FunctionModel(hang), req(),
+                       options=LoopOptions(deadline_seconds=0.005, observer=rec))
+    assert info.value.kind == "deadline"
+    assert info.value.summary is not None
+    assert info.value.summary.status == "deadline_exceeded"
+    assert cancelled.is_set()
+    assert rec.names()[-2:] == ["model_error", "end"]
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
 async def test_token_budget() -> None:
     model = ScriptedModel([[tool_call("echo")], [tool_call("echo")], "done"])
     with pytest.raises(LoopBudgetExceeded) as info:

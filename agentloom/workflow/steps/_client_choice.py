@@ -16,6 +16,7 @@ import difflib
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentloom.loop.observer import NullObserver
 from agentloom.workflow._schema import known_providers
 
 if TYPE_CHECKING:
@@ -64,7 +65,35 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
     (model, provider, retry) keeps working."""
     step: LLMCallStep = node.step  # type: ignore[assignment]
     config = ctx.workflow.config
-    profile = profile_of(step, ctx)
+    memos: dict[str, Any] | None = getattr(node, "memo", None)
+    if step.profile is None and memos is not None:
+        # Without a profile nothing is rendered per run: the factory's arguments and the
+        # cache key are derived once per (step, config), not encoded again at every step.
+        memo = memos.get("client")
+        if memo is None or memo[0] is not config:
+            memo = memos["client"] = (config, *_choice(node, step, config, None))
+        kwargs, key = memo[1], memo[2]
+        if ctx.budget is not None:
+            kwargs = {**kwargs, "budget": ctx.budget}
+    else:
+        kwargs, key = _choice(node, step, config, profile_of(step, ctx))
+        if ctx.budget is not None:
+            kwargs["budget"] = ctx.budget
+    cache: dict[Any, Any] = ctx._clients  # the run's own client cache
+    client = cache.get(key)
+    if client is None:
+        client = cache[key] = ctx.clients.client(**kwargs)
+        first = getattr(client, "candidates", None)
+        if first:
+            ctx.primaries[node.id] = (first[0].provider, first[0].model)
+    elif getattr(client, "candidates", None):
+        ctx.primaries[node.id] = (client.candidates[0].provider, client.candidates[0].model)
+    return client
+
+
+def _choice(node: StepNode, step: LLMCallStep, config: WorkflowConfig,
+            profile: Profile | None) -> tuple[dict[str, Any], str]:
+    """The factory's arguments (budget aside) and the run cache's key for them."""
     kwargs: dict[str, Any] = {
         "model": step.model or (None if profile is not None and profile.model else config.model),
         "provider": step.provider or (
@@ -78,22 +107,11 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
         kwargs["fallback"] = parse_fallback(step.fallback, where=f"step {node.id!r}.fallback")
     if profile is not None:
         kwargs["profile"] = profile
-    if ctx.budget is not None:
-        kwargs["budget"] = ctx.budget
     key = json.dumps([kwargs.get("model"), kwargs.get("provider"), step.profile,
                       step.fallback, step.retry.model_dump() if step.retry else None,
                       dict(profile.params) if profile is not None else None],
                      sort_keys=True, default=str)
-    cache: dict[Any, Any] = ctx._clients  # the run's own client cache
-    client = cache.get(key)
-    if client is None:
-        client = cache[key] = ctx.clients.client(**kwargs)
-        first = getattr(client, "candidates", None)
-        if first:
-            ctx.primaries[node.id] = (first[0].provider, first[0].model)
-    elif getattr(client, "candidates", None):
-        ctx.primaries[node.id] = (client.candidates[0].provider, client.candidates[0].model)
-    return client
+    return kwargs, key
 
 
 def profile_of(step: LLMCallStep, ctx: RunContext) -> Profile | None:
@@ -129,9 +147,11 @@ def toolbox_options(step_id: str, ctx: RunContext) -> dict[str, Any]:
     return out
 
 
-class SummaryCatcher:
+class SummaryCatcher(NullObserver):
     """An observer keeping each loop's ConversationSummary for the step's result (on
-    success and failure alike: the loop reports the end of every conversation)."""
+    success and failure alike: the loop reports the end of every conversation). The
+    other callbacks are inherited no-ops: a callback looked up and not found costs the
+    loop an AttributeError at every event."""
 
     __slots__ = ("_ctx", "_step_id")
 
@@ -175,6 +195,14 @@ def run_budget(config: WorkflowConfig) -> RunBudget | None:
     from agentloom.routing import RunBudget
 
     return RunBudget(max_cost_usd=None if cost is None else str(cost), max_tokens=tokens)
+
+
+def needs_configure(workflow: Workflow) -> bool:
+    """Whether `configure_runtime` has anything to hand over (most files set none of
+    these knobs, and a run then skips it)."""
+    config = workflow.config
+    return bool(config.rate_limits or config.circuit_breaker is not None
+                or config.prices is not None)
 
 
 async def configure_runtime(clients: Any, workflow: Workflow) -> None:
@@ -275,5 +303,5 @@ def _render(value: Any, ctx: RunContext) -> Any:
     return value
 
 
-__all__ = ["check_choice", "client_for", "configure_runtime", "load_prices",
+__all__ = ["check_choice", "client_for", "configure_runtime", "load_prices", "needs_configure",
            "profile_of", "run_budget", "step_summary", "summary_observer", "toolbox_options"]

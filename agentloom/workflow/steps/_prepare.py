@@ -102,13 +102,33 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     """The declared tools, from the run's registry, under the run's sandbox policy."""
     if not decls:
         return None
-    if ctx.tools is None:
+    registry = ctx.tools
+    if registry is None:
         raise ConfigError(f"step {step_id!r} declares tools, but no tool registry is set")
-    from agentloom.tools import DeclaredTool
-
-    declared = [DeclaredTool(name=t.name, description=t.description,
-                             parameters=t.parameters) for t in decls]
+    from agentloom.tools import DeclaredTool, ToolRegistry
     from agentloom.workflow.steps._client_choice import toolbox_options
 
-    return ctx.tools.toolbox(declared, policy=ctx.sandbox_policy(),
-                             **toolbox_options(step_id, ctx))
+    policy = ctx.sandbox_policy()
+    options = toolbox_options(step_id, ctx)
+    # A caller that passes the same registry to every run gets the same tool box for
+    # the step: it is reused while each declared name still names the same tool (a
+    # registry changed in between is seen), and never with a sandbox policy (its tools
+    # are rebuilt under the run's policy).
+    node = ctx.workflow.nodes.get(step_id)
+    memo = node.memo if node is not None and policy is None \
+        and type(registry) is ToolRegistry else None
+    if memo is not None:
+        hit = memo.get("toolbox")
+        if hit is not None and hit[0] is registry and hit[1] is decls \
+                and hit[2] == options \
+                and all(registry.get(d.name) is t for d, t in zip(decls, hit[3], strict=True)):
+            box: ToolBox = hit[4]
+            return box
+    declared = [DeclaredTool(name=t.name, description=t.description,
+                             parameters=t.parameters) for t in decls]
+    box = registry.toolbox(declared, policy=policy, **options)
+    if memo is not None:
+        tools = tuple(registry.get(d.name) for d in decls)  # type: ignore[attr-defined]
+        if all(t is not None for t in tools):  # group names (`server`) are not reused
+            memo["toolbox"] = (registry, decls, options, tools, box)
+    return box

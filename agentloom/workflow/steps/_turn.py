@@ -54,6 +54,8 @@ class Turn:
     max_reasks: int = 0
     agent_name: str | None = None
     capture_reasoning: bool = True
+    messages_ready: bool = False
+    """`request` already holds the plain messages (and the tool box's specs)."""
 
 
 def conversation_path(key: str) -> Path:
@@ -65,12 +67,14 @@ def conversation_path(key: str) -> Path:
 async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutcome:
     extra_usage: list[Usage] = []
     plan = None
-    if turn.conversation is not None:
+    if turn.messages_ready:
+        request = turn.request
+    elif turn.conversation is not None:
         plan = await _plan(turn, client, ctx, extra_usage)
-        messages: tuple[Message, ...] = plan.messages
+        request = turn.request.replace(messages=plan.messages)
     else:
-        messages = _plain_messages(turn)
-    request = turn.request.replace(messages=messages)
+        request = turn.request.replace(messages=plain_messages(
+            turn.step_id, turn.system_prompt, turn.prompt, turn.media))
     if turn.structured is not None:
         request = turn.structured.apply(request)
         client = turn.structured.wrap(client)
@@ -82,9 +86,10 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
             on_event(step_id, event)
 
     nested: list[Usage] = []
-    # Workflow functions the loop calls add their model usage here (spec 000: the step's
-    # tokens and cost cover every call it made); a failed loop's step fails anyway.
-    usage_token = NESTED_USAGE.set(nested)
+    # Workflow functions the loop calls (as tools) add their model usage here (spec 000:
+    # the step's tokens and cost cover every call it made); a failed loop's step fails
+    # anyway. Without tools nothing can add to it.
+    usage_token = NESTED_USAGE.set(nested) if turn.toolbox is not None else None
     result = await run_loop(
         client, request, tools=turn.toolbox, on_event=sink,
         options=LoopOptions(
@@ -94,8 +99,9 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
             speaker=turn.speaker, agent_name=turn.agent_name,
             observer=step_observer(turn.step_id, ctx)),
     )
-    NESTED_USAGE.reset(usage_token)
-    extra_usage.extend(nested)
+    if usage_token is not None:
+        NESTED_USAGE.reset(usage_token)
+        extra_usage.extend(nested)
     if turn.structured is not None and result.status is ConversationStatus.ITERATION_LIMIT:
         # The loop stopped at its limit on a tool call: no final answer was validated.
         raise StructuredOutputError(
@@ -121,14 +127,14 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     )
 
 
-def _plain_messages(turn: Turn) -> tuple[Message, ...]:
-    if turn.prompt is None:
-        raise ConfigError(f"step {turn.step_id!r} needs a prompt")
-    out: list[Message] = []
-    if turn.system_prompt is not None:
-        out.append(Message.system(turn.system_prompt))
-    out.append(Message.user(turn.prompt, *turn.media))
-    return tuple(out)
+def plain_messages(step_id: str, system_prompt: str | None, prompt: str | None,
+                   media: tuple[Any, ...] = ()) -> tuple[Message, ...]:
+    """The system + user pair of a step without a conversation."""
+    if prompt is None:
+        raise ConfigError(f"step {step_id!r} needs a prompt")
+    if system_prompt is None:
+        return (Message.user(prompt, *media),)
+    return (Message.system(system_prompt), Message.user(prompt, *media))
 
 
 async def _plan(turn: Turn, client: ModelClient, ctx: RunContext,

@@ -29,7 +29,7 @@ from agentloom.workflow._templates import Template
 from agentloom.workflow.steps._client_choice import check_choice, client_for
 from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
 from agentloom.workflow.steps._structured_step import StructuredPlan
-from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
+from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run_turn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -89,28 +89,42 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     model = step.model or config.model
     client = client_for(node, ctx)
     stream = step.stream if step.stream is not None else config.stream
+    system_prompt = (None if prep.system_prompt is None
+                     else prep.system_prompt.render(ctx.scope))
+    prompt = None if prep.prompt is None else prep.prompt.render(ctx.scope)
+    toolbox = build_toolbox(_declared(node), ctx, node.id)
+    # Without a conversation or a schema the request is complete here: built once with
+    # its messages and tools, instead of copied by each later layer that fills one in.
+    plain = prep.conversation is None and prep.structured is None
     request = ModelRequest(
         model=model or _default_model(ctx),
-        messages=(),
+        messages=plain_messages(node.id, system_prompt, prompt, media) if plain else (),
         temperature=step.temperature,
         max_tokens=step.max_tokens,
+        tools=toolbox.specs if plain and toolbox is not None else (),
         tool_choice=prep.tool_choice,
         reasoning=prep.reasoning,
         stream=bool(stream),
         vendor_tools=normalize_vendor_tools(step.vendor_tools),
     )
     turn = Turn(
-        step_id=node.id, request=request,
-        system_prompt=None if prep.system_prompt is None
-        else prep.system_prompt.render(ctx.scope),
-        prompt=None if prep.prompt is None else prep.prompt.render(ctx.scope),
+        step_id=node.id, request=request, system_prompt=system_prompt, prompt=prompt,
         media=media, conversation=prep.conversation, speaker=step.speaker,
-        structured=prep.structured, toolbox=build_toolbox(declared_tools(step), ctx, node.id),
+        structured=prep.structured, toolbox=toolbox,
         max_iterations=step.max_tool_iterations,
         max_reasks=max_reasks(step.retry, config),
         capture_reasoning=step.thinking is None or step.thinking.capture_reasoning,
+        messages_ready=plain,
     )
     return await run_turn(turn, client, ctx)
+
+
+def _declared(node: StepNode) -> list[Any]:
+    """The step's tool declarations, gathered once per step rather than per run."""
+    decls: list[Any] | None = node.memo.get("declared")
+    if decls is None:
+        decls = node.memo["declared"] = declared_tools(node.step)
+    return decls
 
 
 async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tuple[Any, ...]:

@@ -1,0 +1,97 @@
+"""What the engine derives once and reuses across runs (a step's client arguments, its
+tool box) must follow every change that matters: a config override, a registry whose
+tool was replaced. And steps must start from the run's context, not from the step that
+released them."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from wf_helpers import Factory, echo_model
+
+from agentloom.messages import ModelRequest, ToolResultPart
+from agentloom.testing.scripted import FunctionModel, tool_call
+from agentloom.tools import ToolRegistry, tool
+from agentloom.workflow import arun_workflow, load_workflow_text
+
+TOOL_FLOW = """\
+name: tools
+steps:
+  - id: ask
+    type: llm_call
+    prompt: go
+    tools: [probe]
+"""
+
+
+def _tool_then_answer(request: ModelRequest) -> Any:
+    results = [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
+    if not results:
+        return [tool_call("probe")]
+    return "tool said " + str(results[-1].content)
+
+
+async def test_a_replaced_tool_is_used_by_the_next_run() -> None:
+    wf = load_workflow_text(TOOL_FLOW)
+
+    @tool(name="probe")
+    def first() -> str:
+        """Probe."""
+        return "one"
+
+    @tool(name="probe")
+    def second() -> str:
+        """Probe."""
+        return "two"
+
+    registry = ToolRegistry([first])
+    factory = Factory(FunctionModel(_tool_then_answer))
+    r1 = await arun_workflow(wf, clients=factory, tools=registry)
+    r1_again = await arun_workflow(wf, clients=factory, tools=registry)
+    registry.register(second, replace=True)
+    r2 = await arun_workflow(wf, clients=factory, tools=registry)
+    assert (r1.steps["ask"].text, r1_again.steps["ask"].text, r2.steps["ask"].text) == (
+        "tool said one", "tool said one", "tool said two")
+    other = ToolRegistry([second])
+    r3 = await arun_workflow(wf, clients=factory, tools=other)
+    assert r3.steps["ask"].text == "tool said two"
+
+
+async def test_a_config_override_reaches_the_client_factory() -> None:
+    wf = load_workflow_text("name: m\nconfig: {model: base}\nsteps:\n"
+                            "  - {id: a, type: llm_call, prompt: hi}\n")
+    factory = Factory(echo_model())
+    await arun_workflow(wf, clients=factory)
+    await arun_workflow(wf.with_overrides(model="other"), clients=factory)
+    await arun_workflow(wf, clients=factory)
+    assert [m for m, _ in factory.asked] == ["base", "other", "base"]
+
+
+_MARK: contextvars.ContextVar[str | None] = contextvars.ContextVar("mark", default=None)
+
+
+async def test_a_step_starts_from_the_runs_context_not_its_dependency() -> None:
+    # A step that leaves a context variable set must not hand it to the steps it
+    # releases: each step task starts from the run's own context.
+    seen: dict[str, str | None] = {}
+
+    def answer(request: ModelRequest) -> str:
+        prompt = request.messages[-1].text
+        seen[prompt] = _MARK.get()
+        _MARK.set(prompt)  # left set on purpose, inside the step's task
+        return "ok"
+
+    wf = load_workflow_text(
+        "name: c\nconfig: {max_concurrent_steps: 1}\nsteps:\n"
+        "  - {id: a, type: llm_call, prompt: a}\n"
+        "  - {id: b, type: llm_call, prompt: b, depends_on: [a]}\n"
+        "  - {id: c, type: llm_call, prompt: c}\n"
+        "  - {id: d, type: llm_call, prompt: d, depends_on: [b, c]}\n")
+    token = _MARK.set("run")
+    try:
+        result = await arun_workflow(wf, clients=Factory(FunctionModel(answer)))
+    finally:
+        _MARK.reset(token)
+    assert result.ok
+    assert seen == {"a": "run", "b": "run", "c": "run", "d": "run"}

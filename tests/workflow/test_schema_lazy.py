@@ -1,0 +1,60 @@
+"""The loader validates each step with its own type's model, so a file builds only the
+models it needs; `WorkflowDefinition` still takes raw steps and exports the full schema."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from pydantic import ValidationError
+
+from agentloom.workflow._schema import WorkflowDefinition
+from agentloom.workflow._schema_steps import LLMCallStep
+
+
+def test_loading_builds_only_the_step_types_used() -> None:
+    # A fresh interpreter: other tests here may have built every model already.
+    script = textwrap.dedent("""
+        from agentloom.workflow import load_workflow
+        from agentloom.workflow._schema_steps import STEP_TYPES
+        load_workflow("name: x\\nsteps:\\n  - {id: a, type: llm_call, prompt: hi}\\n")
+        print(sorted(t for t, m in STEP_TYPES.items() if m.__pydantic_complete__))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "['llm_call']"
+
+
+def test_definition_accepts_models_and_raw_steps() -> None:
+    step = LLMCallStep.model_validate({"id": "a", "type": "llm_call", "prompt": "hi"})
+    d = WorkflowDefinition.model_validate({"name": "x", "steps": [step]})
+    assert d.steps == [step] and d.steps[0] is step
+    raw = WorkflowDefinition.model_validate(
+        {"name": "x", "steps": [{"id": "a", "type": "llm_call", "prompt": "hi"}]})
+    assert raw.steps == [step]
+
+
+@pytest.mark.parametrize(("steps", "loc", "kind"), [
+    ([], ("steps",), "too_short"),
+    ("x", ("steps",), "list_type"),
+    ([{"id": "a", "type": "llm_call"}], ("steps", 0, "llm_call"), "value_error"),
+    ([{"id": "a"}], ("steps", 0), "union_tag_not_found"),
+])
+def test_definition_errors_are_the_unions(steps: object, loc: tuple[object, ...],
+                                          kind: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        WorkflowDefinition.model_validate({"name": "x", "steps": steps})
+    errors = info.value.errors()
+    assert [(e["loc"], e["type"]) for e in errors] == [(loc, kind)]
+
+
+def test_json_schema_lists_every_step_type() -> None:
+    schema = WorkflowDefinition.model_json_schema()
+    steps = schema["properties"]["steps"]
+    assert steps["type"] == "array" and steps["minItems"] == 1
+    refs = {c["$ref"].rsplit("/", 1)[-1] for c in steps["items"]["oneOf"]}
+    assert refs == {"LLMCallStep", "ToolStep", "RouterStep", "SubworkflowStep",
+                    "ApprovalGateStep", "AgentStep", "MapStep", "AskStep"}
+    assert steps["items"]["discriminator"]["propertyName"] == "type"
