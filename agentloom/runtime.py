@@ -123,6 +123,11 @@ class Runtime:
         self._env: dict[str, str] = dict(env or {})
         self._local: LocalModelServer | None = None
         self._local_lock: asyncio.Lock | None = None
+        # Provider clients are stateless over the shared transport: one per endpoint and
+        # timeout serves every run, instead of a new one per step of every run.
+        self._provider_clients: dict[
+            tuple[str | None, HttpTimeout | None], tuple[Endpoint, Any, ModelClient]
+        ] = {}
         self._closed = False
 
     @classmethod
@@ -460,7 +465,18 @@ class _LazyClient:
         from agentloom.providers import get_protocol
         from agentloom.providers._client import ProviderClient
 
-        endpoint = self._endpoint or await self._runtime.local_endpoint()
+        runtime = self._runtime
+        endpoint = self._endpoint or await runtime.local_endpoint()
+        transport = runtime.transport
+        key = (self._endpoint.name if self._endpoint is not None else None, self._timeout)
+        cached = runtime._provider_clients.get(key)
+        # Reused only while nothing it was built from changed (a provider re-added under
+        # the same name, or a transport swapped for recording or replay).
+        if cached is not None and cached[0] is endpoint and cached[1] is transport:
+            return cached[2]
+        configured = endpoint
         if self._timeout is not None:
             endpoint = dataclasses.replace(endpoint, timeout=self._timeout)
-        return ProviderClient(endpoint, get_protocol(endpoint.protocol), self._runtime.transport)
+        client = ProviderClient(endpoint, get_protocol(endpoint.protocol), transport)
+        runtime._provider_clients[key] = (configured, transport, client)
+        return client

@@ -153,7 +153,7 @@ class Router:
         self._clock = clock
         self._prices = prices
         self._checks = tuple(checks)
-        self._rng = rng or random.Random()
+        self._rng = rng or _jitter_rng()
 
     # --- the call ------------------------------------------------------------------------
 
@@ -480,3 +480,14 @@ def _tokens_used(usage: Usage) -> int | None:
 def _short(err: ProviderError) -> str:
     head = str(err.args[0]) if err.args else type(err).__name__
     return f"{head} (status {err.status})" if err.status is not None else head
+
+
+_JITTER_RNG: list[random.Random] = []
+
+
+def _jitter_rng() -> random.Random:
+    """One generator for every router's backoff jitter: seeding a fresh one for each
+    router (one per step of every run) cost more than the rest of its set-up."""
+    if not _JITTER_RNG:
+        _JITTER_RNG.append(random.Random())
+    return _JITTER_RNG[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -67,7 +68,7 @@ class _SqliteDb:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
             # Touch the file for writing now, so an unwritable store fails here, by name.
@@ -79,6 +80,23 @@ class _SqliteDb:
                 "(give a writable path, e.g. --store sqlite:///some/dir/runs.db)"
             ) from exc
         self._conn = conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching to WAL doesn't wait on the busy handler: when several processes create
+        # the store at once (workers of one batch), all but one get "locked" at once. WAL
+        # persists in the file, so it is set once and retried here (this thread only).
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
 
     async def open(self) -> None:
         if self._conn is None:

@@ -47,7 +47,11 @@ async def _scenario(tmp_path: Path, flow: Path, ray: Any, server: HoldingServer)
             await asyncio.sleep(0.01)
         slot = next(s for s in executor.slots if "d02" in s.running)
         ray.kill(slot.handle)
-        await asyncio.sleep(0.2)
+        # Release only once the resumed run asks again: released any earlier, a slow kill
+        # (a loaded machine) could let the doomed actor receive its reply and finish.
+        while server.prompts().count(held) < 2:
+            assert time.monotonic() < deadline, "the run was never resumed elsewhere"
+            await asyncio.sleep(0.01)
         server.release()
 
     killer = asyncio.create_task(kill_the_holder())
