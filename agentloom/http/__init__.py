@@ -1,7 +1,7 @@
 """HTTP for AgentLoom: the `Transport` seam and its implementations.
 
-`AiohttpTransport` is imported lazily (aiohttp takes ~190 ms to import), so importing this
-package stays cheap.
+`AiohttpTransport` is imported lazily (aiohttp takes well over 100 ms to import), and so are
+the wrappers, so importing this package stays cheap.
 """
 
 from __future__ import annotations
@@ -9,21 +9,43 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentloom.http._base import (
-    BufferedResponse as BufferedResponse,
-    HttpRequest as HttpRequest,
-    HttpResponse as HttpResponse,
-    HttpTimeout as HttpTimeout,
-    Transport as Transport,
-    TransportError as TransportError,
+    BufferedResponse,
+    HttpRequest,
+    HttpResponse,
+    HttpTimeout,
+    Transport,
+    TransportError,
 )
 
 if TYPE_CHECKING:
-    from agentloom.http._aiohttp import AiohttpTransport as AiohttpTransport
-    from agentloom.http._mock import MockTransport as MockTransport
+    from agentloom.http._aiohttp import AiohttpTransport
+    from agentloom.http._fault import Fault, FaultTransport
+    from agentloom.http._mock import MockTransport
+    from agentloom.http._record import RecordTransport
+    from agentloom.http._replay import ReplayTransport
+
+__all__ = [
+    "AiohttpTransport",
+    "BufferedResponse",
+    "Fault",
+    "FaultTransport",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpTimeout",
+    "MockTransport",
+    "RecordTransport",
+    "ReplayTransport",
+    "Transport",
+    "TransportError",
+]
 
 _LAZY = {
     "AiohttpTransport": "agentloom.http._aiohttp",
     "MockTransport": "agentloom.http._mock",
+    "RecordTransport": "agentloom.http._record",
+    "ReplayTransport": "agentloom.http._replay",
+    "FaultTransport": "agentloom.http._fault",
+    "Fault": "agentloom.http._fault",
 }
 
 

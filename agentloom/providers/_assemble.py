@@ -25,8 +25,18 @@ class ResponseBuilder:
     """Accumulates events in arrival order. Text and reasoning runs become one part each
     run; tool calls are assembled by index."""
 
-    __slots__ = ("_parts", "_text", "_reasoning", "_sig", "_redacted", "_calls", "_usage",
-                 "finish_reason", "model", "response_id")
+    __slots__ = (
+        "_calls",
+        "_parts",
+        "_reasoning",
+        "_redacted",
+        "_sig",
+        "_text",
+        "_usage",
+        "finish_reason",
+        "model",
+        "response_id",
+    )
 
     def __init__(self, model: str) -> None:
         self._parts: list[Part] = []
@@ -61,9 +71,8 @@ class ResponseBuilder:
             self._flush_text()
             # A signed or redacted block is complete: what follows is a new block, which
             # must stay apart so each goes back to the provider as it came.
-            if (event.text or event.redacted) and (self._sig or self._redacted):
-                self._flush_reasoning()
-            elif event.redacted and self._reasoning:
+            closed = (event.text or event.redacted) and (self._sig or self._redacted)
+            if closed or (event.redacted and self._reasoning):
                 self._flush_reasoning()
             if event.text:
                 self._reasoning.append(event.text)

@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
