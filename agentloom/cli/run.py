@@ -110,9 +110,9 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) ->
 
 
 def _transport(wf: Workflow, runtime: Any) -> Any:
-    # Only attachments download through the engine; without them aiohttp stays unloaded
-    # until a model call needs it.
-    if any(getattr(n.step, "attachments", None) for n in wf.nodes.values()):
+    # Attachments download and approval gates notify through the engine.
+    if any(getattr(n.step, "attachments", None) or getattr(n.step, "notify", None)
+           for n in wf.nodes.values()):
         return runtime.transport
     return None
 

@@ -5,13 +5,19 @@ The first time the step runs it raises `PauseRun`; the run is saved `paused` and
 (`approved` or `rejected`) goes to `output`; both let the run go on, so later steps can
 branch on it. `timeout_seconds` counts from the moment the run paused (the store's
 timestamp): a resume after it applies `on_timeout`, or fails the step when there is none.
+
+`notify` POSTs a JSON event when the gate first pauses, so another system (chat, CI) can
+ask the person. A notification that fails is logged and noted in the pause; it never costs
+the pause itself, which is already saved.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass
 from datetime import UTC
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import DeadlineExceeded
 from agentloom.workflow._durable import PauseRun, current_durable
@@ -20,19 +26,26 @@ from agentloom.workflow._result import StepOutcome
 if TYPE_CHECKING:
     from agentloom.workflow._context import RunContext
     from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import ApprovalGateStep
+    from agentloom.workflow._schema_steps import ApprovalGateStep, Notify
     from agentloom.workflow._templates import Template
     from agentloom.workflow._workflow import StepNode
+
+
+log = logging.getLogger("agentloom.workflow.approval_gate")
 
 
 @dataclass(slots=True, frozen=True)
 class Prepared:
     message: Template | None
+    notify_body: Template | None = None
 
 
 def prepare(step: ApprovalGateStep, pc: PrepareContext) -> Prepared:
-    return Prepared(message=None if step.message is None
-                    else pc.template(step.message, "message"))
+    body = step.notify.body_template if step.notify is not None else None
+    return Prepared(
+        message=None if step.message is None else pc.template(step.message, "message"),
+        notify_body=None if body is None else pc.template(body, "notify.body_template"),
+    )
 
 
 async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
@@ -43,8 +56,11 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     durable = current_durable.get()
     got = durable.take_decision(node.id) if durable is not None else None
     if got is None or durable is None:
-        raise PauseRun("approval", message, data={
-            "timeout_seconds": step.timeout_seconds, "on_timeout": step.on_timeout})
+        data: dict[str, Any] = {"timeout_seconds": step.timeout_seconds,
+                                "on_timeout": step.on_timeout}
+        if step.notify is not None:
+            data["notified"] = await _notify(step.notify, prep, node.id, message, ctx)
+        raise PauseRun("approval", message, data=data)
     decision, paused_at = got
     approve = decision.approve
     if step.timeout_seconds is not None and paused_at is not None:
@@ -63,3 +79,45 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
                              "on_timeout": step.on_timeout})
     value = "approved" if approve else "rejected"
     return StepOutcome(value=value, text=value)
+
+
+async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
+                  ctx: RunContext) -> bool:
+    """POST the approval request; True if the receiver answered 2xx."""
+    from agentloom.http._base import HttpRequest, HttpTimeout
+
+    if not notify.url.startswith(("http://", "https://")):
+        log.warning("approval gate %r: notify.url must be http(s), got %r", step_id, notify.url)
+        return False
+    if prep.notify_body is not None:
+        body = prep.notify_body.render(ctx.scope).encode()
+    else:
+        body = json.dumps({
+            "event": "approval_requested", "workflow": ctx.workflow.name,
+            "run_id": ctx.run_id, "step_id": step_id, "message": message,
+            "resume": f"agentloom resume {ctx.run_id} --approve | --reject",
+        }).encode()
+    headers = {"content-type": "application/json", **notify.headers}
+    request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,
+                          timeout=HttpTimeout(connect=notify.timeout or 10.0,
+                                              read=notify.timeout or 10.0))
+    transport = ctx.transport
+    owned = transport is None
+    if owned:
+        from agentloom.http._aiohttp import AiohttpTransport
+
+        transport = AiohttpTransport()
+    try:
+        response = await transport.handle(request)
+        await response.read()
+        await response.aclose()
+        if 200 <= response.status < 300:
+            return True
+        log.warning("approval gate %r: notify %s answered %s", step_id, notify.url,
+                    response.status)
+    except Exception as exc:  # a receiver that is down must not lose the pause
+        log.warning("approval gate %r: notify %s failed: %s", step_id, notify.url, exc)
+    finally:
+        if owned:
+            await transport.aclose()
+    return False

@@ -1,0 +1,95 @@
+"""An approval gate with `notify` POSTs the request to a receiver when it pauses; a
+receiver that is down doesn't cost the pause."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from aiohttp import web
+
+from agentloom.store import MemoryStore
+from agentloom.testing.scripted import ScriptedModel
+from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
+from agentloom.workflow._durable import Decision, DurableRun
+
+
+class Factory:
+    default_model = "test-model"
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def client(self, **_: Any) -> Any:
+        return self.model
+
+
+def gate(url: str, body: str = "") -> str:
+    return f"""\
+name: notify
+steps:
+  - {{id: draft, type: llm_call, prompt: "draft", output: draft}}
+  - id: approve
+    type: approval_gate
+    depends_on: [draft]
+    message: "send {{state.draft}}?"
+    notify:
+      url: "{url}"
+      headers: {{x-team: ops}}
+{body}    output: decision
+"""
+
+
+async def test_the_gate_posts_its_request_and_still_pauses() -> None:
+    seen: list[tuple[dict[str, str], Any]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        seen.append((dict(request.headers), await request.json()))
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        store = MemoryStore()
+        wf = load_workflow_text(gate(f"http://127.0.0.1:{port}/hook"))
+        durable = DurableRun(store=store, run_id="n1", workflow_hash="h")
+        result = await arun_workflow(wf, clients=Factory(ScriptedModel(["the draft", "x"])),
+                                     durable=durable)
+        assert result.status is RunStatus.PAUSED
+        [(headers, body)] = seen
+        assert headers["x-team"] == "ops"
+        assert body["event"] == "approval_requested" and body["run_id"] == "n1"
+        assert body["step_id"] == "approve" and body["message"] == "send the draft?"
+        cp = await store.load_latest("n1")
+        assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is True
+
+        # Resuming with the decision doesn't notify again.
+        resumed = DurableRun(store=store, run_id="n1", workflow_hash="h",
+                             resumed=await store.load_latest("n1"),
+                             decision=Decision(approve=True))
+        result = await arun_workflow(wf, clients=Factory(ScriptedModel(["x"])),
+                                     durable=resumed)
+        assert result.status is RunStatus.SUCCESS, result.error
+        assert result.state["decision"] == "approved" and len(seen) == 1
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_receiver_that_is_down_does_not_cost_the_pause() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = MemoryStore()
+    body = '      body_template: \'{{"text": "approve {state.draft}"}}\'\n'
+    wf = load_workflow_text(gate(f"http://127.0.0.1:{port}/hook", body))
+    durable = DurableRun(store=store, run_id="n2", workflow_hash="h")
+    result = await arun_workflow(wf, clients=Factory(ScriptedModel(["the draft"])),
+                                 durable=durable)
+    assert result.status is RunStatus.PAUSED
+    cp = await store.load_latest("n2")
+    assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is False
