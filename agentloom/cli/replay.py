@@ -22,6 +22,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tools", action="append", default=[], metavar="FILE.py")
     p.add_argument("--json", action="store_true")
     p.add_argument("--stream", action="store_true")
+    from agentloom.cli._observe import add_trace_flags
+
+    add_trace_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,4 +43,10 @@ def run(args: argparse.Namespace) -> int:
         argv.append("--json")
     if args.stream:
         argv.append("--stream")
+    if args.trace:
+        argv += ["--trace", args.trace]
+    if args.trace_content:
+        argv.append("--trace-content")
+    if args.otel:
+        argv.append("--otel")
     return command_run(build_parser().parse_args(argv))

@@ -40,6 +40,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--stream", action="store_true", help="print text as it arrives")
     p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--replay-mode", default="strict", help=argparse.SUPPRESS)
+    from agentloom.cli._observe import add_trace_flags
+
+    add_trace_flags(p)
 
 
 class _Refused(Exception):
@@ -110,6 +113,7 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
         timeout=meta.get("timeout"), json=args.json, stream=args.stream,
         tools=list(meta.get("tools") or []), replay=args.replay,
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
+        trace=args.trace, trace_content=args.trace_content, otel=args.otel,
         resume_durable=DurableRun(store=store, run_id=args.run_id,
                                   workflow_hash=record.workflow_hash, meta=meta, resumed=cp,
                                   decision=decision, worker_id=me,

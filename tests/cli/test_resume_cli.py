@@ -186,3 +186,17 @@ def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.Monke
         assert len(server.requests) == 2  # the turn that asked for the tool was not re-sent
     finally:
         server.stop_thread()
+
+
+def test_resume_writes_a_trace_of_the_continued_run(env: Any, tmp_path: Path,
+                                                   capsys: Any) -> None:
+    (tmp_path / "gate.yaml").write_text(GATE)
+    code, _, err = _run(capsys, "run", "gate.yaml", "--run-id", "g2")
+    assert code == 0, err
+    code, _, err = _run(capsys, "resume", "g2", "--approve", "--trace", "resumed.jsonl")
+    assert code == 0, err
+    events = [json.loads(line) for line in (tmp_path / "resumed.jsonl").read_text().splitlines()]
+    assert events[0]["event"] == "run_start" and events[-1]["event"] == "run_end"
+    assert events[-1]["run_id"] == "g2"
+    # Only the step that ran after the gate made a model call in this trace.
+    assert {e.get("step_id") for e in events if e["event"] == "request"} == {"send"}
