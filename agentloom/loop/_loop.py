@@ -28,7 +28,7 @@ from agentloom.errors import AgentLoopError, LoopBudgetExceeded, StructuredOutpu
 from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
 from agentloom.loop._contracts import OutputValidator, ToolBox, ToolContext
 from agentloom.loop._journal import LoopJournal, current_journal
-from agentloom.loop.collector import SummaryCollector
+from agentloom.loop.collector import SummaryCollector, SummaryRecord
 from agentloom.loop.observer import (
     ConversationInfo,
     Dispatch,
@@ -105,8 +105,20 @@ class LoopResult:
     output: Any = None
     """The validated value when a validator was given; else the text."""
     attempts: list[AttemptRecord] = field(default_factory=list)
-    summary: ConversationSummary | None = None
     status: ConversationStatus = ConversationStatus.COMPLETED
+    _summary: ConversationSummary | SummaryRecord | None = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> ConversationSummary | None:
+        """The run's ConversationSummary, built when first read."""
+        s = self._summary
+        if isinstance(s, SummaryRecord):
+            s = self._summary = s.summary
+        return s
+
+    @summary.setter
+    def summary(self, value: ConversationSummary | SummaryRecord | None) -> None:
+        self._summary = value
 
 
 class _Run:
@@ -251,8 +263,8 @@ class _Run:
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, status: ConversationStatus, *, finish_reason: str | None = None,
-                  error: BaseException | None = None) -> ConversationSummary:
-        return self.collector.build(
+                  error: BaseException | None = None) -> SummaryRecord:
+        return self.collector.record(
             self.info, status=status, iterations=self.iterations,
             elapsed_seconds=self.clock.now() - self.started, tool_seconds=self.tool_seconds,
             finish_reason=finish_reason, max_repeated_tool_calls=self.stall.max_repeated,
@@ -326,16 +338,16 @@ async def run_loop(
             async with scope:
                 result = await _drive(run)
         except BaseException as exc:
-            summary = run.summarize(status_for_error(exc), error=exc)
-            run.dispatch.emit("on_conversation_end", summary)
-            raise _with_summary(exc, summary, opts.wrap_errors)  # noqa: B904
-        summary = run.summarize(result.status, finish_reason=result.finish_reason)
-        result.summary = summary
-        run.dispatch.emit("on_conversation_end", summary)
+            record = run.summarize(status_for_error(exc), error=exc)
+            run.dispatch.end(record)
+            raise _with_summary(exc, record.summary, opts.wrap_errors)  # noqa: B904
+        record = run.summarize(result.status, finish_reason=result.finish_reason)
+        result.summary = record
+        run.dispatch.end(record)
         if opts.wrap_errors and result.status is ConversationStatus.ITERATION_LIMIT:
             raise _with_summary(
                 LoopBudgetExceeded("iterations", opts.max_iterations, result.iterations),
-                summary, True)
+                record.summary, True)
         return result
     finally:
         unbind_conversation(token)

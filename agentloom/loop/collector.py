@@ -157,22 +157,53 @@ class SummaryCollector(NullObserver):
         stalled: bool = False,
         error: BaseException | None = None,
     ) -> ConversationSummary:
-        usage = UsageSummary.from_usage(self.usage)
-        fields: dict[str, Any] = {}
+        return self.record(
+            info, status=status, iterations=iterations, elapsed_seconds=elapsed_seconds,
+            tool_seconds=tool_seconds, finish_reason=finish_reason,
+            max_repeated_tool_calls=max_repeated_tool_calls, stalled=stalled, error=error,
+        ).summary
+
+    def record(
+        self,
+        info: ConversationInfo,
+        *,
+        status: ConversationStatus,
+        iterations: int,
+        elapsed_seconds: float,
+        tool_seconds: float,
+        finish_reason: str | None = None,
+        max_repeated_tool_calls: int = 0,
+        stalled: bool = False,
+        error: BaseException | None = None,
+    ) -> SummaryRecord:
+        """The summary's facts, with the pydantic model built when first read: a
+        workflow step keeps one per conversation, and most are never looked at. The
+        collector must get no more events afterwards (the loop calls it at the end)."""
+        error_fields = None
         if error is not None:
+            # Facts about the error now, so the record keeps no exception (nor frames).
             failed_call = bool(self._turns) and self._turns[-1].error_type is not None
-            fields.update(_error_fields(error, self._call_attempts if failed_call else []))
+            error_fields = _error_fields(error, self._call_attempts if failed_call else [])
+        return SummaryRecord(self, info, status, iterations, elapsed_seconds, tool_seconds,
+                             finish_reason, max_repeated_tool_calls, stalled, error_fields,
+                             _attr(error, "provider"))
+
+    def _build(self, r: SummaryRecord) -> ConversationSummary:
+        info = r.info
+        usage = UsageSummary.from_usage(self.usage)
+        fields: dict[str, Any] = r.error_fields or {}
+        finish_reason = r.finish_reason
         return ConversationSummary(
             conversation_id=info.conversation_id,
             correlation_id=info.correlation_id,
             parent_id=info.parent_id,
             agent_name=info.agent_name,
-            provider=self.provider or _attr(error, "provider"),
+            provider=self.provider or r.error_provider,
             model=self.model or info.model,
-            status=status,
-            iterations=iterations,
+            status=r.status,
+            iterations=r.iterations,
             iteration_limit=info.iteration_limit,
-            elapsed_seconds=elapsed_seconds,
+            elapsed_seconds=r.elapsed_seconds,
             started_at=info.started_at,
             tool_calls=self.tool_calls,  # validation copies both dicts
             tool_errors=self.tool_errors,
@@ -181,15 +212,71 @@ class SummaryCollector(NullObserver):
             finish_reason=finish_reason if finish_reason is not None else self.finish_reason,
             model_seconds=self.model_seconds,
             retry_wait_seconds=self.retry_wait_seconds,
-            tool_seconds=tool_seconds,
+            tool_seconds=r.tool_seconds,
             tool_duration_seconds=self.tool_duration_seconds,
             cache_hit_rate=cache_hit_rate(usage),
             failed_attempts=tuple(self.failed_attempts),
-            max_repeated_tool_calls=max_repeated_tool_calls,
-            stalled=stalled,
+            max_repeated_tool_calls=r.max_repeated_tool_calls,
+            stalled=r.stalled,
             timeline=self.timeline() if self._timeline else None,
             **fields,
         )
+
+
+class SummaryRecord:
+    """One conversation's summary before it is built: `summary` builds the
+    ConversationSummary on first read and keeps it. Observers never see a record; a
+    reporter that keeps summaries to read later takes records through the loop's
+    `on_summary_record` hook (see `Dispatch.end`)."""
+
+    __slots__ = ("_built", "_collector", "elapsed_seconds", "error_fields", "error_provider",
+                 "finish_reason", "info", "iterations", "max_repeated_tool_calls", "stalled",
+                 "status", "tool_seconds")
+
+    builds_summary = True
+    """Marks a record for holders that don't import this module (`StepResult`)."""
+
+    def __init__(self, collector: SummaryCollector, info: ConversationInfo,
+                 status: ConversationStatus, iterations: int, elapsed_seconds: float,
+                 tool_seconds: float, finish_reason: str | None,
+                 max_repeated_tool_calls: int, stalled: bool,
+                 error_fields: dict[str, Any] | None, error_provider: Any) -> None:
+        self._built: ConversationSummary | None = None
+        self._collector: SummaryCollector | None = collector
+        self.info = info
+        self.status = status
+        self.iterations = iterations
+        self.elapsed_seconds = elapsed_seconds
+        self.tool_seconds = tool_seconds
+        self.finish_reason = finish_reason
+        self.max_repeated_tool_calls = max_repeated_tool_calls
+        self.stalled = stalled
+        self.error_fields = error_fields
+        self.error_provider = error_provider
+
+    @property
+    def summary(self) -> ConversationSummary:
+        built = self._built
+        if built is None:
+            assert self._collector is not None
+            built = self._built = self._collector._build(self)
+            self._collector = None  # its counters are in the summary now
+        return built
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (a batch worker's result) or copied as the summary it stands for.
+        return (_identity, (self.summary,))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SummaryRecord):
+            other = other.summary
+        return self.summary == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _attr(obj: object, name: str) -> Any:

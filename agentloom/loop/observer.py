@@ -24,6 +24,7 @@ from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolRe
 from agentloom.providers._base import AttemptRecord
 
 if TYPE_CHECKING:
+    from agentloom.loop.collector import SummaryRecord
     from agentloom.loop.summary import ConversationSummary
 
 log = logging.getLogger("agentloom.observer")
@@ -172,6 +173,29 @@ class Dispatch:
                               type(observer).__name__, name)
 
 
+    def end(self, record: SummaryRecord) -> None:
+        """`on_conversation_end(record.summary)` for every observer, building the summary
+        only if one of them takes it: an observer with `on_summary_record` (a workflow
+        step's summary keeper) gets the record instead, to read the summary later if ever,
+        and the inherited no-op of `NullObserver` takes nothing."""
+        for observer in self._observers:
+            try:
+                keep = getattr(observer, "on_summary_record", None)
+                if keep is not None:
+                    keep(record)
+                    continue
+                method = getattr(observer, "on_conversation_end", None)
+                if method is None or getattr(method, "__func__", None) is _NO_END:
+                    continue
+                method(record.summary)
+            except Exception:
+                log.exception("observer %s.on_conversation_end raised; the run goes on",
+                              type(observer).__name__)
+
+
+_NO_END = NullObserver.on_conversation_end
+
+
 class MultiObserver(NullObserver):
     """Several observers as one, each called in order and isolated from the others."""
 
@@ -179,6 +203,8 @@ class MultiObserver(NullObserver):
         self._dispatch = Dispatch(observers)
 
     def __getattribute__(self, name: str) -> Any:
+        if name == "on_summary_record":
+            return object.__getattribute__(self, "_dispatch").end
         if name.startswith("on_"):
             dispatch: Dispatch = object.__getattribute__(self, "_dispatch")
             return lambda *args: dispatch.emit(name, *args)

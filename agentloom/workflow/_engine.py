@@ -16,6 +16,7 @@ import contextvars
 import random
 import uuid
 from collections import deque
+from collections.abc import Coroutine, Generator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -62,12 +63,12 @@ async def arun_workflow(
         merged = _deep_copy(durable.resumed.state)
     if state:
         merged.update(state)
-    from agentloom.workflow._tooling import needs_tooling, open_run_tools
+    from agentloom.workflow._tooling import extends_tools, open_run_tools, plain_run_tools
 
     args = (workflow, merged, clients, clock, rng, on_event, run_id, transport, durable,
             observers)
-    if not needs_tooling(workflow):
-        return await _arun(*args, tools=tools)
+    if not extends_tools(workflow):
+        return await _arun(*args, tools=plain_run_tools(workflow, tools, transport))
     # Built-ins, MCP servers (started once, closed at the end) and workflow functions.
     async with open_run_tools(workflow, tools=tools, clients=clients, transport=transport,
                               clock=clock) as run_tools:
@@ -165,14 +166,11 @@ class _Run:
         if self.durable is not None:
             await self.durable.begin(self, self.wf.name)
         try:
-            async with asyncio.timeout(self.config.timeout), asyncio.TaskGroup() as tg:
-                self.tg = tg
-                # Each step task starts from this task's context, as if it had made them.
-                self.base = contextvars.copy_context()
-                if self.durable is None:
-                    await self._schedule_inline()
-                else:
-                    await self._schedule_durable()
+            if self.config.timeout is None:
+                await self._schedule()
+            else:
+                async with asyncio.timeout(self.config.timeout):
+                    await self._schedule()
         except TimeoutError:
             self.status = RunStatus.DEADLINE_EXCEEDED
             self.error = f"run deadline of {self.config.timeout}s exceeded"
@@ -196,6 +194,34 @@ class _Run:
         if self.durable is not None:
             await self.durable.finish(result, self.paused)
         return result
+
+    async def _schedule(self) -> None:
+        if self.durable is None and len(self.wf.nodes) == 1:
+            await self._run_single()
+            return
+        async with asyncio.TaskGroup() as tg:
+            self.tg = tg
+            # Each step task starts from this task's context, as if it had made them.
+            self.base = contextvars.copy_context()
+            if self.durable is None:
+                await self._schedule_inline()
+            else:
+                await self._schedule_durable()
+
+    async def _run_single(self) -> None:
+        # A one-step run has nothing to schedule: its step runs in this task, still in a
+        # context of its own, which saves a task, a group and two event-loop iterations.
+        node_id = self.ready.popleft()
+        if self._over_budget():
+            self._stop_all("run budget exceeded")
+            return
+        self.running = 1
+        self.results[node_id].status = StepStatus.RUNNING
+        try:
+            await _InContext(self._step_task(self.wf.nodes[node_id]),
+                             contextvars.copy_context())
+        except Exception as exc:  # as the task group would have reported it
+            raise BaseExceptionGroup("unhandled errors in a TaskGroup", [exc]) from None
 
     async def _schedule_inline(self) -> None:
         # A finishing step releases and starts its dependents itself (`_finished`), so
@@ -223,6 +249,8 @@ class _Run:
 
     def _launch(self) -> None:
         """Start ready steps, up to the concurrency limit, while the run may go on."""
+        if not self.ready:
+            return
         limit = self.config.max_concurrent_steps
         tg, base, nodes = self.tg, self.base, self.wf.nodes
         assert tg is not None and base is not None
@@ -470,6 +498,30 @@ class _Run:
         return out
 
 
+class _InContext:
+    """Await a coroutine in `context` without a task of its own: each step of it runs
+    inside `context.run`, so the context variables it sets stay its own, as in a task
+    started with that context. Python 3.11 has no eager tasks to do this."""
+
+    __slots__ = ("_context", "_coro")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> None:
+        self._coro, self._context = coro, context
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        run, coro = self._context.run, self._coro
+        send, throw = coro.send, coro.throw
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                yielded = run(send, value) if error is None else run(throw, error)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                value, error = (yield yielded), None
+            except BaseException as exc:  # delivered to the coroutine, as a task would
+                value, error = None, exc
 
 
 def _deep_copy(value: Any) -> Any:

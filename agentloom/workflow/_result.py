@@ -77,12 +77,24 @@ class StepResult:
     iterations: int | None = None
     started_at: float | None = None
     duration_seconds: float | None = None
-    summary: Any = None
-    """The metadata-only `ConversationSummary` of a model step (spec 002): statuses,
-    attempts (failed ones with request_sent), retries, usage; never content."""
     fallback_used: bool | None = None
     """Whether a fallback entry answered instead of the step's first provider and model
     (None: not a routed model call)."""
+    _summary: Any = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> Any:
+        """The metadata-only `ConversationSummary` of a model step (spec 002): statuses,
+        attempts (failed ones with request_sent), retries, usage; never content. The loop
+        hands over a record; the pydantic model is built on first read."""
+        s = self._summary
+        if getattr(type(s), "builds_summary", False):
+            s = self._summary = s.summary  # a loop's SummaryRecord
+        return s
+
+    @summary.setter
+    def summary(self, value: Any) -> None:
+        self._summary = value
 
     @property
     def tokens(self) -> int | None:

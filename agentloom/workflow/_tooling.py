@@ -46,6 +46,28 @@ def needs_tooling(workflow: Workflow) -> bool:
     return bool(workflow.functions or workflow.definition.mcp_servers or workflow.tool_refs)
 
 
+def extends_tools(workflow: Workflow) -> bool:
+    """Whether the run's tools need opening (MCP servers, workflow functions): otherwise
+    `plain_run_tools` gives the same source without an async context."""
+    return bool(workflow.functions or workflow.definition.mcp_servers)
+
+
+def plain_run_tools(workflow: Workflow, tools: ToolSource | None,
+                    transport: Any = None) -> ToolSource | None:
+    """`open_run_tools` for a file without functions and MCP servers: nothing to start or
+    close, so no context to enter per run."""
+    from agentloom.tools import ToolRegistry
+
+    if not workflow.tool_refs:
+        return tools
+    if tools is None:
+        tools = base_registry(transport=transport)
+    elif not isinstance(tools, ToolRegistry):
+        return tools
+    check_tool_refs(workflow, tools)
+    return tools
+
+
 @contextlib.asynccontextmanager
 async def open_run_tools(
     workflow: Workflow,
