@@ -58,11 +58,16 @@ class SummaryCollector(NullObserver):
         """Attempts of the model call in flight (or the last one)."""
         self.finish_reason: str | None = None
         self._turns: list[_Turn] = []
+        """One per model call, kept only for a timeline."""
+        self._call_failed = False
+        """The model call in flight (or the last one) raised."""
 
     # --- model calls ---------------------------------------------------------------
     def on_request(self, request: ModelRequest, iteration: int) -> None:
         self._call_attempts = []
-        self._turns.append(_Turn(index=iteration))
+        self._call_failed = False
+        if self._timeline:
+            self._turns.append(_Turn(index=iteration))
 
     def on_attempt(self, record: AttemptRecord) -> None:
         self._call_attempts.append(record)
@@ -100,6 +105,7 @@ class SummaryCollector(NullObserver):
         self, error: BaseException, iteration: int, duration_seconds: float
     ) -> None:
         self.model_seconds += duration_seconds
+        self._call_failed = True
         if self._turns:
             turn = self._turns[-1]
             turn.duration = duration_seconds
@@ -182,8 +188,8 @@ class SummaryCollector(NullObserver):
         error_fields = None
         if error is not None:
             # Facts about the error now, so the record keeps no exception (nor frames).
-            failed_call = bool(self._turns) and self._turns[-1].error_type is not None
-            error_fields = _error_fields(error, self._call_attempts if failed_call else [])
+            error_fields = _error_fields(
+                error, self._call_attempts if self._call_failed else [])
         return SummaryRecord(self, info, status, iterations, elapsed_seconds, tool_seconds,
                              finish_reason, max_repeated_tool_calls, stalled, error_fields,
                              _attr(error, "provider"))

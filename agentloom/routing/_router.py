@@ -110,7 +110,7 @@ def check_tools(request: ModelRequest, capabilities: Capabilities) -> str | None
 
 def check_media(request: ModelRequest, capabilities: Capabilities) -> str | None:
     """Attachments (images, PDFs, audio), by the media module's rules."""
-    if not any(p.kind in _MEDIA_KINDS for m in request.messages for p in m.parts):
+    if not _has_media(request.messages):
         return None  # the common case: nothing to check, nothing to import
     from agentloom.media import check_attachments
 
@@ -119,6 +119,16 @@ def check_media(request: ModelRequest, capabilities: Capabilities) -> str | None
     except AgentLoomError as exc:
         return str(exc)
     return reason or None
+
+
+def _has_media(messages: Sequence[Any]) -> bool:
+    # Plain loops: this runs before every attempt, and a generator per call costs more
+    # than the scan of a short conversation.
+    for m in messages:
+        for p in m.parts:
+            if p.kind in _MEDIA_KINDS:
+                return True
+    return False
 
 
 _MEDIA_KINDS = frozenset({"image", "document", "audio"})

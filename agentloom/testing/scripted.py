@@ -34,15 +34,23 @@ def make_response(
     finish_reason: str | None = None,
     usage: Usage | None = None,
 ) -> ModelResponse:
-    parts: tuple[Part, ...] = (TextPart(text=reply),) if isinstance(reply, str) else tuple(reply)
-    has_calls = any(isinstance(p, ToolCallPart) for p in parts)
+    if isinstance(reply, str):
+        parts: tuple[Part, ...] = (TextPart(text=reply),)
+        has_calls = False
+    else:
+        parts = tuple(reply)
+        has_calls = any(isinstance(p, ToolCallPart) for p in parts)
     return ModelResponse(
         parts=parts,
-        usage=usage or Usage(input_tokens=10, output_tokens=5, input_includes_cached=True),
+        usage=usage or _USAGE,
         finish_reason=finish_reason or ("tool_calls" if has_calls else "stop"),
         model=model,
         provider=provider,
     )
+
+
+_USAGE = Usage(input_tokens=10, output_tokens=5, input_includes_cached=True)
+"""Every scripted reply's usage unless given (Usage is frozen: one object serves all)."""
 
 
 def tool_call(name: str, arguments: str | dict[str, Any] = "{}", *, id: str | None = None
@@ -58,6 +66,7 @@ class _Base:
 
     def __init__(self) -> None:
         self.requests: list[ModelRequest] = []
+        self._ok: AttemptRecord | None = None
 
     async def _answer(self, request: ModelRequest) -> ModelResponse:
         raise NotImplementedError
@@ -82,8 +91,12 @@ class _Base:
                                          request_sent=getattr(exc, "request_sent", None)))
             raise
         if on_attempt is not None:
-            on_attempt(AttemptRecord(provider=self.provider, model=request.model, attempt=1,
-                                     ok=True, duration_seconds=0.0))
+            # AttemptRecord is frozen: equal successful attempts share one record.
+            ok = self._ok
+            if ok is None or ok.model != request.model or ok.provider != self.provider:
+                ok = self._ok = AttemptRecord(provider=self.provider, model=request.model,
+                                              attempt=1, ok=True, duration_seconds=0.0)
+            on_attempt(ok)
         if request.stream and on_event is not None:
             for word in _chunks(response.text):
                 on_event(TextDelta(text=word))

@@ -101,3 +101,25 @@ def test_corrupt_or_missing_recording_is_one_clear_error(server: Any, tmp_path: 
     assert "recording not found: missing.json" in capsys.readouterr().err
     assert main(["run", "flow.yaml", "--record", "r.json", "--replay", "cut.json"]) == 2
     assert len(server.requests) == 0
+
+
+def test_a_replay_needs_no_api_key(server: Any, tmp_path: Path, capsys: Any,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "flow.yaml").write_text(FLOW.replace("provider: openai", "provider: anthropic")
+                                        .replace("gpt-4o-mini", "claude-haiku-4-5"))
+    from agentloom.testing.fake_anthropic import FakeAnthropicServer
+
+    with FakeAnthropicServer(responder=lambda body: FakeReply(text="recorded")) as claude:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-123456789")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.base_url)
+        assert main(["run", "flow.yaml", "--record", "rec.json", "--no-checkpoint"]) == 0
+    capsys.readouterr()
+    # On a machine without the key (CI, say), the replay still picks the same provider.
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    code = main(["replay", "rec.json", "flow.yaml", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0, data["error"]
+    assert data["state"]["b"] == "recorded"
+    assert data["steps"]["one"]["provider"] == "anthropic"

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from agentloom.store import MemoryStore
+from agentloom.testing.clock import FakeClock
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
 from agentloom.workflow._durable import Decision, DurableRun
@@ -24,10 +25,11 @@ class Factory:
         return self.model
 
 
-def gate(url: str, body: str = "") -> str:
+def gate(url: str, body: str = "", internal: bool = True) -> str:
+    sandbox = "config: {sandbox: {allow_internal_webhook_targets: true}}\n" if internal else ""
     return f"""\
 name: notify
-steps:
+{sandbox}steps:
   - {{id: draft, type: llm_call, prompt: "draft", output: draft}}
   - id: approve
     type: approval_gate
@@ -88,8 +90,38 @@ async def test_a_receiver_that_is_down_does_not_cost_the_pause() -> None:
     body = '      body_template: \'{{"text": "approve {state.draft}"}}\'\n'
     wf = load_workflow_text(gate(f"http://127.0.0.1:{port}/hook", body))
     durable = DurableRun(store=store, run_id="n2", workflow_hash="h")
+    clock = FakeClock()
     result = await arun_workflow(wf, clients=Factory(ScriptedModel(["the draft"])),
-                                 durable=durable)
+                                 durable=durable, clock=clock)
     assert result.status is RunStatus.PAUSED
+    assert clock.sleeps == [0.5, 1.0]  # three tries, backing off through the run's clock
     cp = await store.load_latest("n2")
     assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is False
+
+
+async def test_a_loopback_target_is_refused_unless_allowed() -> None:
+    seen: list[Any] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        seen.append(await request.read())
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        store = MemoryStore()
+        wf = load_workflow_text(gate(f"http://127.0.0.1:{port}/hook", internal=False))
+        durable = DurableRun(store=store, run_id="n3", workflow_hash="h")
+        result = await arun_workflow(wf, clients=Factory(ScriptedModel(["the draft"])),
+                                     durable=durable)
+        assert result.status is RunStatus.PAUSED
+        assert seen == []  # never sent
+        cp = await store.load_latest("n3")
+        assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is False
+    finally:
+        await runner.cleanup()

@@ -227,3 +227,18 @@ async def test_an_agent_out_of_tool_iterations_has_no_answer_to_validate() -> No
     assert review.error_type == "StructuredOutputError" and review.attempts == 1
     assert "max_tool_iterations (1)" in (review.error or "")
     assert [m.get("name") for m in result.state["review"]["messages"]] == [None, "writer"]
+
+
+async def test_agent_from_workflow_takes_settings_that_win_over_the_file() -> None:
+    from agentloom.workflow import agent_from_workflow
+
+    wf = load_workflow_text(_review_flow("openai"))
+    async with served("openai") as (server, runtime):
+        server.script(FakeReply(text='{"approved": true, "reason": "Fine."}'))
+        agent = agent_from_workflow(wf, "reviewer", runtime.client(model="gpt-4o-mini"),
+                                    tools=[word_count], model="gpt-4o-mini", temperature=0.5)
+        assert agent.model == "gpt-4o-mini" and agent.temperature == 0.5
+        result = await agent.arun_result("Review: ship Friday.")
+    assert result.output == {"approved": True, "reason": "Fine."}
+    assert bodies(server)[0]["model"] == "gpt-4o-mini"
+    assert bodies(server)[0]["temperature"] == 0.5

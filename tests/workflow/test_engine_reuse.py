@@ -95,3 +95,45 @@ async def test_a_step_starts_from_the_runs_context_not_its_dependency() -> None:
         _MARK.reset(token)
     assert result.ok
     assert seen == {"a": "run", "b": "run", "c": "run", "d": "run"}
+
+
+async def test_a_one_step_run_keeps_its_steps_context_variables_to_itself() -> None:
+    # A one-step run runs its step in the caller's task, but still in a context of its own:
+    # what the step sets is neither seen by the caller nor by the next run.
+    seen: list[str | None] = []
+
+    def answer(request: ModelRequest) -> str:
+        seen.append(_MARK.get())
+        _MARK.set("step")  # left set on purpose
+        return "ok"
+
+    wf = load_workflow_text("name: one\nsteps:\n  - {id: a, type: llm_call, prompt: a}\n")
+    token = _MARK.set("caller")
+    try:
+        first = await arun_workflow(wf, clients=Factory(FunctionModel(answer)))
+        assert _MARK.get() == "caller"
+        second = await arun_workflow(wf, clients=Factory(FunctionModel(answer)))
+        assert _MARK.get() == "caller"
+    finally:
+        _MARK.reset(token)
+    assert first.ok and second.ok
+    assert seen == ["caller", "caller"]
+
+
+async def test_a_one_step_run_past_its_deadline_is_cancelled() -> None:
+    import asyncio
+
+    started = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "late"
+
+    wf = load_workflow_text(
+        "name: slow\nconfig: {timeout: 0.01}\nsteps:\n  - {id: a, type: llm_call, prompt: a}\n")
+    result = await arun_workflow(wf, clients=Factory(FunctionModel(slow)))
+    assert started.is_set()
+    assert result.status.value == "deadline_exceeded"
+    assert result.steps["a"].status.value == "cancelled"
+    assert asyncio.current_task() is not None and asyncio.current_task().cancelling() == 0

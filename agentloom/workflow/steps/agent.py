@@ -92,19 +92,18 @@ class AgentSpec:
     def to_agent(self, client: ModelClient, *, tools: ToolBox | Any = None,
                  **kwargs: Any) -> Agent:
         """A Python Agent with this spec, answering through `client`. `tools` are the
-        callables or ToolBox behind `self.tools` (the registry is the caller's)."""
+        callables or ToolBox behind `self.tools` (the registry is the caller's); keyword
+        arguments (a `model=` for a client that carries none, say) win over the spec."""
         from agentloom.agent import Agent
 
-        schema: Any = None
-        if self.output_schema is not None:
-            spec = self.output_schema
-            schema = spec.model_class or spec.schema or {"type": "object"}
-        return Agent(
-            client, model=self.model, tools=tools if tools is not None else (),
-            system_prompt=self.instructions, name=self.name,
-            max_iterations=self.max_tool_iterations, temperature=self.temperature,
-            max_tokens=self.max_tokens, output_schema=schema, **kwargs,
-        )
+        settings: dict[str, Any] = {
+            "model": self.model, "system_prompt": self.instructions, "name": self.name,
+            "max_iterations": self.max_tool_iterations, "temperature": self.temperature,
+            "max_tokens": self.max_tokens, "output_schema": self.output_schema,
+        }
+        settings = {k: v for k, v in settings.items() if v is not None}  # Agent's defaults
+        settings.update(kwargs)
+        return Agent(client, tools=tools if tools is not None else (), **settings)
 
     def to_definition(self) -> dict[str, Any]:
         """The YAML mapping of this agent (for an `agents:` map)."""

@@ -7,8 +7,9 @@ branch on it. `timeout_seconds` counts from the moment the run paused (the store
 timestamp): a resume after it applies `on_timeout`, or fails the step when there is none.
 
 `notify` POSTs a JSON event when the gate first pauses, so another system (chat, CI) can
-ask the person. A notification that fails is logged and noted in the pause; it never costs
-the pause itself, which is already saved.
+ask the person: up to three tries, a private, loopback or link-local target refused unless
+`sandbox.allow_internal_webhook_targets` says otherwise. A notification that fails is logged
+and noted in the pause; it never costs the pause itself.
 """
 
 from __future__ import annotations
@@ -101,6 +102,16 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,
                           timeout=HttpTimeout(connect=notify.timeout or 10.0,
                                               read=notify.timeout or 10.0))
+    from agentloom._netguard import AddressPolicy, AddressRefused, check_url
+
+    sandbox = ctx.workflow.config.sandbox
+    internal = bool(sandbox is not None and sandbox.allow_internal_webhook_targets)
+    try:
+        await check_url(notify.url, AddressPolicy(allow_private=internal))
+    except AddressRefused as exc:
+        log.warning("approval gate %r: notify refused: %s (set "
+                    "sandbox.allow_internal_webhook_targets to allow it)", step_id, exc)
+        return False
     transport = ctx.transport
     owned = transport is None
     if owned:
@@ -108,16 +119,27 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
 
         transport = AiohttpTransport()
     try:
-        response = await transport.handle(request)
-        await response.read()
-        await response.aclose()
-        if 200 <= response.status < 300:
-            return True
-        log.warning("approval gate %r: notify %s answered %s", step_id, notify.url,
-                    response.status)
-    except Exception as exc:  # a receiver that is down must not lose the pause
-        log.warning("approval gate %r: notify %s failed: %s", step_id, notify.url, exc)
+        for attempt in range(_NOTIFY_TRIES):
+            if attempt:
+                await ctx.clock.sleep(0.5 * 2 ** (attempt - 1))
+            try:
+                response = await transport.handle(request)
+                await response.read()
+                await response.aclose()
+            except Exception as exc:  # a receiver that is down must not lose the pause
+                log.warning("approval gate %r: notify %s failed: %s", step_id, notify.url,
+                            exc)
+                continue
+            if 200 <= response.status < 300:
+                return True
+            log.warning("approval gate %r: notify %s answered %s", step_id, notify.url,
+                        response.status)
+            if response.status < 500:
+                return False  # the receiver refused it: another try won't change that
     finally:
         if owned:
             await transport.aclose()
     return False
+
+
+_NOTIFY_TRIES = 3
