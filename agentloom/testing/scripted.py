@@ -146,7 +146,7 @@ class FunctionModel(_Base):
 
     async def _answer(self, request: ModelRequest) -> ModelResponse:
         reply = self._fn(request)
-        if inspect.isawaitable(reply):
+        if type(reply) is not str and inspect.isawaitable(reply):
             reply = await reply
         if isinstance(reply, BaseException):
             raise reply
