@@ -41,6 +41,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Gemini passes its key in the query string.
     (re.compile(r"([?&](?:key|api_key|access_token)=)[^&\s\"']+"), r"\1" + REDACTED),
 )
+MIN_SECRET_LENGTH = 6
+"""The shortest secret value matched by content (see `Redactor.add_secrets`)."""
+
 _ANCHORS: tuple[tuple[str, ...], ...] = (
     ("sk-",),
     ("aiza",),
@@ -91,14 +94,21 @@ class Redactor:
         return redactor
 
     def add_secrets(self, values: Iterable[str]) -> None:
-        """Values to replace wherever they appear. Empty strings are ignored."""
-        new = {v for v in values if isinstance(v, str) and v}
+        """Values to replace wherever they appear. Values shorter than
+        `MIN_SECRET_LENGTH` are not matched by content: replacing every "k" or "1234" in
+        a run's output would corrupt it and reveal the secret by its gaps. They are still
+        redacted wherever their key is named (`state_schema`, header names)."""
+        new = {v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH}
         if not new - self._secrets:
             return
         self._secrets |= new
         # Longest first, so a secret that contains another is replaced whole.
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def add_keys(self, globs: Iterable[str]) -> None:
+        """More state keys (names or dotted paths, globs allowed) to redact by name."""
+        self.key_globs = tuple(dict.fromkeys((*self.key_globs, *globs)))
 
     def key_matches(self, path: str, key: str) -> bool:
         return any(fnmatch.fnmatchcase(key, g) or fnmatch.fnmatchcase(path, g)

@@ -152,4 +152,4 @@ class FunctionModel(_Base):
             raise reply
         if isinstance(reply, ModelResponse):
             return reply
-        return make_response(reply, model=request.model)  # type: ignore[arg-type]
+        return make_response(reply, model=request.model)

@@ -365,13 +365,16 @@ class DurableRun:
         self._decided.add(step_id)
         return self.decision, cp.created_at
 
-    def add_secret(self, value: str) -> None:
-        """A value that must be redacted from here on (a `secret` answer)."""
+    def add_secret(self, value: str, *, key: str | None = None) -> None:
+        """A value that must be redacted from here on (a `secret` answer), and the state
+        key it is written to (redacted by name, however short the value)."""
         if self.redactor is None:
             from agentloom.observe.redact import Redactor
 
             self.redactor = Redactor()
         self.redactor.add_secrets([value])
+        if key:
+            self.redactor.add_keys([key])
 
     def clock_now(self) -> datetime:
         return self.now() if self.now is not None else datetime.now(UTC)

@@ -173,6 +173,22 @@ async def test_secret_answer_never_reaches_the_store() -> None:
     assert "hunter2-secret" not in dumped
 
 
+
+async def test_a_short_secret_answer_is_redacted_by_its_key() -> None:
+    # No state_schema entry: the ask step's own output key is what protects a short PIN,
+    # which is too short to be matched by content.
+    store = MemoryStore()
+    model = ScriptedModel(["ok"])
+    wf = load_workflow_text(ASK.replace("state_schema: {api_token: {redact: true}}\n", "")
+                            .replace("api_token", "pin"))
+    result = await arun_workflow(wf, clients=Factory(model), durable=await _durable(store, "p"))
+    assert result.status is RunStatus.PAUSED
+    d = await _durable(store, "p", resumed=True, decision=Decision(answer="4711"))
+    result = await arun_workflow(wf, clients=Factory(model), durable=d)
+    assert result.status is RunStatus.SUCCESS, result.error
+    cp = await store.load_latest("p")
+    assert cp is not None and cp.state["pin"] == "[REDACTED]"
+
 ONE_TOOL = """\
 name: charge
 steps:

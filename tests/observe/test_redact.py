@@ -139,3 +139,15 @@ async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
             for secret in (b"tok-SECRET-42", OPENAI_KEY.encode()):
                 assert secret not in data, f"{secret!r} leaked into {path.name}"
     assert scanned >= 3
+
+
+def test_short_secret_values_are_not_matched_by_content() -> None:
+    from agentloom.observe.redact import Redactor
+
+    r = Redactor.from_state_schema({"pin": {"redact": True}}, state={"pin": "42"},
+                                   secrets=["k", "sk-live-abcdef"])
+    # "k" and "42" would gut ordinary text; the key is still redacted by name.
+    assert r.redact_text("skipped 42 steps, key sk-live-abcdef") == \
+        "skipped 42 steps, key [REDACTED]"
+    assert r.redact_state({"pin": "42", "note": "room 42"}) == {
+        "pin": "[REDACTED]", "note": "room 42"}

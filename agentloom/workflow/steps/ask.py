@@ -59,5 +59,5 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raise PauseRun("answer", question + " (resume with --answer VALUE)", data=data)
     value = coerce_answer(step.answer_type, step.choices, raw)
     if step.answer_type == "secret":
-        durable.add_secret(str(value))
+        durable.add_secret(str(value), key=step.output)
     return StepOutcome(value=value, text=to_text(value))
