@@ -124,6 +124,10 @@ class LoopResult:
 class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""
 
+    __slots__ = ("_attempts_this_call", "attempts", "client", "clock", "collector", "deadline",
+                 "dispatch", "info", "iterations", "messages", "on_event", "opts", "request",
+                 "stall", "started", "tool_seconds", "tools", "warnings")
+
     def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
                  opts: LoopOptions, on_event: Any) -> None:
         self.client = client
@@ -144,7 +148,9 @@ class _Run:
         )
         self.collector = SummaryCollector(timeline=so.timeline)
         self.dispatch = Dispatch((self.collector, opts.observer))
-        self.warnings = BudgetWarnings(so.warn_at, self._budget_warning)
+        # Without warning fractions nothing is ever fired or remembered: one serves all.
+        self.warnings = (BudgetWarnings(so.warn_at, self._budget_warning) if so.warn_at
+                         else _NO_WARNINGS)
         self.stall = StallDetector(so.stall_threshold, self._stalled)
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
@@ -275,6 +281,7 @@ class _Run:
 _NO_EXTRAS = SummaryOptions()
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
+_NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
 
 
 def _new_id() -> str:

@@ -351,8 +351,8 @@ class _Run:
         result.summary = self.step_summary(self.ctx, node.id)
         primary = self.ctx.primaries.get(node.id)
         if primary is not None and result.provider is not None:
-            result.fallback_used = result.provider != primary[0] or not (
-                result.model or "").startswith(primary[1])
+            result.fallback_used = result.provider != primary[0] or not same_model(
+                result.model or "", primary[1])
 
     def _summarize_run(self, result: RunResult) -> None:
         snapshot = getattr(self.ctx.clients, "breaker_snapshot", None)
@@ -530,3 +530,17 @@ def _deep_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_deep_copy(v) for v in value]
     return value
+
+
+def same_model(answered: str, asked: str) -> bool:
+    """Whether a provider's reported model is the one asked for: itself, a dated or
+    versioned name of it (`gpt-4o-2024-08-06` for `gpt-4o`) or a tagged one (`llama3:latest`),
+    but not another model that shares its prefix (`gpt-4o-mini`, `claude-sonnet-4-5` for
+    `claude-sonnet-4`): a date or build number has three digits or more."""
+    if answered == asked:
+        return True
+    rest = answered[len(asked):] if answered.startswith(asked) else ""
+    if rest.startswith(":"):
+        return True
+    head = rest[1:].split("-", 1)[0]
+    return rest.startswith("-") and len(head) >= 3 and head.isdigit()

@@ -349,3 +349,16 @@ async def test_a_step_retry_runs_the_whole_loop_again_tools_included() -> None:
     assert len(model.requests) == 4
     assert step.summary.provider_retries == 1
     assert [(a.status_code, a.request_sent) for a in step.summary.failed_attempts] == [(503, True)]
+
+
+def test_a_fallback_to_a_model_sharing_the_primarys_prefix_counts_as_a_fallback() -> None:
+    from agentloom.workflow._engine import same_model
+
+    assert same_model("gpt-4o", "gpt-4o")
+    assert same_model("gpt-4o-2024-08-06", "gpt-4o")
+    assert same_model("claude-sonnet-4-5-20250929", "claude-sonnet-4-5")
+    assert same_model("llama3:latest", "llama3")
+    assert not same_model("gpt-4o-mini", "gpt-4o")
+    assert not same_model("gpt-4o-mini-2024-07-18", "gpt-4o")
+    assert same_model("gemini-1.5-pro-002", "gemini-1.5-pro")
+    assert not same_model("claude-sonnet-4-5", "claude-sonnet-4")
