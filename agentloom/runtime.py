@@ -337,8 +337,9 @@ class Runtime:
             for p, m in self.resolve(model, provider)
         ]
         for entry in fallback:
-            for p, m in self.resolve(entry.model, entry.provider, use_default_provider=False):
-                candidates.append(
+            try:
+                resolved = self.resolve(entry.model, entry.provider, use_default_provider=False)
+                built = [
                     self._candidate(
                         p,
                         m,
@@ -349,7 +350,15 @@ class Runtime:
                         max_tokens=entry.max_tokens,
                         price=entry.pricing,
                     )
-                )
+                    for p, m in resolved
+                ]
+            except ConfigError as exc:
+                # A fallback that can't be used (its key isn't set, say) must not stop a
+                # primary that works: the router skips it, with this reason, if reached.
+                built = [Candidate(provider=entry.provider or "fallback",
+                                   model=entry.model or "", client=_Unusable(),
+                                   unavailable=str(exc))]
+            candidates.extend(built)
         return Router(candidates, retry=policy, clock=self.clock, budget=budget, prices=self.prices)
 
     def _profile_endpoint(self, profile: Profile) -> Endpoint:
@@ -433,6 +442,13 @@ class Runtime:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class _Unusable:
+    """The client of a candidate the router always skips (`Candidate.unavailable`)."""
+
+    async def complete(self, request: ModelRequest, **_: Any) -> ModelResponse:
+        raise AssertionError("an unusable fallback candidate was called")
 
 
 class _LazyClient:

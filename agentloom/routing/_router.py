@@ -63,6 +63,10 @@ class Candidate:
     """A price for this model that wins over the table (a profile's pricing)."""
     breaker: CircuitBreaker | None = None
     limiter: RateLimiter | None = None
+    unavailable: str | None = None
+    """Why this candidate can't be used at all (a fallback provider whose key isn't set):
+    it is then skipped like a provider that can't take the request. It matters only when
+    the chain reaches it, so a working primary never trips over it."""
 
 
 class CallFailed(ProviderError):
@@ -176,9 +180,10 @@ class Router:
     ) -> ModelResponse:
         if self.budget is not None:
             for cand in self.candidates:
-                self.budget.require_price(
-                    cand.provider, cand.model, priced=self.price_of(cand) is not None
-                )
+                if cand.unavailable is None:
+                    self.budget.require_price(
+                        cand.provider, cand.model, priced=self.price_of(cand) is not None
+                    )
         errors: list[ProviderError] = []
         refusals: set[int] = set()
         attempts: list[AttemptRecord] = []
@@ -341,6 +346,8 @@ class Router:
         return (self._prices or PriceTable.default()).lookup(cand.provider, cand.model)
 
     def _refusal(self, cand: Candidate, request: ModelRequest) -> str | None:
+        if cand.unavailable is not None:
+            return cand.unavailable
         if cand.capabilities is None:
             return None
         for check in self._checks:

@@ -362,3 +362,15 @@ def test_a_fallback_to_a_model_sharing_the_primarys_prefix_counts_as_a_fallback(
     assert not same_model("gpt-4o-mini-2024-07-18", "gpt-4o")
     assert same_model("gemini-1.5-pro-002", "gemini-1.5-pro")
     assert not same_model("claude-sonnet-4-5", "claude-sonnet-4")
+
+
+async def test_a_fallback_without_its_key_matters_only_when_reached(rig: Rig) -> None:
+    # `anthropic` is a known vendor, but no ANTHROPIC_API_KEY was given to this runtime.
+    step = "    fallback: [{provider: anthropic, model: claude-haiku-4-5}]"
+    result = await rig.run(wf(step=step))
+    assert result.ok, result.error  # the primary answered: the fallback was never needed
+    rig.on_primary(Fault.status(401))
+    result = await rig.run(wf(step=step))
+    assert not result.ok
+    error = result.steps["ask"].error or ""
+    assert "ANTHROPIC_API_KEY" in error and "401" in error
