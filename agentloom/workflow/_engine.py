@@ -179,7 +179,10 @@ class _Run:
                     r.status = StepStatus.CANCELLED
                     r.reason = "cancelled: run deadline exceeded"
                     r.error, r.error_type = self.error, "DeadlineExceeded"
-        self._stop_all(self.error or "run ended")
+        if self.paused is not None:
+            self._wait_all()  # nothing was skipped: the rest runs when the run is resumed
+        else:
+            self._stop_all(self.error or "run ended")
         failed = [r for r in self.results.values()
                   if r.status is StepStatus.FAILED and r.id not in self.handled]
         if self.status is RunStatus.SUCCESS and failed:
@@ -481,6 +484,12 @@ class _Run:
             self.status = RunStatus.NEEDS_DECISION if decision else RunStatus.PAUSED
             self.error = (f"step {node.id!r} {'needs a decision' if decision else 'paused'}"
                           f": {exc.prompt or exc.waiting_for}")
+
+    def _wait_all(self) -> None:
+        for r in self.results.values():
+            if r.status is StepStatus.PENDING:
+                r.reason = "waiting: the run is paused"
+        self.ready.clear()
 
     def _stop_all(self, why: str) -> None:
         for r in self.results.values():

@@ -314,4 +314,5 @@ steps:
     assert result.status is RunStatus.PAUSED
     assert result.pause is not None and result.pause.prompt == "ship it?"
     assert result.steps["sub"].status is StepStatus.PENDING
-    assert result.steps["later"].status is StepStatus.SKIPPED
+    assert result.steps["later"].status is StepStatus.PENDING  # waits for the resume
+    assert result.steps["later"].reason == "waiting: the run is paused"
