@@ -211,7 +211,7 @@ async def _killed_in_charge(store: Any, log: list[str]) -> tuple[Any, Any]:
         """Charge a card (not idempotent)."""
         log.append(f"charge {amount}")
         gate.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # hangs until the run is cancelled
         return "charged"
 
     reg = ToolRegistry()

@@ -1,35 +1,48 @@
-"""ProviderClient error mapping through MockTransport: statuses, Retry-After forms,
-request ids, bad bodies, transport failures, missing keys and attempt records."""
+"""ProviderClient error mapping against a real server on loopback: statuses, Retry-After
+forms, request ids, bad bodies, transport failures, missing keys and attempt records."""
 
 from __future__ import annotations
 
 import email.utils
-import json
+import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from agentloom.errors import ConfigError, ProviderError
-from agentloom.http import BufferedResponse, HttpRequest, MockTransport, TransportError
+from agentloom.http import AiohttpTransport
 from agentloom.messages import Message, ModelRequest
 from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
 from agentloom.providers._base import AttemptRecord
 from agentloom.providers._client import parse_retry_after
+from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
+from agentloom.testing.fake_openai import FakeOpenAIServer
 
 REQ = ModelRequest(model="gpt-4o", messages=(Message.user("hi"),))
-OK_BODY = json.dumps({"id": "r", "model": "gpt-4o", "choices": [
-    {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
 
 
-def client(handler: Any, *, key: str | None = "sk") -> tuple[ProviderClient, MockTransport]:
-    transport = MockTransport(handler)
-    ep = vendor_endpoint("openai", api_key=key, base_url="http://127.0.0.1:1/v1")
-    return ProviderClient(ep, get_protocol("openai"), transport), transport
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOpenAIServer]:
+    async with FakeOpenAIServer() as s:
+        yield s  # type: ignore[misc]
 
 
-async def call(handler: Any, request: ModelRequest = REQ) -> tuple[ProviderError, AttemptRecord]:
-    c, _ = client(handler)
+@pytest.fixture
+async def transport() -> AsyncIterator[AiohttpTransport]:
+    t = AiohttpTransport()
+    yield t
+    await t.aclose()
+
+
+def client(base_url: str, transport: AiohttpTransport, *, key: str | None = "sk"
+           ) -> ProviderClient:
+    ep = vendor_endpoint("openai", api_key=key, base_url=base_url)
+    return ProviderClient(ep, get_protocol("openai"), transport)
+
+
+async def call(c: ProviderClient, request: ModelRequest = REQ
+               ) -> tuple[ProviderError, AttemptRecord]:
     attempts: list[AttemptRecord] = []
     with pytest.raises(ProviderError) as info:
         await c.complete(request, on_attempt=attempts.append)
@@ -41,10 +54,11 @@ async def call(handler: Any, request: ModelRequest = REQ) -> tuple[ProviderError
     (429, True), (500, True), (502, True), (503, True), (504, True),
     (400, False), (401, False), (403, False), (404, False), (422, False),
 ])
-async def test_status_errors(status: int, retryable: bool) -> None:
-    body = json.dumps({"error": {"message": "nope", "type": "x"}}).encode()
-    err, attempt = await call(lambda r: BufferedResponse(
-        status=status, body=body, headers={"x-request-id": "req_7", "retry-after": "1.5"}))
+async def test_status_errors(status: int, retryable: bool, server: FakeOpenAIServer,
+                             transport: AiohttpTransport) -> None:
+    server.script(FakeError(status=status, body={"error": {"message": "nope", "type": "x"}},
+                            headers={"x-request-id": "req_7", "retry-after": "1.5"}))
+    err, attempt = await call(client(server.openai_base_url, transport))
     assert (err.status, err.retryable, err.phase, err.request_sent) == (
         status, retryable, "status", True)
     assert err.provider == "openai" and err.model == "gpt-4o"
@@ -74,68 +88,68 @@ def test_retry_after_forms(headers: dict[str, str], expected: float | None) -> N
     assert parse_retry_after(headers, now=NOW) == expected
 
 
-async def test_malformed_200_body_is_a_retryable_body_error() -> None:
-    err, _ = await call(lambda r: BufferedResponse(status=200, body=b"{not json"))
+async def test_malformed_200_body_is_a_retryable_body_error(
+        server: FakeOpenAIServer, transport: AiohttpTransport) -> None:
+    c = client(server.openai_base_url, transport)
+    server.script(FakeBadBody(body=b"{not json"), FakeBadBody(body=b'{"choices": []}'))
+    err, _ = await call(c)
     assert (err.phase, err.request_sent, err.retryable, err.status) == ("body", True, True, 200)
-    err, _ = await call(lambda r: BufferedResponse(status=200, body=b'{"choices": []}'))
+    err, _ = await call(c)
     assert err.phase == "body"
 
 
-async def test_transport_failure_keeps_phase_and_request_sent() -> None:
-    def refuse(request: HttpRequest) -> BufferedResponse:
-        raise TransportError("refused", phase="connect", request_sent=False)
-
-    err, attempt = await call(refuse)
+async def test_a_refused_connection_was_never_sent(transport: AiohttpTransport) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    err, attempt = await call(client(f"http://127.0.0.1:{port}/v1", transport))
     assert (err.phase, err.request_sent, err.retryable, err.status) == (
         "connect", False, True, None)
     assert (attempt.phase, attempt.request_sent) == ("connect", False)
 
 
-async def test_stream_drop_after_first_chunk_is_partial() -> None:
-    class Dropping(BufferedResponse):
-        async def aiter_bytes(self):  # type: ignore[no-untyped-def,override]
-            yield b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
-            raise TransportError("reset", phase="read", request_sent=True)
-
+async def test_stream_drop_after_text_arrived_is_partial(
+        server: FakeOpenAIServer, transport: AiohttpTransport) -> None:
+    server.script(FakeDrop(after_chunks=2))  # the role delta, then one piece of text
     events: list[Any] = []
-    c, _ = client(lambda r: Dropping(status=200))
     with pytest.raises(ProviderError) as info:
-        await c.complete(REQ.replace(stream=True), on_event=events.append)
+        await client(server.openai_base_url, transport).complete(
+            REQ.replace(stream=True), on_event=events.append)
     assert info.value.partial is True and info.value.phase == "read"
-    assert len(events) == 1
+    assert info.value.request_sent is True and events
 
 
-async def test_stream_drop_before_any_chunk_is_not_partial() -> None:
-    class Dropping(BufferedResponse):
-        async def aiter_bytes(self):  # type: ignore[no-untyped-def,override]
-            raise TransportError("reset", phase="read", request_sent=True)
-            yield b""  # pragma: no cover
-
-    c, _ = client(lambda r: Dropping(status=200))
+async def test_a_connection_dropped_before_any_reply_is_not_partial(
+        server: FakeOpenAIServer, transport: AiohttpTransport) -> None:
+    server.script(FakeDrop())
     with pytest.raises(ProviderError) as info:
-        await c.complete(REQ.replace(stream=True))
-    assert info.value.partial is False
+        await client(server.openai_base_url, transport).complete(REQ.replace(stream=True))
+    assert info.value.partial is False and info.value.retryable is True
 
 
-async def test_stream_with_error_status_reads_the_body() -> None:
-    c, _ = client(lambda r: BufferedResponse(status=503, chunks=[b'{"error":', b'"busy"}']))
+async def test_stream_with_error_status_reads_the_body(
+        server: FakeOpenAIServer, transport: AiohttpTransport) -> None:
+    server.script(FakeError(status=503, body={"error": "busy"}))
     with pytest.raises(ProviderError) as info:
-        await c.complete(REQ.replace(stream=True))
+        await client(server.openai_base_url, transport).complete(REQ.replace(stream=True))
     assert info.value.status == 503 and "busy" in str(info.value)
 
 
-async def test_missing_key_names_the_variable_before_any_request() -> None:
-    c, transport = client(lambda r: BufferedResponse(status=200, body=OK_BODY), key=None)
+async def test_missing_key_names_the_variable_before_any_request(
+        server: FakeOpenAIServer, transport: AiohttpTransport) -> None:
     attempts: list[AttemptRecord] = []
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
-        await c.complete(REQ, on_attempt=attempts.append)
-    assert transport.requests == [] and attempts == []
+        await client(server.openai_base_url, transport, key=None).complete(
+            REQ, on_attempt=attempts.append)
+    assert server.requests == [] and attempts == []
 
 
-async def test_success_reports_one_ok_attempt() -> None:
-    c, transport = client(lambda r: BufferedResponse(status=200, body=OK_BODY))
+async def test_success_reports_one_ok_attempt(
+        server: FakeOpenAIServer, transport: AiohttpTransport) -> None:
+    server.script(FakeReply(text="ok"))
     attempts: list[AttemptRecord] = []
-    resp = await c.complete(REQ, on_attempt=attempts.append)
+    resp = await client(server.openai_base_url, transport).complete(
+        REQ, on_attempt=attempts.append)
     assert resp.text == "ok" and resp.time_to_first_token is None
     assert len(attempts) == 1 and attempts[0].ok and attempts[0].status == 200
-    assert transport.requests[0].headers["authorization"] == "Bearer sk"
+    assert server.requests[0].headers["authorization"] == "Bearer sk"

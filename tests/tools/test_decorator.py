@@ -165,7 +165,7 @@ async def test_tool_context_is_injected_and_hidden_from_the_schema() -> None:
 async def test_decorator_timeout_is_enforced() -> None:
     @tool(timeout=0.05)
     async def hang() -> str:
-        await asyncio.sleep(10)
+        await asyncio.Event().wait()  # never set: only the timeout ends it
         return "never"
 
     with pytest.raises(ToolError, match=r"timed out after 0\.05 s"):

@@ -40,7 +40,7 @@ async def explode(kind: str = "value") -> str:
 
 @tool
 async def hang() -> str:
-    await asyncio.sleep(30)
+    await asyncio.Event().wait()  # never set: only a timeout ends it
     return "never"
 
 

@@ -202,7 +202,7 @@ async def test_step_timeout_per_attempt_is_retried() -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
-            await asyncio.sleep(5)
+            await asyncio.Event().wait()  # hangs until the step timeout cancels it
         return "late but fine"
 
     text = ("name: x\nsteps:\n  - id: a\n    type: llm_call\n    prompt: hi\n"
@@ -218,7 +218,7 @@ async def test_run_deadline_cancels_work_in_flight() -> None:
 
     async def answer(request):  # type: ignore[no-untyped-def]
         try:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()  # hangs until the run deadline
         except asyncio.CancelledError:
             cancelled.set()
             raise

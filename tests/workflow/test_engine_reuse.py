@@ -127,7 +127,7 @@ async def test_a_one_step_run_past_its_deadline_is_cancelled() -> None:
 
     async def slow(request: ModelRequest) -> str:
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # hangs until the deadline cancels it
         return "late"
 
     wf = load_workflow_text(
