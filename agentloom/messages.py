@@ -6,120 +6,26 @@ on the hot path of every call; each part carries a `kind` discriminator so that 
 or checkpoint can be turned back into objects with a dictionary lookup (`part_from_dict`).
 
 `None` in a usage field means the provider did not report it, never zero.
-
-They are real dataclasses (`dataclasses.fields`, `replace` and `asdict` work on them), but
-their methods are written out below instead of generated: generating them runs `exec`
-once per method and class, which cost most of this module's import time on every start
-of the CLI. `_Record` supplies the frozen, slotted, field-wise equality and hashing that
-`@dataclass(frozen=True, slots=True)` would, and `_record` checks that each hand-written
-`__init__` names exactly the class's fields.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import dataclass, field
 from decimal import Decimal
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
-
-_T = TypeVar("_T")
-_set = object.__setattr__
-
-
-class _Factory:
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_FACTORY: Any = _Factory()
-"""Default of a field with a default factory: "not given", as the generated __init__ has."""
-
-
-class _Record:
-    """Frozen, slotted value behaviour shared by every type of this module."""
-
-    __slots__ = ()
-    if TYPE_CHECKING:
-        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
-    _names: tuple[str, ...] = ()
-    _key: Callable[[Any], Any] = staticmethod(lambda self: ())
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            key = self._key
-            result: bool = key(self) == key(other)
-            return result
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key(self))
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._names)
-        return f"{self.__class__.__qualname__}({body})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __getstate__(self) -> list[Any]:
-        return [getattr(self, n) for n in self._names]
-
-    def __setstate__(self, state: list[Any]) -> None:
-        for name, value in zip(self._names, state, strict=True):
-            _set(self, name, value)
-
-
-if TYPE_CHECKING:
-    from typing import dataclass_transform
-
-    # What the type checker sees: a frozen keyword-only dataclass.
-    @dataclass_transform(kw_only_default=True, frozen_default=True)
-    def _record(cls: type[_T]) -> type[_T]: ...
-
-else:
-
-    def _record(cls: type[_T]) -> type[_T]:
-        out = dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)(cls)
-        fields = dataclasses.fields(out)
-        names = tuple(f.name for f in fields)
-        defaults = out.__init__.__kwdefaults__ or {}
-        expected = {f.name: _FACTORY if f.default is dataclasses.MISSING else f.default
-                    for f in fields
-                    if f.default is not dataclasses.MISSING
-                    or f.default_factory is not dataclasses.MISSING}
-        params = out.__init__.__code__.co_varnames[1:len(names) + 1]
-        if params != names or defaults != expected:  # pragma: no cover - fails at import
-            raise TypeError(f"{cls.__name__}.__init__ does not match its fields")
-        out._names = names
-        # attrgetter is no descriptor, so it stays unbound on instances; one name gives a
-        # bare value, so a lone field is wrapped (as a static method) into a tuple.
-        get = attrgetter(*names)
-        out._key = get if len(names) > 1 else staticmethod(lambda obj: (get(obj),))
-        return out
-
+from typing import Any, Literal, TypeAlias
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
 
-@_record
-class TextPart(_Record):
-    """Plain text of a message or a reply."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class TextPart:
     text: str
     kind: Literal["text"] = "text"
 
-    def __init__(self, *, text: str, kind: Literal["text"] = "text") -> None:
-        _set(self, "text", text)
-        _set(self, "kind", kind)
 
-
-@_record
-class ImagePart(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ImagePart:
     """An image given as bytes (`data`) or, for providers that fetch it themselves, a `url`."""
 
     media_type: str = "image/png"
@@ -127,18 +33,9 @@ class ImagePart(_Record):
     url: str | None = None
     kind: Literal["image"] = "image"
 
-    def __init__(
-        self, *, media_type: str = "image/png", data: bytes | None = None, url: str | None = None,
-        kind: Literal["image"] = "image",
-    ) -> None:
-        _set(self, "media_type", media_type)
-        _set(self, "data", data)
-        _set(self, "url", url)
-        _set(self, "kind", kind)
 
-
-@_record
-class DocumentPart(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class DocumentPart:
     """A document, such as a PDF; bytes only."""
 
     media_type: str = "application/pdf"
@@ -146,35 +43,16 @@ class DocumentPart(_Record):
     url: str | None = None
     kind: Literal["document"] = "document"
 
-    def __init__(
-        self, *, media_type: str = "application/pdf", data: bytes | None = None,
-        url: str | None = None, kind: Literal["document"] = "document",
-    ) -> None:
-        _set(self, "media_type", media_type)
-        _set(self, "data", data)
-        _set(self, "url", url)
-        _set(self, "kind", kind)
 
-
-@_record
-class AudioPart(_Record):
-    """Audio given as bytes."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AudioPart:
     media_type: str = "audio/wav"
     data: bytes | None = None
     kind: Literal["audio"] = "audio"
 
-    def __init__(
-        self, *, media_type: str = "audio/wav", data: bytes | None = None,
-        kind: Literal["audio"] = "audio",
-    ) -> None:
-        _set(self, "media_type", media_type)
-        _set(self, "data", data)
-        _set(self, "kind", kind)
 
-
-@_record
-class ToolCallPart(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolCallPart:
     """A call the model asked for. `arguments` is the raw JSON text the model wrote: it may
     not parse, and that is the tool loop's business, not the decoder's."""
 
@@ -183,39 +61,18 @@ class ToolCallPart(_Record):
     arguments: str
     kind: Literal["tool_call"] = "tool_call"
 
-    def __init__(
-        self, *, id: str, name: str, arguments: str, kind: Literal["tool_call"] = "tool_call",
-    ) -> None:
-        _set(self, "id", id)
-        _set(self, "name", name)
-        _set(self, "arguments", arguments)
-        _set(self, "kind", kind)
 
-
-@_record
-class ToolResultPart(_Record):
-    """What a tool returned for the call `call_id`;
-    `is_error` marks a failure the model should see."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolResultPart:
     call_id: str
     name: str
     content: str
     is_error: bool = False
     kind: Literal["tool_result"] = "tool_result"
 
-    def __init__(
-        self, *, call_id: str, name: str, content: str, is_error: bool = False,
-        kind: Literal["tool_result"] = "tool_result",
-    ) -> None:
-        _set(self, "call_id", call_id)
-        _set(self, "name", name)
-        _set(self, "content", content)
-        _set(self, "is_error", is_error)
-        _set(self, "kind", kind)
 
-
-@_record
-class ReasoningPart(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ReasoningPart:
     """Reasoning text. Anthropic signs its thinking blocks; the signature must go back
     unchanged on the next turn of a tool loop, so it is kept here. `redacted` holds an
     opaque redacted-thinking payload when the provider sends one instead of text."""
@@ -224,15 +81,6 @@ class ReasoningPart(_Record):
     signature: str | None = None
     redacted: str | None = None
     kind: Literal["reasoning"] = "reasoning"
-
-    def __init__(
-        self, *, text: str, signature: str | None = None, redacted: str | None = None,
-        kind: Literal["reasoning"] = "reasoning",
-    ) -> None:
-        _set(self, "text", text)
-        _set(self, "signature", signature)
-        _set(self, "redacted", redacted)
-        _set(self, "kind", kind)
 
 
 Part: TypeAlias = (
@@ -251,21 +99,12 @@ _PART_TYPES: dict[str, type[Any]] = {
 }
 
 
-@_record
-class Message(_Record):
-    """One turn of a conversation: who speaks (`role`) and what they said (`parts`)."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Message:
     role: Role
     parts: tuple[Part, ...] = ()
     name: str | None = None
     """A speaker's name on user/assistant turns (spec 000, several speakers)."""
-
-    def __init__(
-        self, *, role: Role, parts: tuple[Part, ...] = (), name: str | None = None,
-    ) -> None:
-        _set(self, "role", role)
-        _set(self, "parts", parts)
-        _set(self, "name", name)
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -296,8 +135,8 @@ def _add(a: int | None, b: int | None) -> int | None:
     return a + b
 
 
-@_record
-class Usage(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Usage:
     """Token counts of one or more calls. None means "not reported", never zero.
 
     `input_includes_cached` says how to read `input_tokens`: OpenAI and Gemini count cached
@@ -311,20 +150,6 @@ class Usage(_Record):
     reasoning_tokens: int | None = None
     cost_usd: Decimal | None = None
     input_includes_cached: bool | None = None
-
-    def __init__(
-        self, *, input_tokens: int | None = None, output_tokens: int | None = None,
-        cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
-        reasoning_tokens: int | None = None, cost_usd: Decimal | None = None,
-        input_includes_cached: bool | None = None,
-    ) -> None:
-        _set(self, "input_tokens", input_tokens)
-        _set(self, "output_tokens", output_tokens)
-        _set(self, "cache_read_tokens", cache_read_tokens)
-        _set(self, "cache_write_tokens", cache_write_tokens)
-        _set(self, "reasoning_tokens", reasoning_tokens)
-        _set(self, "cost_usd", cost_usd)
-        _set(self, "input_includes_cached", input_includes_cached)
 
     def __add__(self, other: Usage) -> Usage:
         cost: Decimal | None
@@ -358,41 +183,27 @@ class Usage(_Record):
         return dataclasses.replace(self, cost_usd=cost)
 
 
-def _no_parameters() -> dict[str, Any]:
-    return {"type": "object", "properties": {}}
-
-
-@_record
-class ToolSpec(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolSpec:
     """What the model sees of a tool: its name, description and JSON Schema parameters."""
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: _no_parameters())
-
-    def __init__(
-        self, *, name: str, description: str = "", parameters: dict[str, Any] = _FACTORY,
-    ) -> None:
-        _set(self, "name", name)
-        _set(self, "description", description)
-        _set(self, "parameters", _no_parameters() if parameters is _FACTORY else parameters)
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
 
 
-@_record
-class NamedToolChoice(_Record):
-    """Forces the model to call the tool `name`."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class NamedToolChoice:
     name: str
-
-    def __init__(self, *, name: str) -> None:
-        _set(self, "name", name)
 
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedToolChoice
 
 
-@_record
-class ReasoningConfig(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ReasoningConfig:
     """The step's `thinking` block (spec 000, Reasoning)."""
 
     enabled: bool = False
@@ -400,18 +211,9 @@ class ReasoningConfig(_Record):
     level: Literal["low", "medium", "high"] | None = None
     capture: bool = True
 
-    def __init__(
-        self, *, enabled: bool = False, budget_tokens: int | None = None,
-        level: Literal["low", "medium", "high"] | None = None, capture: bool = True,
-    ) -> None:
-        _set(self, "enabled", enabled)
-        _set(self, "budget_tokens", budget_tokens)
-        _set(self, "level", level)
-        _set(self, "capture", capture)
 
-
-@_record
-class ResponseFormat(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ResponseFormat:
     """A JSON shape for the reply. `schema` None with kind json_object asks for any object."""
 
     kind: Literal["json_object", "json_schema"] = "json_object"
@@ -420,20 +222,9 @@ class ResponseFormat(_Record):
     strict: bool = True
     description: str | None = None
 
-    def __init__(
-        self, *, kind: Literal["json_object", "json_schema"] = "json_object",
-        schema: dict[str, Any] | None = None, name: str = "response", strict: bool = True,
-        description: str | None = None,
-    ) -> None:
-        _set(self, "kind", kind)
-        _set(self, "schema", schema)
-        _set(self, "name", name)
-        _set(self, "strict", strict)
-        _set(self, "description", description)
 
-
-@_record
-class ModelRequest(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ModelRequest:
     """One call to a model, before any provider has seen it."""
 
     model: str
@@ -454,34 +245,12 @@ class ModelRequest(_Record):
     prefill: str | None = None
     """Text the assistant turn starts with (Anthropic's JSON prefill)."""
 
-    def __init__(
-        self, *, model: str, messages: tuple[Message, ...], temperature: float | None = None,
-        max_tokens: int | None = None, tools: tuple[ToolSpec, ...] = (),
-        tool_choice: ToolChoice = "auto", reasoning: ReasoningConfig | None = None,
-        response_format: ResponseFormat | None = None, stream: bool = False,
-        vendor_tools: tuple[dict[str, Any], ...] = (), extra: dict[str, Any] = _FACTORY,
-        headers: dict[str, str] = _FACTORY, prefill: str | None = None,
-    ) -> None:
-        _set(self, "model", model)
-        _set(self, "messages", messages)
-        _set(self, "temperature", temperature)
-        _set(self, "max_tokens", max_tokens)
-        _set(self, "tools", tools)
-        _set(self, "tool_choice", tool_choice)
-        _set(self, "reasoning", reasoning)
-        _set(self, "response_format", response_format)
-        _set(self, "stream", stream)
-        _set(self, "vendor_tools", vendor_tools)
-        _set(self, "extra", {} if extra is _FACTORY else extra)
-        _set(self, "headers", {} if headers is _FACTORY else headers)
-        _set(self, "prefill", prefill)
-
     def replace(self, **changes: Any) -> ModelRequest:
         return dataclasses.replace(self, **changes)
 
 
-@_record
-class ModelResponse(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ModelResponse:
     """A finished reply. `finish_reason` is the provider's own word (`stop`, `end_turn`,
     `STOP`, ...), not a normalised one."""
 
@@ -493,18 +262,6 @@ class ModelResponse(_Record):
     response_id: str | None = None
     time_to_first_token: float | None = None
     """Seconds from sending the request to the first streamed chunk; None if not streamed."""
-
-    def __init__(
-        self, *, parts: tuple[Part, ...], usage: Usage, finish_reason: str | None, model: str,
-        provider: str, response_id: str | None = None, time_to_first_token: float | None = None,
-    ) -> None:
-        _set(self, "parts", parts)
-        _set(self, "usage", usage)
-        _set(self, "finish_reason", finish_reason)
-        _set(self, "model", model)
-        _set(self, "provider", provider)
-        _set(self, "response_id", response_id)
-        _set(self, "time_to_first_token", time_to_first_token)
 
     @property
     def text(self) -> str:
@@ -526,39 +283,22 @@ class ModelResponse(_Record):
 # --- stream events -----------------------------------------------------------------------
 
 
-@_record
-class TextDelta(_Record):
-    """A piece of the reply's text."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class TextDelta:
     text: str
     kind: Literal["text_delta"] = "text_delta"
 
-    def __init__(self, *, text: str, kind: Literal["text_delta"] = "text_delta") -> None:
-        _set(self, "text", text)
-        _set(self, "kind", kind)
 
-
-@_record
-class ReasoningDelta(_Record):
-    """A piece of reasoning text, or its signature or redacted payload."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ReasoningDelta:
     text: str = ""
     signature: str | None = None
     redacted: str | None = None
     kind: Literal["reasoning_delta"] = "reasoning_delta"
 
-    def __init__(
-        self, *, text: str = "", signature: str | None = None, redacted: str | None = None,
-        kind: Literal["reasoning_delta"] = "reasoning_delta",
-    ) -> None:
-        _set(self, "text", text)
-        _set(self, "signature", signature)
-        _set(self, "redacted", redacted)
-        _set(self, "kind", kind)
 
-
-@_record
-class ToolCallDelta(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ToolCallDelta:
     """A piece of a tool call. `index` ties pieces of one call together; `id` and `name`
     come with the first piece, `arguments` is appended."""
 
@@ -568,46 +308,21 @@ class ToolCallDelta(_Record):
     arguments: str = ""
     kind: Literal["tool_call_delta"] = "tool_call_delta"
 
-    def __init__(
-        self, *, index: int, id: str | None = None, name: str | None = None, arguments: str = "",
-        kind: Literal["tool_call_delta"] = "tool_call_delta",
-    ) -> None:
-        _set(self, "index", index)
-        _set(self, "id", id)
-        _set(self, "name", name)
-        _set(self, "arguments", arguments)
-        _set(self, "kind", kind)
 
-
-@_record
-class UsageEvent(_Record):
+@dataclass(slots=True, frozen=True, kw_only=True)
+class UsageEvent:
     """Usage so far. Later events override earlier fields that they report (not None)."""
 
     usage: Usage
     kind: Literal["usage"] = "usage"
 
-    def __init__(self, *, usage: Usage, kind: Literal["usage"] = "usage") -> None:
-        _set(self, "usage", usage)
-        _set(self, "kind", kind)
 
-
-@_record
-class FinishEvent(_Record):
-    """The end of a streamed reply: the provider's finish reason and ids."""
-
+@dataclass(slots=True, frozen=True, kw_only=True)
+class FinishEvent:
     finish_reason: str | None
     model: str | None = None
     response_id: str | None = None
     kind: Literal["finish"] = "finish"
-
-    def __init__(
-        self, *, finish_reason: str | None, model: str | None = None,
-        response_id: str | None = None, kind: Literal["finish"] = "finish",
-    ) -> None:
-        _set(self, "finish_reason", finish_reason)
-        _set(self, "model", model)
-        _set(self, "response_id", response_id)
-        _set(self, "kind", kind)
 
 
 StreamEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | UsageEvent | FinishEvent
