@@ -155,7 +155,7 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
     cost = result.cost_usd
     bits = [
         result.status.value,
-        f"{len(result.steps)} steps ({steps})",
+        f"{len(result.steps)} step{'' if len(result.steps) == 1 else 's'} ({steps})",
         f"{tokens if tokens is not None else '?'} tokens",
         f"${cost:.6f}" if cost is not None else "cost unknown",
         f"{result.duration_seconds:.2f}s",
