@@ -127,6 +127,31 @@ class FakeServer:
     def pending(self) -> int:
         return len(self._script)
 
+    def take(self, request: web.Request, body: Any
+             ) -> web.StreamResponse | tuple[FakeReply, int | None]:
+        """The next entry, settled the same way for every protocol: a response to send as
+        it is (an error, a connection dropped before any reply, a bad body), or the reply
+        to encode with after how many streamed chunks to drop the connection (None: never).
+        """
+        entry = self.next_entry(body)
+        if isinstance(entry, FakeError):
+            return self.error_response(self.error_body(entry))
+        if isinstance(entry, FakeBadBody):
+            return web.Response(status=200, body=entry.body, content_type="application/json")
+        if isinstance(entry, FakeDrop):
+            if entry.after_chunks is None:
+                self.drop(request)
+                return web.Response(status=500)  # never sent: the connection is gone
+            scripted = self.responder(body)
+            reply = scripted if isinstance(scripted, FakeReply) else FakeReply(
+                text="Hello from the fake server.")
+            return reply, entry.after_chunks
+        return entry, None
+
+    def error_body(self, entry: FakeError) -> FakeError:
+        """A scripted error in the protocol's own envelope; as given here."""
+        return entry
+
     # --- lifecycle ---------------------------------------------------------------------
 
     def routes(self) -> list[web.RouteDef]:

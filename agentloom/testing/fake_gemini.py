@@ -20,8 +20,6 @@ from typing import Any
 from aiohttp import web
 
 from agentloom.testing._server import (
-    FakeBadBody,
-    FakeDrop,
     FakeError,
     FakeReply,
     FakeServer,
@@ -84,19 +82,10 @@ class FakeGeminiServer(FakeServer):
         if "x-goog-api-key" not in request.headers and "key" not in request.query:
             return self.error_response(self.error_body(FakeError(
                 status=403, body="Method doesn't allow unregistered callers")))
-        entry = self.next_entry(body)
-        if isinstance(entry, FakeError):
-            return self.error_response(self.error_body(entry))
-        if isinstance(entry, FakeDrop) and entry.after_chunks is None:
-            self.drop(request)
-            return web.Response(status=500)  # never sent: the connection is gone
-        if isinstance(entry, FakeBadBody):
-            return web.Response(status=200, body=entry.body, content_type="application/json")
-        drop_after = None
-        if isinstance(entry, FakeDrop):
-            drop_after = entry.after_chunks
-            scripted = self.responder(body)
-            entry = scripted if isinstance(scripted, FakeReply) else FakeReply(text="Hello.")
+        taken = self.take(request, body)
+        if isinstance(taken, web.StreamResponse):
+            return taken
+        entry, drop_after = taken
         if action == "streamGenerateContent":
             return await self.stream_lines(request, self.chunks(body, model, entry),
                                            content_type="text/event-stream",

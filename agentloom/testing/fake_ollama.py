@@ -17,8 +17,6 @@ from typing import Any
 from aiohttp import web
 
 from agentloom.testing._server import (
-    FakeBadBody,
-    FakeDrop,
     FakeError,
     FakeReply,
     FakeServer,
@@ -45,24 +43,18 @@ class FakeOllamaServer(FakeServer):
         return web.json_response({"models": [{"name": "llama3.2:3b", "model": "llama3.2:3b",
                                               "size": 0, "digest": "fake"}]})
 
+    def error_body(self, entry: FakeError) -> FakeError:
+        """A plain-text scripted error, wrapped as Ollama wraps its errors."""
+        if isinstance(entry.body, dict):
+            return entry
+        return FakeError(status=entry.status, headers=entry.headers, body={"error": entry.body})
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await self.record(request)
-        entry = self.next_entry(body)
-        if isinstance(entry, FakeError):
-            if not isinstance(entry.body, dict):
-                entry = FakeError(status=entry.status, headers=entry.headers,
-                                  body={"error": entry.body})
-            return self.error_response(entry)
-        if isinstance(entry, FakeDrop) and entry.after_chunks is None:
-            self.drop(request)
-            return web.Response(status=500)  # never sent: the connection is gone
-        if isinstance(entry, FakeBadBody):
-            return web.Response(status=200, body=entry.body, content_type="application/json")
-        drop_after = None
-        if isinstance(entry, FakeDrop):
-            drop_after = entry.after_chunks
-            scripted = self.responder(body)
-            entry = scripted if isinstance(scripted, FakeReply) else FakeReply(text="Hello.")
+        taken = self.take(request, body)
+        if isinstance(taken, web.StreamResponse):
+            return taken
+        entry, drop_after = taken
         if not isinstance(body, dict) or body.get("stream", True):
             return await self.stream_lines(request, self.lines(body, entry),
                                            content_type="application/x-ndjson",

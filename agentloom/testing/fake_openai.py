@@ -17,9 +17,6 @@ from typing import Any
 from aiohttp import web
 
 from agentloom.testing._server import (
-    FakeBadBody,
-    FakeDrop,
-    FakeError,
     FakeReply,
     FakeServer,
     split_text,
@@ -75,23 +72,13 @@ class FakeOpenAIServer(FakeServer):
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await self.record(request)
-        entry = self.next_entry(body)
-        if isinstance(entry, FakeError):
-            return self.error_response(entry)
-        if isinstance(entry, FakeDrop) and entry.after_chunks is None:
-            self.drop(request)
-            return web.Response(status=500)  # never sent: the connection is gone
-        if isinstance(entry, FakeBadBody):
-            return web.Response(status=200, body=entry.body, content_type="application/json")
-        streaming = isinstance(body, dict) and bool(body.get("stream"))
-        if isinstance(entry, FakeDrop):
-            reply = self.responder(body)
-            if not isinstance(reply, FakeReply):
-                reply = FakeReply(text="Hello from the fake server.")
-            return await self._stream(request, body, reply, drop_after=entry.after_chunks)
-        if streaming:
-            return await self._stream(request, body, entry, drop_after=None)
-        return web.json_response(self.completion(body, entry))
+        taken = self.take(request, body)
+        if isinstance(taken, web.StreamResponse):
+            return taken
+        reply, drop_after = taken
+        if drop_after is not None or (isinstance(body, dict) and body.get("stream")):
+            return await self._stream(request, body, reply, drop_after=drop_after)
+        return web.json_response(self.completion(body, reply))
 
     def completion(self, body: Any, reply: FakeReply) -> dict[str, Any]:
         """A whole `chat.completion` object for this reply."""
