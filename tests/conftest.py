@@ -67,3 +67,16 @@ socket.getaddrinfo = _guarded_getaddrinfo
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Under CI, a skip fails the test: CI installs every extra and starts every service,
+    so a skip there means an install step is missing, and a green run would hide it.
+    Locally, with a partial install, skips stay skips."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.longrepr = f"skipped under CI, where nothing may be missing: {reason}"

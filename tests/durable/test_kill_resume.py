@@ -36,7 +36,7 @@ steps:
 """
 
 TOOLS = '''\
-import os, pathlib, time
+import os, pathlib, threading
 from agentloom.tools import tool
 
 
@@ -46,7 +46,7 @@ def note(label: str) -> str:
     log = os.environ["AL_LOG"]
     if os.environ.get("AL_BLOCK_TOOL") == label:
         pathlib.Path(log + ".blocked").write_text(label)
-        time.sleep(60)
+        threading.Event().wait()  # blocks until the test kills this process
     with open(log, "a") as fh:
         fh.write(label + "\\n")
     return "noted " + label

@@ -165,7 +165,9 @@ async def test_a_server_that_never_answers_times_out_naming_the_command(tmp_path
         command=sys.executable,
         args=(
             "-c",
-            "import time,sys; print('waiting', file=sys.stderr, flush=True); time.sleep(30)",
+            # Says something on stderr, then never answers (until it is killed).
+            "import sys,threading; print('waiting', file=sys.stderr, flush=True); "
+            "threading.Event().wait()",
         ),
         timeout=0.5,
     )
