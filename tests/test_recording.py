@@ -5,6 +5,7 @@ matching; useful mismatch messages; broken recording files."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -268,21 +269,36 @@ async def test_recording_save_is_atomic_and_reloads(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == ["r.json"]  # no temp files left
 
 
+@contextlib.asynccontextmanager
+async def _serving(handler: Any) -> AsyncIterator[str]:
+    """A loopback server answering every path with `handler`; yields its base URL."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
 async def test_retries_replay_in_recorded_order(tmp_path: Path) -> None:
-    from agentloom.http._base import BufferedResponse
-    from agentloom.http._mock import MockTransport
+    replies = iter([web.Response(status=429, headers={"retry-after": "1"}, text="slow"),
+                    web.json_response({"ok": True})])
 
-    replies = iter([BufferedResponse(status=429, headers={"retry-after": "1"}, body=b"slow"),
-                    BufferedResponse(status=200, body=b'{"ok": true}')])
-
-    async def handler(request: HttpRequest) -> BufferedResponse:
+    async def handler(request: web.Request) -> web.Response:
         return next(replies)
 
     path = tmp_path / "rec.json"
-    transport = RecordTransport(MockTransport(handler), Recorder(path))
-    with call_context(step_id="s", turn=1):
-        for _ in range(2):
-            await transport.handle(_req("http://h", "x"))
+    async with _serving(handler) as base:
+        transport = RecordTransport(AiohttpTransport(), Recorder(path))
+        with call_context(step_id="s", turn=1):
+            for _ in range(2):
+                await transport.handle(_req(base, "x"))
+        await transport.aclose()
     attempts = [e["attempt"] for e in json.loads(path.read_text())["exchanges"]]
     assert attempts == [1, 2]
     replay = ReplayTransport(path)
@@ -290,58 +306,52 @@ async def test_retries_replay_in_recorded_order(tmp_path: Path) -> None:
         first = await replay.handle(_req("http://h", "x"))
         second = await replay.handle(_req("http://h", "x"))
     assert (first.status, first.headers["retry-after"]) == (429, "1")
-    assert (second.status, await second.read()) == (200, b'{"ok": true}')
+    assert (second.status, json.loads(await second.read())) == (200, {"ok": True})
 
 
 async def test_default_recorder_still_strips_keys_from_urls_and_headers(tmp_path: Path) -> None:
-    from agentloom.http._base import BufferedResponse
-    from agentloom.http._mock import MockTransport
-
-    async def handler(request: HttpRequest) -> BufferedResponse:
-        return BufferedResponse(status=200, headers={"x-goog-api-key": "AIzaLEAK"}, body=b"{}")
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response({}, headers={"x-goog-api-key": "AIzaLEAK"})
 
     path = tmp_path / "rec.json"
-    transport = RecordTransport(MockTransport(handler), Recorder(path))  # no redactor given
-    gemini = HttpRequest(method="POST", body=b"{}", headers={"x-goog-api-key": "AIzaLEAK"},
-                         url="http://h/v1beta/models/gemini-2.0-flash:generateContent?key=LEAKY1")
-    await transport.handle(gemini)
+    async with _serving(handler) as base:
+        transport = RecordTransport(AiohttpTransport(), Recorder(path))  # no redactor given
+        gemini = HttpRequest(
+            method="POST", body=b"{}", headers={"x-goog-api-key": "AIzaLEAK"},
+            url=base + "/v1beta/models/gemini-2.0-flash:generateContent?key=LEAKY1")
+        await transport.handle(gemini)
+        await transport.aclose()
     text = path.read_text()
     assert "LEAKY1" not in text and "AIzaLEAK" not in text
     assert json.loads(text)["exchanges"][0]["request"]["path"].endswith(":generateContent")
 
 
 async def test_stream_that_broke_midway_replays_the_break(tmp_path: Path) -> None:
-    from agentloom.http._mock import MockTransport
-
-    class _Breaking:
-        status = 200
-        headers = {"content-type": "text/event-stream"}
-
-        async def read(self) -> bytes:
-            raise AssertionError("not used")
-
-        async def aiter_bytes(self) -> AsyncIterator[bytes]:
-            yield b'data: {"d": "par'
-            yield b'tial"}\n\n'
-            raise TransportError("ServerDisconnectedError", phase="read", request_sent=True)
-
-        async def aclose(self) -> None:
-            return None
-
-    async def handler(request: HttpRequest) -> Any:
-        return _Breaking()
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"d": "par')
+        await asyncio.sleep(0.01)  # let the two pieces travel apart
+        await resp.write(b'tial"}\n\n')
+        await asyncio.sleep(0.01)
+        assert request.transport is not None
+        request.transport.abort()  # the server goes away mid-stream
+        return resp
 
     path = tmp_path / "rec.json"
-    transport = RecordTransport(MockTransport(handler), Recorder(path))
     got: list[bytes] = []
-    with call_context(step_id="s", turn=1), pytest.raises(TransportError):
-        resp = await transport.handle(_req("http://h", "x", stream=True))
-        async for chunk in resp.aiter_bytes():
-            got.append(chunk)
+    async with _serving(handler) as base:
+        transport = RecordTransport(AiohttpTransport(), Recorder(path))
+        with call_context(step_id="s", turn=1), pytest.raises(TransportError):
+            resp = await transport.handle(_req(base, "x", stream=True))
+            async for chunk in resp.aiter_bytes():
+                got.append(chunk)
+        await transport.aclose()
     replayed: list[bytes] = []
     with call_context(step_id="s", turn=1), pytest.raises(TransportError) as info:
         resp = await ReplayTransport(path).handle(_req("http://h", "x", stream=True))
         async for chunk in resp.aiter_bytes():
             replayed.append(chunk)
-    assert replayed == got == [b'data: {"d": "par', b'tial"}\n\n']
+    # Byte for byte and piece for piece as received, then the same break.
+    assert replayed == got and b"".join(got) == b'data: {"d": "partial"}\n\n'
     assert info.value.phase == "read" and info.value.request_sent is True

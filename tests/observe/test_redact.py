@@ -98,7 +98,6 @@ async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
     """Checkpoints (SQLite file, WAL included), a recording and a --json-like dump, all
     written through the redactor, contain neither the key nor the state secret."""
     from agentloom.http._base import HttpRequest
-    from agentloom.http._mock import MockTransport
     from agentloom.http._record import RecordTransport
     from agentloom.recording import Recorder, call_context
     from agentloom.store import Checkpoint, SqliteStore
@@ -112,23 +111,33 @@ async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
             state=r.redact_state(state),
             step_results={"s": r.redact_state({"output": f"echo {OPENAI_KEY}"})}))
 
-    def handler(request: HttpRequest) -> tuple[int, dict[str, str], bytes]:
-        return 200, {"x-api-key": OPENAI_KEY}, b'{"text": "ok tok-SECRET-42"}'
+    from aiohttp import web
 
-    from agentloom.http._base import BufferedResponse
+    from agentloom.http._aiohttp import AiohttpTransport
 
-    async def as_response(request: HttpRequest) -> BufferedResponse:
-        status, headers, body = handler(request)
-        return BufferedResponse(status=status, headers=headers, body=body)
+    async def echo_secret(request: web.Request) -> web.Response:  # a server that leaks
+        return web.json_response({"text": "ok tok-SECRET-42"},
+                                 headers={"x-api-key": OPENAI_KEY})
 
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", echo_secret)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     recorder = Recorder(tmp_path / "rec.json", redactor=r)
-    transport = RecordTransport(MockTransport(as_response), recorder)
-    with call_context(step_id="s", turn=1):
-        await transport.handle(HttpRequest(
-            method="POST", url="http://127.0.0.1:9/v1/chat/completions",
-            headers={"authorization": f"Bearer {OPENAI_KEY}"},
-            body=json.dumps({"messages": [{"role": "user",
-                                           "content": state["question"]}]}).encode()))
+    transport = RecordTransport(AiohttpTransport(), recorder)
+    try:
+        with call_context(step_id="s", turn=1):
+            await transport.handle(HttpRequest(
+                method="POST", url=f"http://127.0.0.1:{port}/v1/chat/completions",
+                headers={"authorization": f"Bearer {OPENAI_KEY}"},
+                body=json.dumps({"messages": [{"role": "user",
+                                               "content": state["question"]}]}).encode()))
+    finally:
+        await transport.aclose()
+        await runner.cleanup()
     (tmp_path / "result.json").write_text(json.dumps(r.redact_state({"final_state": state})))
 
     scanned = 0
