@@ -13,16 +13,7 @@ from agentloom.testing.clock import FakeClock
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
 from agentloom.workflow._durable import Decision, DurableRun
-
-
-class Factory:
-    default_model = "test-model"
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def client(self, **_: Any) -> Any:
-        return self.model
+from tests.workflow.wf_helpers import Factory
 
 
 def gate(url: str, body: str = "", internal: bool = True) -> str:

@@ -162,18 +162,5 @@ async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tu
     return tuple(parts)
 
 
-_NO_RETRY: list[Any] = []
-
-
-def _no_client_retry() -> Any:
-    # The engine retries the whole step (spec 000: a retry re-runs the loop), so the
-    # client makes one attempt per candidate instead of retrying underneath.
-    if not _NO_RETRY:
-        from agentloom.routing import RetryPolicy
-
-        _NO_RETRY.append(RetryPolicy(max_retries=0))
-    return _NO_RETRY[0]
-
-
 def _default_model(ctx: RunContext) -> str:
     return str(getattr(ctx.clients, "default_model", None) or "")
