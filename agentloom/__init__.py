@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom._version import __version__
 
 if TYPE_CHECKING:
-    from agentloom.agent import Agent as Agent
+    from agentloom.loop.agent import Agent as Agent
     from agentloom.loop.observer import NullObserver as NullObserver
     from agentloom.loop.observer import Observer as Observer
     from agentloom.loop.result import ConversationResult as ConversationResult
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     # agent API
-    "Agent": "agentloom.agent",
+    "Agent": "agentloom.loop.agent",
     "ConversationResult": "agentloom.loop.result",
     "ConversationSummary": "agentloom.loop.summary",
     "ConversationStatus": "agentloom.loop.summary",
@@ -43,7 +43,7 @@ _LAZY: dict[str, str] = {
     # workflows
     "load_workflow": "agentloom.workflow",
     "run_workflow": "agentloom.workflow",
-    "Runtime": "agentloom.runtime",
+    "Runtime": "agentloom.routing.runtime",
     "batch": "agentloom.scale",
     # errors
     "AgentLoomError": "agentloom.errors",

@@ -13,7 +13,7 @@ from typing import Any
 from agentloom.store import open_store
 from agentloom.testing.scripted import FunctionModel
 from agentloom.workflow import arun_workflow, load_workflow_text
-from agentloom.workflow._durable import DurableRun
+from agentloom.workflow.durable.run import DurableRun
 
 
 class _Factory:

@@ -85,7 +85,7 @@ async def time_aiohttp(path: str, base: str, n: int) -> dict[str, float]:
 
 async def time_stack(path: str, base: str, n: int) -> dict[str, float]:
     from agentloom.messages import Message, ModelRequest
-    from agentloom.runtime import Runtime
+    from agentloom.routing.runtime import Runtime
 
     async with Runtime() as runtime:
         runtime.add_provider(path, {"base_url": base + ("/v1" if path == "openai" else ""),

@@ -129,7 +129,7 @@ async def agent_loop(base: str, tool: Any = weather) -> tuple[Callable[[], Await
 
 
 async def workflow(base: str) -> tuple[Callable[[], Awaitable[str]], Any]:
-    from agentloom.runtime import Runtime
+    from agentloom.routing.runtime import Runtime
     from agentloom.tools import ToolRegistry
     from agentloom.workflow import arun_workflow, load_workflow
 

@@ -213,7 +213,6 @@ def test_bad_construction() -> None:
 
 
 def test_from_env_closes_what_it_opened() -> None:
-    pytest.importorskip("agentloom.runtime", reason="agentloom.runtime not written yet")
     from agentloom.testing.fake_openai import FakeOpenAIServer
 
     server = FakeOpenAIServer().start_in_thread()

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 
 import pytest
 
-pytest.importorskip("agentloom.runtime", reason="agentloom.runtime is not written yet")
-
 from agentloom import Agent, ConversationSummary, NullObserver, SummaryOptions
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer

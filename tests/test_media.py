@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from agentloom._netguard import AddressPolicy
 from agentloom.errors import ConfigError
 from agentloom.http import AiohttpTransport
 from agentloom.http._base import Transport
-from agentloom.media import (
+from agentloom.http.netguard import AddressPolicy
+from agentloom.messages import AudioPart, DocumentPart, ImagePart
+from agentloom.providers import get_protocol
+from agentloom.tools.attachments import (
     MAX_BYTES,
     AttachmentPolicy,
     AttachmentSpec,
     check_attachments,
     load_attachment,
 )
-from agentloom.messages import AudioPart, DocumentPart, ImagePart
-from agentloom.providers import get_protocol
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 40
 LOCAL = AttachmentPolicy(addresses=AddressPolicy(allowed=("127.0.0.1",)))

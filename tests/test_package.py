@@ -44,7 +44,7 @@ os.environ = Watched(os.environ)
 import agentloom
 for name in agentloom.__all__:
     getattr(agentloom, name)
-import agentloom.workflow, agentloom.runtime, agentloom.providers, agentloom.tools
+import agentloom.workflow, agentloom.routing.runtime, agentloom.providers, agentloom.tools
 print(Watched.seen)
 """
 

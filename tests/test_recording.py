@@ -18,17 +18,17 @@ from aiohttp import web
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.http._aiohttp import AiohttpTransport
 from agentloom.http._base import HttpRequest, TransportError
-from agentloom.http._record import RecordTransport
-from agentloom.http._replay import ReplayTransport
-from agentloom.observe.redact import Redactor
 from agentloom.recording import (
     Recorder,
     Recording,
     RecordingError,
+    RecordTransport,
+    ReplayTransport,
     call_context,
     current_call_context,
     request_hash,
 )
+from agentloom.redact import Redactor
 from agentloom.testing.clock import FakeClock
 
 API_KEY = "sk-test-abcdefghijklmnopqrstuvwxyz0123"

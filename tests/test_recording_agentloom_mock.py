@@ -10,12 +10,12 @@ import pytest
 
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import Message, ModelRequest, TextDelta
-from agentloom.mock_responses import (
+from agentloom.recording import RecordingError, call_context
+from agentloom.recording.mock_responses import (
     MockResponsesModel,
     load_agentloom_mock_responses,
     mock_prompt_hash,
 )
-from agentloom.recording import RecordingError, call_context
 from agentloom.testing.clock import FakeClock
 
 EXAMPLES = Path("/work/shared/compat/agentloom-examples")

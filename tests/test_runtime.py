@@ -11,7 +11,7 @@ from agentloom.errors import ConfigError
 from agentloom.messages import Message, ModelRequest
 from agentloom.providers._endpoints import vendor_endpoint
 from agentloom.routing import FallbackEntry, Profile, RateLimit, RetryPolicy, RunBudget
-from agentloom.runtime import Runtime
+from agentloom.routing.runtime import Runtime
 from agentloom.testing import FakeClock
 
 KEYS = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "ak-test"}

@@ -41,7 +41,7 @@ def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:
     """`--state-file` first, then each `--state k=v` (values typed as YAML scalars)."""
     import yaml
 
-    from agentloom.workflow._paths import PathError, assign, parse_path
+    from agentloom.workflow.lang.paths import PathError, assign, parse_path
 
     state: dict[str, Any] = {}
     if state_file:

@@ -26,9 +26,9 @@ from agentloom.cli import UsageError
 DEFAULT_RETENTION_DAYS = 30
 
 if TYPE_CHECKING:
-    from agentloom.observe.redact import Redactor
+    from agentloom.redact import Redactor
     from agentloom.workflow import RunResult, Workflow
-    from agentloom.workflow._durable import DurableRun
+    from agentloom.workflow.durable.run import DurableRun
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
@@ -56,14 +56,14 @@ def add_store_flag(parser: argparse.ArgumentParser) -> None:
 
 def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) -> Any:
     """The runtime from the environment, its transport recording or replaying if asked."""
-    from agentloom.runtime import Runtime
+    from agentloom.routing.runtime import Runtime
 
     record, replay = getattr(args, "record", None), getattr(args, "replay", None)
     if record and replay:
         raise UsageError("--record and --replay can't be used together")
     transport: Any = None
     if replay:
-        from agentloom.http._replay import ReplayTransport
+        from agentloom.recording import ReplayTransport
 
         if isinstance(replay, str) and not Path(replay).is_file():
             raise UsageError(f"recording not found: {replay}")
@@ -71,8 +71,7 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) ->
                                     redactor=redactor)
     elif record:
         from agentloom.http._aiohttp import AiohttpTransport
-        from agentloom.http._record import RecordTransport
-        from agentloom.recording import Recorder
+        from agentloom.recording import Recorder, RecordTransport
 
         transport = RecordTransport(AiohttpTransport(), Recorder(record, redactor=redactor))
     env: Mapping[str, str] = os.environ
@@ -136,7 +135,7 @@ async def close_runtime(runtime: Any) -> None:
 
 def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
     """Secrets of `state_schema` (keys and their current values) and API keys."""
-    from agentloom.observe.redact import Redactor
+    from agentloom.redact import Redactor
 
     schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
               for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
@@ -146,7 +145,7 @@ def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
 
 
 def workflow_hash_of(path: str | Path) -> str:
-    from agentloom.workflow._durable import workflow_hash
+    from agentloom.workflow.durable.run import workflow_hash
 
     return workflow_hash(Path(path).read_bytes())
 
@@ -166,7 +165,7 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
 
     from agentloom.errors import AgentLoomError
     from agentloom.store import open_store
-    from agentloom.workflow._durable import DurableRun
+    from agentloom.workflow.durable.run import DurableRun
 
     store = open_store(args.store) if args.store else open_store(None)
     try:

@@ -26,8 +26,8 @@ from urllib.parse import unquote
 from agentloom.cli import UsageError
 
 if TYPE_CHECKING:
-    from agentloom.observe.redact import Redactor
-    from agentloom.workflow._observe import RunObservers
+    from agentloom.redact import Redactor
+    from agentloom.workflow.engine.observe import RunObservers
 
 
 def add_trace_flags(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +93,7 @@ def open_observers(args: argparse.Namespace, redactor: Redactor,
     out = CliObservers()
     if not trace and not otel:
         return out
-    from agentloom.workflow._observe import RunObservers, WorkflowTraceObserver
+    from agentloom.workflow.engine.observe import RunObservers, WorkflowTraceObserver
 
     observers: list[object] = []
     try:
@@ -123,7 +123,7 @@ def _otel_observer(env: Mapping[str, str], redactor: Redactor, content: bool,
     except ImportError:
         raise UsageError("--otel needs the OpenTelemetry SDK: pip install "
                          "'agentloom[otel]'") from None
-    from agentloom.workflow._observe import WorkflowOTelObserver
+    from agentloom.workflow.engine.observe import WorkflowOTelObserver
 
     resource = Resource.create(_resource_attributes(env))
     tracer_provider = TracerProvider(resource=resource)

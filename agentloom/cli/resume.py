@@ -53,7 +53,7 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
     """The `run` arguments to continue with, or _Refused with the reason."""
     from agentloom.cli._durable import LEASE_SECONDS, claim, worker_id, workflow_hash_of
     from agentloom.store import FINISHED_STATUSES, open_store
-    from agentloom.workflow._durable import Decision, DurableRun, coerce_answer
+    from agentloom.workflow.durable.run import Decision, DurableRun, coerce_answer
 
     store = open_store(args.store) if args.store else open_store(None)
     me, claimed = worker_id(), False

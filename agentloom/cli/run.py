@@ -94,7 +94,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) ->
         if args.stream and not args.json:
             on_event = _print_delta
         clients: Any = runtime
-        from agentloom.workflow._mock_clients import mock_clients, uses_mock
+        from agentloom.workflow.engine.mock_clients import mock_clients, uses_mock
 
         mock_file = getattr(args, "mock_responses", None)
         if mock_file is not None or uses_mock(wf):
@@ -120,7 +120,7 @@ def _transport(wf: Workflow, runtime: Any) -> Any:
 def _registry(paths: list[str], runtime: Any) -> Any:
     # Built-ins (http_request on the runtime's transport), each --tools file, and the
     # installed `agentloom.tools` entry points: importing those is the CLI's job only.
-    from agentloom.workflow._tooling import base_registry
+    from agentloom.workflow.steps._tooling import base_registry
 
     return base_registry(transport=runtime.transport, tool_modules=paths, entry_points=True)
 
@@ -133,7 +133,7 @@ def _print_delta(step_id: str, event: StreamEvent) -> None:
 
 def _print_human(result: RunResult, *, streamed: bool) -> None:
     from agentloom.workflow import StepStatus
-    from agentloom.workflow._templates import to_text
+    from agentloom.workflow.lang.templates import to_text
 
     out = sys.stdout
     if streamed:

@@ -16,7 +16,7 @@ from agentloom.cli import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
     from agentloom.workflow import Workflow
-    from agentloom.workflow._workflow import StepNode
+    from agentloom.workflow.load.workflow import StepNode
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

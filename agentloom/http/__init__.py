@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from agentloom.http._aiohttp import AiohttpTransport
     from agentloom.http._fault import Fault, FaultTransport
     from agentloom.http._mock import MockTransport
-    from agentloom.http._record import RecordTransport
-    from agentloom.http._replay import ReplayTransport
 
 __all__ = [
     "AiohttpTransport",
@@ -33,8 +31,6 @@ __all__ = [
     "HttpResponse",
     "HttpTimeout",
     "MockTransport",
-    "RecordTransport",
-    "ReplayTransport",
     "Transport",
     "TransportError",
 ]
@@ -42,8 +38,6 @@ __all__ = [
 _LAZY = {
     "AiohttpTransport": "agentloom.http._aiohttp",
     "MockTransport": "agentloom.http._mock",
-    "RecordTransport": "agentloom.http._record",
-    "ReplayTransport": "agentloom.http._replay",
     "FaultTransport": "agentloom.http._fault",
     "Fault": "agentloom.http._fault",
 }

@@ -31,7 +31,6 @@ from agentloom.providers._base import (
 )
 
 if TYPE_CHECKING:
-    from agentloom.providers._client import ProviderClient as ProviderClient
     from agentloom.providers._endpoints import (
         endpoints_from_env as endpoints_from_env,
     )
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
         vendor_endpoint as vendor_endpoint,
     )
     from agentloom.providers.local import LocalModelServer as LocalModelServer
+    from agentloom.routing._client import ProviderClient as ProviderClient
 
 PROTOCOLS: dict[str, str] = {
     "openai": "agentloom.providers.openai",
@@ -48,7 +48,7 @@ PROTOCOLS: dict[str, str] = {
 }
 
 _LAZY = {
-    "ProviderClient": "agentloom.providers._client",
+    "ProviderClient": "agentloom.routing._client",
     "vendor_endpoint": "agentloom.providers._endpoints",
     "endpoints_from_env": "agentloom.providers._endpoints",
     "LocalModelServer": "agentloom.providers.local",

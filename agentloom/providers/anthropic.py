@@ -59,7 +59,7 @@ from agentloom.providers._common import (
 )
 
 if TYPE_CHECKING:
-    from agentloom.http._sse import SSEEvent
+    from agentloom.providers._sse import SSEEvent
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -303,7 +303,7 @@ class AnthropicStreamDecoder:
     once, in front of the first text."""
 
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-        from agentloom.http._sse import SSEParser
+        from agentloom.providers._sse import SSEParser
 
         self._sse = SSEParser()
         self._provider = endpoint.name

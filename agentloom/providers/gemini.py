@@ -58,7 +58,7 @@ from agentloom.providers._common import (
 )
 
 if TYPE_CHECKING:
-    from agentloom.http._sse import SSEEvent
+    from agentloom.providers._sse import SSEEvent
 
 GEMINI_AUDIO_TYPES = frozenset({
     "audio/wav", "audio/x-wav", "audio/mp3", "audio/mpeg", "audio/aiff", "audio/aac",
@@ -298,7 +298,7 @@ class GeminiStreamDecoder:
     """SSE `data:` lines, each a whole `GenerateContentResponse` chunk."""
 
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-        from agentloom.http._sse import SSEParser
+        from agentloom.providers._sse import SSEParser
 
         self._sse = SSEParser()
         self._chunks = _Chunks(endpoint.name, request.model)

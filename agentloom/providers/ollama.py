@@ -198,7 +198,7 @@ def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelRespo
 
 class OllamaStreamDecoder:
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-        from agentloom.http._sse import NDJSONParser
+        from agentloom.providers._sse import NDJSONParser
 
         self._lines = NDJSONParser()
         self._chunks = _Chunks(endpoint.name, request.model)

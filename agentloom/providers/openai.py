@@ -16,7 +16,6 @@ from typing import Any
 
 from agentloom.errors import ConfigError, ProviderError
 from agentloom.http._base import HttpRequest
-from agentloom.http._sse import SSEParser
 from agentloom.messages import (
     AudioPart,
     DocumentPart,
@@ -38,6 +37,7 @@ from agentloom.messages import (
     UsageEvent,
 )
 from agentloom.providers._base import Capabilities, Endpoint
+from agentloom.providers._sse import SSEParser
 
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _AUDIO_FORMATS = {

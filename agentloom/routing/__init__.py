@@ -4,7 +4,7 @@
 each endpoint guarded by a `CircuitBreaker` and an optional `RateLimiter`, every call
 checked against a shared `RunBudget`. `Profile`/`FallbackEntry` are the configuration
 objects a workflow's `profiles:` and `fallback:` parse into; `deadline_scope` bounds a
-whole run. The `Runtime` (agentloom.runtime) assembles these from provider names.
+whole run. The `Runtime` (agentloom.routing.runtime) assembles these from provider names.
 """
 
 from __future__ import annotations

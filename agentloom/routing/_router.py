@@ -116,7 +116,7 @@ def check_media(request: ModelRequest, capabilities: Capabilities) -> str | None
     """Attachments (images, PDFs, audio), by the media module's rules."""
     if not _has_media(request.messages):
         return None  # the common case: nothing to check, nothing to import
-    from agentloom.media import check_attachments
+    from agentloom.tools.attachments import check_attachments
 
     try:
         reason = check_attachments([p for m in request.messages for p in m.parts], capabilities)

@@ -267,9 +267,9 @@ class DurableBatchRunner:
 
     async def _run_claimed(self, run_id: str, inp: BatchInput, state: dict[str, Any],
                            redactor: Any) -> BatchItemResult:
-        from agentloom.observe.redact import REDACTED
+        from agentloom.redact import REDACTED
         from agentloom.workflow import arun_workflow
-        from agentloom.workflow._durable import DurableRun
+        from agentloom.workflow.durable.run import DurableRun
 
         record = await self.store.get_run(run_id)
         cp = await self.store.load_latest(run_id)
@@ -311,7 +311,7 @@ class DurableBatchRunner:
         await self.store.save_checkpoint(run_id, cp)
 
     def _redactor(self, state: dict[str, Any]) -> Any:
-        from agentloom.observe.redact import Redactor
+        from agentloom.redact import Redactor
 
         schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
                   for k, v in (getattr(self.workflow.definition, "state_schema", None)

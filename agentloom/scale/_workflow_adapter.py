@@ -70,7 +70,7 @@ class WorkflowRunnerFactory:
 
     @property
     def workflow_hash(self) -> str:
-        from agentloom.workflow._durable import workflow_hash
+        from agentloom.workflow.durable.run import workflow_hash
 
         return workflow_hash(self.text.encode("utf-8"))
 
@@ -88,7 +88,7 @@ def runtime_env(env: Mapping[str, str]) -> dict[str, str]:
 
 @asynccontextmanager
 async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
-    from agentloom.runtime import Runtime
+    from agentloom.routing.runtime import Runtime
     from agentloom.workflow import arun_workflow
 
     wf = factory._load()

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloom._netguard import AddressPolicy, AddressRefused, host_matches, parse_host, resolve
 from agentloom.errors import ConfigError, ToolError
+from agentloom.http.netguard import AddressPolicy, AddressRefused, host_matches, parse_host, resolve
 
 # Programs that run whatever their arguments say: allowing one allows every command.
 DANGEROUS_COMMANDS = frozenset(

@@ -14,48 +14,48 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentloom.workflow._context import ClientFactory as ClientFactory
-    from agentloom.workflow._context import ToolSource as ToolSource
-    from agentloom.workflow._durable import DurableRun as DurableRun
-    from agentloom.workflow._durable import PauseRun as PauseRun
-    from agentloom.workflow._durable import ask as ask
-    from agentloom.workflow._engine import arun_workflow as arun_workflow
-    from agentloom.workflow._engine import run_workflow as run_workflow
-    from agentloom.workflow._expressions import ExpressionError as ExpressionError
-    from agentloom.workflow._expressions import compile_expression as compile_expression
-    from agentloom.workflow._loader import load_workflow as load_workflow
-    from agentloom.workflow._loader import load_workflow_text as load_workflow_text
-    from agentloom.workflow._problems import WorkflowProblems as WorkflowProblems
-    from agentloom.workflow._result import RunResult as RunResult
-    from agentloom.workflow._result import RunStatus as RunStatus
-    from agentloom.workflow._result import StepResult as StepResult
-    from agentloom.workflow._result import StepStatus as StepStatus
-    from agentloom.workflow._schema import WorkflowDefinition as WorkflowDefinition
-    from agentloom.workflow._templates import compile_template as compile_template
-    from agentloom.workflow._workflow import Workflow as Workflow
+    from agentloom.workflow.durable.run import DurableRun as DurableRun
+    from agentloom.workflow.durable.run import PauseRun as PauseRun
+    from agentloom.workflow.durable.run import ask as ask
+    from agentloom.workflow.engine.context import ClientFactory as ClientFactory
+    from agentloom.workflow.engine.context import ToolSource as ToolSource
+    from agentloom.workflow.engine.result import RunResult as RunResult
+    from agentloom.workflow.engine.result import RunStatus as RunStatus
+    from agentloom.workflow.engine.result import StepResult as StepResult
+    from agentloom.workflow.engine.result import StepStatus as StepStatus
+    from agentloom.workflow.engine.run import arun_workflow as arun_workflow
+    from agentloom.workflow.engine.run import run_workflow as run_workflow
+    from agentloom.workflow.lang.expressions import ExpressionError as ExpressionError
+    from agentloom.workflow.lang.expressions import compile_expression as compile_expression
+    from agentloom.workflow.lang.templates import compile_template as compile_template
+    from agentloom.workflow.load.loader import load_workflow as load_workflow
+    from agentloom.workflow.load.loader import load_workflow_text as load_workflow_text
+    from agentloom.workflow.load.problems import WorkflowProblems as WorkflowProblems
+    from agentloom.workflow.load.workflow import Workflow as Workflow
+    from agentloom.workflow.schema.workflow import WorkflowDefinition as WorkflowDefinition
     from agentloom.workflow.steps.agent import AgentSpec as AgentSpec
     from agentloom.workflow.steps.agent import agent_from_workflow as agent_from_workflow
 
 _LAZY: dict[str, str] = {
-    "ClientFactory": "agentloom.workflow._context",
-    "ToolSource": "agentloom.workflow._context",
-    "DurableRun": "agentloom.workflow._durable",
-    "PauseRun": "agentloom.workflow._durable",
-    "ask": "agentloom.workflow._durable",
-    "arun_workflow": "agentloom.workflow._engine",
-    "run_workflow": "agentloom.workflow._engine",
-    "ExpressionError": "agentloom.workflow._expressions",
-    "compile_expression": "agentloom.workflow._expressions",
-    "load_workflow": "agentloom.workflow._loader",
-    "load_workflow_text": "agentloom.workflow._loader",
-    "WorkflowProblems": "agentloom.workflow._problems",
-    "RunResult": "agentloom.workflow._result",
-    "RunStatus": "agentloom.workflow._result",
-    "StepResult": "agentloom.workflow._result",
-    "StepStatus": "agentloom.workflow._result",
-    "WorkflowDefinition": "agentloom.workflow._schema",
-    "compile_template": "agentloom.workflow._templates",
-    "Workflow": "agentloom.workflow._workflow",
+    "ClientFactory": "agentloom.workflow.engine.context",
+    "ToolSource": "agentloom.workflow.engine.context",
+    "DurableRun": "agentloom.workflow.durable.run",
+    "PauseRun": "agentloom.workflow.durable.run",
+    "ask": "agentloom.workflow.durable.run",
+    "arun_workflow": "agentloom.workflow.engine.run",
+    "run_workflow": "agentloom.workflow.engine.run",
+    "ExpressionError": "agentloom.workflow.lang.expressions",
+    "compile_expression": "agentloom.workflow.lang.expressions",
+    "load_workflow": "agentloom.workflow.load.loader",
+    "load_workflow_text": "agentloom.workflow.load.loader",
+    "WorkflowProblems": "agentloom.workflow.load.problems",
+    "RunResult": "agentloom.workflow.engine.result",
+    "RunStatus": "agentloom.workflow.engine.result",
+    "StepResult": "agentloom.workflow.engine.result",
+    "StepStatus": "agentloom.workflow.engine.result",
+    "WorkflowDefinition": "agentloom.workflow.schema.workflow",
+    "compile_template": "agentloom.workflow.lang.templates",
+    "Workflow": "agentloom.workflow.load.workflow",
     "AgentSpec": "agentloom.workflow.steps.agent",
     "agent_from_workflow": "agentloom.workflow.steps.agent",
 }

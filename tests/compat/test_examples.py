@@ -121,7 +121,7 @@ def fakes() -> Iterator[dict[str, Any]]:
 
 def _runtime(fakes: dict[str, Any]) -> Any:
     from agentloom.providers._endpoints import vendor_endpoint
-    from agentloom.runtime import Runtime
+    from agentloom.routing.runtime import Runtime
 
     return Runtime(endpoints=[
         vendor_endpoint("openai", api_key="test", base_url=fakes["openai"].openai_base_url),
@@ -133,8 +133,8 @@ def _runtime(fakes: dict[str, Any]) -> Any:
 
 async def _run(path: Path, fakes: dict[str, Any]) -> tuple[str, str, Any]:
     """(final status or 'refused', the message, the result or None)."""
-    from agentloom.workflow._mock_clients import mock_clients, uses_mock
-    from agentloom.workflow._tooling import base_registry
+    from agentloom.workflow.engine.mock_clients import mock_clients, uses_mock
+    from agentloom.workflow.steps._tooling import base_registry
 
     wf = load_workflow(path)
     runtime = _runtime(fakes)
@@ -212,7 +212,7 @@ async def test_record_and_replay_example_offline_means_replay_with_a_mock_file(
         tmp_path: Path, fakes: dict[str, Any]) -> None:
     """31 is written for a live provider; offline it runs against the fake Anthropic
     server (above), or from a mock file with `--provider mock` / `--mock-responses`."""
-    from agentloom.workflow._mock_clients import mock_clients
+    from agentloom.workflow.engine.mock_clients import mock_clients
 
     rec = tmp_path / "rec.json"
     rec.write_text(json.dumps({"explain": "Two sentences.", "critique": "One flaw."}))

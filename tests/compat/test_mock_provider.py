@@ -14,7 +14,7 @@ import pytest
 from agentloom.errors import ConfigError
 from agentloom.recording import RecordingError
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow
-from agentloom.workflow._mock_clients import mock_clients, uses_mock
+from agentloom.workflow.engine.mock_clients import mock_clients, uses_mock
 
 EXAMPLES = Path("/work/shared/compat/agentloom-examples")
 ROOT = Path(__file__).resolve().parents[2]

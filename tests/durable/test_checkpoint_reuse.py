@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.messages import ModelRequest
-from agentloom.observe.redact import REDACTED, Redactor
+from agentloom.redact import REDACTED, Redactor
 from agentloom.store import MemoryStore, SqliteStore
 from agentloom.store._serde import EncodeOnce, JsonSerializer
 from agentloom.testing.scripted import FunctionModel
 from agentloom.workflow import arun_workflow, load_workflow_text
-from agentloom.workflow._durable import DurableRun
+from agentloom.workflow.durable.run import DurableRun
 
 CHAIN = """\
 name: chain

@@ -9,7 +9,7 @@ from agentloom.store import MemoryStore
 from agentloom.testing.scripted import ScriptedModel, tool_call
 from agentloom.tools import ToolRegistry, tool
 from agentloom.workflow import RunStatus, StepStatus, arun_workflow, load_workflow_text
-from agentloom.workflow._durable import Decision, DurableRun, ask
+from agentloom.workflow.durable.run import Decision, DurableRun, ask
 
 
 class Factory:

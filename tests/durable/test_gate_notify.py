@@ -12,7 +12,7 @@ from agentloom.store import MemoryStore
 from agentloom.testing.clock import FakeClock
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
-from agentloom.workflow._durable import Decision, DurableRun
+from agentloom.workflow.durable.run import Decision, DurableRun
 from tests.workflow.wf_helpers import Factory
 
 

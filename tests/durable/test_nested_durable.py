@@ -11,7 +11,7 @@ from agentloom.store import MemoryStore
 from agentloom.testing.scripted import FunctionModel, ScriptedModel, tool_call
 from agentloom.tools import ToolRegistry, tool
 from agentloom.workflow import RunStatus, StepStatus, arun_workflow, load_workflow_text
-from agentloom.workflow._durable import Decision, DurableRun
+from agentloom.workflow.durable.run import Decision, DurableRun
 
 
 class Factory:
@@ -280,7 +280,7 @@ steps:
 
 
 async def test_ask_in_a_python_tool_inside_a_functions_loop_gets_the_answer() -> None:
-    from agentloom.workflow._durable import ask
+    from agentloom.workflow.durable.run import ask
 
     log: list[str] = []
 
@@ -364,7 +364,7 @@ steps:
 
 
 async def _usage_across_a_pause(same_turn: bool) -> tuple[Any, int]:
-    from agentloom.workflow._durable import ask
+    from agentloom.workflow.durable.run import ask
 
     @tool
     def confirm() -> str:

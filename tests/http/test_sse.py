@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentloom.http._sse import NDJSONParser, SSEEvent, SSEParser
+from agentloom.providers._sse import NDJSONParser, SSEEvent, SSEParser
 
 STREAM = (
     b": a comment\r\n"

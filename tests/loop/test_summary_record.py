@@ -18,7 +18,7 @@ from agentloom.loop import (
 from agentloom.loop.collector import SummaryRecord
 from agentloom.messages import Message, ModelRequest
 from agentloom.testing.scripted import ScriptedModel
-from agentloom.workflow._result import StepResult
+from agentloom.workflow.engine.result import StepResult
 
 
 def req() -> ModelRequest:

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agentloom.messages import Message, ToolCallPart
-from agentloom.observe.redact import REDACTED, Redactor
+from agentloom.redact import REDACTED, Redactor
 
 OPENAI_KEY = "sk-proj-AbCdEf0123456789AbCdEf0123456789"
 ANTHROPIC_KEY = "sk-ant-api03-ZZZZyyyyXXXXwwww1234"
@@ -98,8 +98,7 @@ async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
     """Checkpoints (SQLite file, WAL included), a recording and a --json-like dump, all
     written through the redactor, contain neither the key nor the state secret."""
     from agentloom.http._base import HttpRequest
-    from agentloom.http._record import RecordTransport
-    from agentloom.recording import Recorder, call_context
+    from agentloom.recording import Recorder, RecordTransport, call_context
     from agentloom.store import Checkpoint, SqliteStore
 
     state = {"api_token": "tok-SECRET-42", "question": "use tok-SECRET-42 to log in"}
@@ -151,7 +150,7 @@ async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
 
 
 def test_short_secret_values_are_not_matched_by_content() -> None:
-    from agentloom.observe.redact import Redactor
+    from agentloom.redact import Redactor
 
     r = Redactor.from_state_schema({"pin": {"redact": True}}, state={"pin": "42"},
                                    secrets=["k", "sk-live-abcdef"])

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from agentloom.loop import NullObserver, current_conversation
-from agentloom.observe.redact import Redactor
+from agentloom.redact import Redactor
 from agentloom.testing.scripted import FunctionModel, tool_call
 from agentloom.tools import ToolRegistry
 from agentloom.workflow import arun_workflow, load_workflow_text
-from agentloom.workflow._observe import RunObservers, WorkflowTraceObserver
+from agentloom.workflow.engine.observe import RunObservers, WorkflowTraceObserver
 
 SECRET = "tok-Very-Secret-9876"
 

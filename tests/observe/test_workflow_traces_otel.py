@@ -21,7 +21,7 @@ from test_workflow_traces import SECRET, Factory, lookup, model, redactor, workf
 
 from agentloom.tools import ToolRegistry
 from agentloom.workflow import arun_workflow, load_workflow_text
-from agentloom.workflow._observe import RunObservers, WorkflowOTelObserver
+from agentloom.workflow.engine.observe import RunObservers, WorkflowOTelObserver
 
 
 def setup(capture: bool = False) -> tuple[WorkflowOTelObserver, InMemorySpanExporter,

@@ -15,7 +15,7 @@ from agentloom.http import AiohttpTransport
 from agentloom.messages import Message, ModelRequest
 from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
 from agentloom.providers._base import AttemptRecord
-from agentloom.providers._client import parse_retry_after
+from agentloom.routing._client import parse_retry_after
 from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 

@@ -15,7 +15,7 @@ from agentloom.http._fault import Fault, FaultTransport
 from agentloom.messages import Message, ModelRequest
 from agentloom.providers._base import AttemptRecord
 from agentloom.routing import CallFailed, FallbackEntry, RetryPolicy
-from agentloom.runtime import Runtime
+from agentloom.routing.runtime import Runtime
 from agentloom.testing import FakeClock
 from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer

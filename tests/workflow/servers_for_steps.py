@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.providers._endpoints import vendor_endpoint
-from agentloom.runtime import Runtime
+from agentloom.routing.runtime import Runtime
 from agentloom.testing._server import FakeServer
 from agentloom.testing.fake_anthropic import FakeAnthropicServer
 from agentloom.testing.fake_gemini import FakeGeminiServer

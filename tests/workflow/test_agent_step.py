@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from servers_for_steps import ALL, EXAMPLES, VENDORS, bodies, run_example, served, system_of
 
-from agentloom.agent import Agent
+from agentloom.loop.agent import Agent
 from agentloom.testing._server import FakeReply
 from agentloom.tools import ToolRegistry
 from agentloom.workflow import load_workflow_text
-from agentloom.workflow._problems import WorkflowProblems
-from agentloom.workflow._schema_agents import AgentDef
+from agentloom.workflow.load.problems import WorkflowProblems
+from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.steps.agent import AgentSpec
 
 TOOL_LOG: list[tuple[str, Any]] = []

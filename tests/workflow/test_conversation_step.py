@@ -13,7 +13,7 @@ from servers_for_steps import ALL, EXAMPLES, bodies, run_example, served, system
 
 from agentloom.testing._server import FakeError, FakeReply
 from agentloom.workflow import StepStatus, load_workflow_text
-from agentloom.workflow._problems import WorkflowProblems
+from agentloom.workflow.load.problems import WorkflowProblems
 
 
 @pytest.mark.parametrize("vendor", ALL)

@@ -193,7 +193,7 @@ steps:
 
 
 async def test_a_functions_model_calls_count_against_the_callers_budget() -> None:
-    from agentloom.runtime import Runtime
+    from agentloom.routing.runtime import Runtime
     from agentloom.testing._server import FakeReply
     from agentloom.testing.fake_openai import FakeOpenAIServer
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentloom.errors import WorkflowError
-from agentloom.runtime import Runtime
+from agentloom.routing.runtime import Runtime
 from agentloom.testing import FakeClock
 from agentloom.testing.fake_openai import FakeOpenAIServer
 from agentloom.workflow import arun_workflow, load_workflow

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentloom.runtime import Runtime
+from agentloom.routing.runtime import Runtime
 from agentloom.testing import (
     FakeAnthropicServer,
     FakeClock,

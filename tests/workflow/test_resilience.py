@@ -16,7 +16,7 @@ import pytest
 
 from agentloom.http._aiohttp import AiohttpTransport
 from agentloom.http._fault import Fault, FaultTransport
-from agentloom.runtime import Runtime
+from agentloom.routing.runtime import Runtime
 from agentloom.testing import FakeClock
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_anthropic import FakeAnthropicServer
@@ -352,7 +352,7 @@ async def test_a_step_retry_runs_the_whole_loop_again_tools_included() -> None:
 
 
 def test_a_fallback_to_a_model_sharing_the_primarys_prefix_counts_as_a_fallback() -> None:
-    from agentloom.workflow._engine import same_model
+    from agentloom.workflow.engine.run import same_model
 
     assert same_model("gpt-4o", "gpt-4o")
     assert same_model("gpt-4o-2024-08-06", "gpt-4o")

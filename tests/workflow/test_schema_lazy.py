@@ -10,15 +10,15 @@ import textwrap
 import pytest
 from pydantic import ValidationError
 
-from agentloom.workflow._schema import WorkflowDefinition
-from agentloom.workflow._schema_steps import LLMCallStep
+from agentloom.workflow.schema.steps import LLMCallStep
+from agentloom.workflow.schema.workflow import WorkflowDefinition
 
 
 def test_loading_builds_only_the_step_types_used() -> None:
     # A fresh interpreter: other tests here may have built every model already.
     script = textwrap.dedent("""
         from agentloom.workflow import load_workflow
-        from agentloom.workflow._schema_steps import STEP_TYPES
+        from agentloom.workflow.schema.steps import STEP_TYPES
         load_workflow("name: x\\nsteps:\\n  - {id: a, type: llm_call, prompt: hi}\\n")
         print(sorted(t for t, m in STEP_TYPES.items() if m.__pydantic_complete__))
     """)

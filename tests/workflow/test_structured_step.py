@@ -13,7 +13,7 @@ from servers_for_steps import ALL, EXAMPLES, REPO, bodies, run_example, served, 
 from agentloom.errors import WorkflowError
 from agentloom.testing._server import FakeReply
 from agentloom.workflow import StepStatus, load_workflow, load_workflow_text
-from agentloom.workflow._problems import WorkflowProblems
+from agentloom.workflow.load.problems import WorkflowProblems
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agentloom.workflow import load_workflow_text
-from agentloom.workflow._problems import WorkflowProblems
+from agentloom.workflow.load.problems import WorkflowProblems
 
 BASE = "name: r\nsteps:\n  - id: plan\n    type: llm_call\n    prompt: p\n"
 

@@ -264,9 +264,9 @@ steps:
 
 
 async def test_pause_inside_the_child_surfaces_unchanged() -> None:
-    from agentloom.workflow._durable import PauseRun
-    from agentloom.workflow._nested import raise_if_paused
-    from agentloom.workflow._result import RunResult
+    from agentloom.workflow.durable.run import PauseRun
+    from agentloom.workflow.engine.nested import raise_if_paused
+    from agentloom.workflow.engine.result import RunResult
 
     signal = PauseRun("decision", "ship it?")
     child = RunResult(workflow="c", run_id="r/s", status=RunStatus.PAUSED, steps={},

@@ -6,7 +6,7 @@ import pytest
 
 from agentloom.errors import TemplateError
 from agentloom.workflow import compile_template
-from agentloom.workflow._templates import Scope
+from agentloom.workflow.lang.templates import Scope
 
 
 def render(source: str, state: dict, steps: dict | None = None) -> str:  # type: ignore[type-arg]

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.loop.collector import SummaryRecord
 from agentloom.loop.observer import NullObserver
-from agentloom.workflow._schema import known_providers
+from agentloom.workflow.schema.workflow import known_providers
 
 if TYPE_CHECKING:
     from agentloom.providers._base import ModelClient
     from agentloom.routing import Profile, RetryPolicy, RunBudget
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema import WorkflowConfig
-    from agentloom.workflow._schema_steps import LLMCallStep
-    from agentloom.workflow._workflow import StepNode, Workflow
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode, Workflow
+    from agentloom.workflow.schema.steps import LLMCallStep
+    from agentloom.workflow.schema.workflow import WorkflowConfig
 
 
 # --- load time ---------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def _render(value: Any, ctx: RunContext) -> Any:
     if isinstance(value, str):
         if "{" not in value:
             return value
-        from agentloom.workflow._templates import compile_template
+        from agentloom.workflow.lang.templates import compile_template
 
         return compile_template(value).render(ctx.scope)
     if isinstance(value, dict):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.conversation import Conversation
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
-from agentloom.workflow._paths import MISSING, PathError, lookup
+from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     StructuredPlan,
     load_protocol,
@@ -25,10 +25,10 @@ from agentloom.workflow.steps._turn import conversation_path
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._paths import Path
-    from agentloom.workflow._schema_steps import ResponseSchema, ToolDecl
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.lang.paths import Path
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.schema.steps import ResponseSchema, ToolDecl
 
 
 def prepare_turn_parts(

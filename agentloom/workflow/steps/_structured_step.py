@@ -44,7 +44,7 @@ from agentloom.structured import (
 
 if TYPE_CHECKING:
     from agentloom.providers._base import AttemptSink, EventSink, ModelClient
-    from agentloom.workflow._schema_steps import ResponseSchema
+    from agentloom.workflow.schema.steps import ResponseSchema
 
 _VENDORS = ("openai", "anthropic", "gemini", "ollama")
 _OPENAI_LIKE = ("generic_openai", "local")

@@ -23,16 +23,16 @@ from agentloom.conversation import Conversation, commit_turn, normalize_key, pre
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
-from agentloom.workflow._functions import NESTED_USAGE
-from agentloom.workflow._observe import step_observer
-from agentloom.workflow._paths import MISSING, assign, lookup, parse_path
-from agentloom.workflow._result import StepOutcome
+from agentloom.workflow.engine.functions import NESTED_USAGE
+from agentloom.workflow.engine.observe import step_observer
+from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.lang.paths import MISSING, assign, lookup, parse_path
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
     from agentloom.providers._base import ModelClient
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._paths import Path
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.lang.paths import Path
     from agentloom.workflow.steps._structured_step import StructuredPlan
 
 

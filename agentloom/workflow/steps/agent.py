@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import ConfigError
 from agentloom.messages import ModelRequest
 from agentloom.structured import ResponseSchemaSpec
-from agentloom.workflow._paths import Path as StatePath
-from agentloom.workflow._result import StepOutcome
-from agentloom.workflow._schema_agents import AgentDef
-from agentloom.workflow._schema_steps import AgentStep
-from agentloom.workflow._templates import Template
+from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.lang.paths import Path as StatePath
+from agentloom.workflow.lang.templates import Template
+from agentloom.workflow.schema.agents import AgentDef
+from agentloom.workflow.schema.steps import AgentStep
 from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
 from agentloom.workflow.steps._structured_step import StructuredPlan
 from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
@@ -35,12 +35,12 @@ from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agentloom.agent import Agent
     from agentloom.loop import ToolBox
+    from agentloom.loop.agent import Agent
     from agentloom.providers._base import ModelClient
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._workflow import StepNode, Workflow
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode, Workflow
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -94,7 +94,7 @@ class AgentSpec:
         """A Python Agent with this spec, answering through `client`. `tools` are the
         callables or ToolBox behind `self.tools` (the registry is the caller's); keyword
         arguments (a `model=` for a client that carries none, say) win over the spec."""
-        from agentloom.agent import Agent
+        from agentloom.loop.agent import Agent
 
         settings: dict[str, Any] = {
             "model": self.model, "system_prompt": self.instructions, "name": self.name,

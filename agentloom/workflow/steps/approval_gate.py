@@ -21,15 +21,15 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow._durable import PauseRun, current_durable
-from agentloom.workflow._result import StepOutcome
+from agentloom.workflow.durable.run import PauseRun, current_durable
+from agentloom.workflow.engine.result import StepOutcome
 
 if TYPE_CHECKING:
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import ApprovalGateStep, Notify
-    from agentloom.workflow._templates import Template
-    from agentloom.workflow._workflow import StepNode
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.lang.templates import Template
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode
+    from agentloom.workflow.schema.steps import ApprovalGateStep, Notify
 
 
 log = logging.getLogger("agentloom.workflow.approval_gate")
@@ -102,7 +102,7 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,
                           timeout=HttpTimeout(connect=notify.timeout or 10.0,
                                               read=notify.timeout or 10.0))
-    from agentloom._netguard import AddressPolicy, AddressRefused, check_url
+    from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
 
     sandbox = ctx.workflow.config.sandbox
     internal = bool(sandbox is not None and sandbox.allow_internal_webhook_targets)

@@ -13,16 +13,16 @@ from datetime import UTC
 from typing import TYPE_CHECKING
 
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow._durable import PauseRun, coerce_answer, current_durable
-from agentloom.workflow._result import StepOutcome
-from agentloom.workflow._templates import to_text
+from agentloom.workflow.durable.run import PauseRun, coerce_answer, current_durable
+from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.lang.templates import to_text
 
 if TYPE_CHECKING:
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import AskStep
-    from agentloom.workflow._templates import Template
-    from agentloom.workflow._workflow import StepNode
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.lang.templates import Template
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode
+    from agentloom.workflow.schema.steps import AskStep
 
 
 @dataclass(slots=True, frozen=True)

@@ -21,11 +21,11 @@ from agentloom.messages import (
     ToolChoice,
 )
 from agentloom.tools._vendor import normalize_vendor_tools
-from agentloom.workflow._functions import declared_tools
-from agentloom.workflow._paths import Path as StatePath
-from agentloom.workflow._result import StepOutcome
-from agentloom.workflow._schema_steps import LLMCallStep, NamedChoice
-from agentloom.workflow._templates import Template
+from agentloom.workflow.engine.functions import declared_tools
+from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.lang.paths import Path as StatePath
+from agentloom.workflow.lang.templates import Template
+from agentloom.workflow.schema.steps import LLMCallStep, NamedChoice
 from agentloom.workflow.steps._client_choice import check_choice, client_for
 from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
 from agentloom.workflow.steps._structured_step import StructuredPlan
@@ -34,9 +34,9 @@ from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._workflow import StepNode
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode
 
 
 @dataclass(slots=True, frozen=True)
@@ -133,7 +133,7 @@ async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tu
     import asyncio
     from pathlib import Path
 
-    from agentloom.media import AttachmentPolicy, AttachmentSpec, load_attachment
+    from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 
     sb = ctx.workflow.config.sandbox
     policy = AttachmentPolicy(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import WorkflowError
-from agentloom.workflow._nested import (
+from agentloom.workflow.engine.nested import (
     NestingError,
     deep_copy,
     first_failure,
@@ -28,17 +28,17 @@ from agentloom.workflow._nested import (
     rolled_usage,
     run_child,
 )
-from agentloom.workflow._paths import MISSING, Path, PathError, format_path, lookup, parse_path
-from agentloom.workflow._result import RunResult, RunStatus, StepOutcome, StepStatus
+from agentloom.workflow.engine.result import RunResult, RunStatus, StepOutcome, StepStatus
+from agentloom.workflow.lang.paths import MISSING, Path, PathError, format_path, lookup, parse_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import MapStep
-    from agentloom.workflow._templates import Template
-    from agentloom.workflow._workflow import StepNode, Workflow
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.lang.templates import Template
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode, Workflow
+    from agentloom.workflow.schema.steps import MapStep
 
 
 class MapError(WorkflowError):

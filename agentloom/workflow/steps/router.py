@@ -11,17 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agentloom.workflow._expressions import Expression, ExpressionError, compile_expression
-from agentloom.workflow._result import StepOutcome
+from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.lang.expressions import Expression, ExpressionError, compile_expression
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import RouterStep
-    from agentloom.workflow._templates import Template
-    from agentloom.workflow._workflow import StepNode
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.lang.templates import Template
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode
+    from agentloom.workflow.schema.steps import RouterStep
 
 
 @dataclass(slots=True, frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import WorkflowError
-from agentloom.workflow._nested import (
+from agentloom.workflow.engine.nested import (
     NestingError,
     deep_copy,
     first_failure,
@@ -30,16 +30,16 @@ from agentloom.workflow._nested import (
     rolled_usage,
     run_child,
 )
-from agentloom.workflow._result import RunStatus, StepOutcome
-from agentloom.workflow._templates import Template
+from agentloom.workflow.engine.result import RunStatus, StepOutcome
+from agentloom.workflow.lang.templates import Template
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import SubworkflowStep
-    from agentloom.workflow._workflow import StepNode, Workflow
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode, Workflow
+    from agentloom.workflow.schema.steps import SubworkflowStep
 
 
 class SubworkflowFailed(WorkflowError):
@@ -118,7 +118,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
             f"{result.status.value}: {first_failure(result)}", usage=usage)
     value: Any
     if step.return_keys:
-        from agentloom.workflow._paths import MISSING, lookup, parse_path
+        from agentloom.workflow.lang.paths import MISSING, lookup, parse_path
 
         value = {}
         for key in step.return_keys:

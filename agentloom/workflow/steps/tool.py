@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, TemplateError, ToolError
 from agentloom.messages import ToolCallPart
-from agentloom.workflow._paths import parse_path
-from agentloom.workflow._result import StepOutcome
-from agentloom.workflow._templates import Ref, Template, compile_template
+from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.lang.paths import parse_path
+from agentloom.workflow.lang.templates import Ref, Template, compile_template
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agentloom.workflow._context import RunContext
-    from agentloom.workflow._loader import PrepareContext
-    from agentloom.workflow._schema_steps import ToolStep
-    from agentloom.workflow._workflow import StepNode
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.load.loader import PrepareContext
+    from agentloom.workflow.load.workflow import StepNode
+    from agentloom.workflow.schema.steps import ToolStep
 
 _LOOKS_LIKE_REF = re.compile(r"\{\s*(state|steps)[.\[]")
 _NAME = r"[A-Za-z_][A-Za-z0-9_\-]*"
@@ -99,8 +99,8 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     box = ctx.tools.toolbox([step.tool_name], policy=ctx.sandbox_policy())
     call = ToolCallPart(id=f"{node.id}-call", name=step.tool_name,
                         arguments=json.dumps(args, ensure_ascii=False, default=str))
-    from agentloom.workflow._functions import NESTED_USAGE
-    from agentloom.workflow._nested import sum_usage
+    from agentloom.workflow.engine.functions import NESTED_USAGE
+    from agentloom.workflow.engine.nested import sum_usage
 
     nested: list[Any] = []  # a workflow function's model usage is this step's
     token = NESTED_USAGE.set(nested)

@@ -1,0 +1,366 @@
+"""`Agent`: a model, its tools and its rules, run as a conversation (spec 002).
+
+An Agent is a thin face over `run_loop`, the same loop an `llm_call` step runs: it builds
+the request (system prompt, model, sampling, output schema), turns tools given as
+functions into a ToolSet, and returns the transcript with its summary. The core is async
+(`arun_result`, ...); each sync method runs its twin on the agent's private event loop
+(`loop/_sync.py`). What the Agent opens (HTTP sessions, MCP servers) is bound to the loop
+that uses it and closed on that loop before it ends (`agentloom.loop._agent_resources`), so
+`asyncio.run` per call and the sync face both leave no socket open; use one face per
+Agent.
+
+Return shapes:
+    run(prompt) -> str                                 the final text
+    converse(messages) -> Transcript                   the whole conversation
+    run_conversation(transcript, prompt=None) -> Transcript
+    *_result(...) -> ConversationResult(transcript, summary), `.text`
+
+Tools are listed as in `agentloom.loop._agent_tools` (functions, Tool objects, built-ins by
+name under `sandbox`, MCP servers). An output schema (a pydantic class or a JSON Schema)
+goes in the provider's JSON mode when the Agent has no tools, and in the system prompt
+when it has some (`agentloom.structured.plan_output`, the rule the workflow's steps
+follow); the reply is validated and re-asked, and `ConversationResult.output` is the
+validated value.
+
+Failures raise `AgentLoopError` (budgets: its subclass `LoopBudgetExceeded`) with
+`.summary` and the cause chained; an exhausted iteration budget raises too, because a run
+that never answered did not succeed (status iteration_limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentloom._clock import Clock
+from agentloom.errors import ConfigError
+from agentloom.loop._agent_resources import AgentResources, abandon
+from agentloom.loop._agent_tools import give_transport, plan_tools
+from agentloom.loop._contracts import ToolBox
+from agentloom.loop._loop import LoopOptions, run_loop
+from agentloom.loop._sync import Portal
+from agentloom.loop.result import ConversationResult
+from agentloom.loop.summary import SummaryOptions
+from agentloom.loop.transcript import Transcript
+from agentloom.messages import Message, ModelRequest, ToolChoice
+from agentloom.providers._base import ModelClient
+
+if TYPE_CHECKING:
+    from agentloom.http._base import Transport
+    from agentloom.structured import OutputPlan, ResponseSchemaSpec
+    from agentloom.tools._sandbox import SandboxPolicy
+
+DEFAULT_MAX_ITERATIONS = 20
+DEFAULT_DEADLINE_SECONDS = 600.0
+DEFAULT_REASKS = 2
+"""Re-asks a structured reply gets after the first invalid one."""
+
+
+class Agent:
+    """A model with tools and rules. See the module docstring for the return shapes.
+
+        with Agent.from_env(os.environ, tools=[get_weather]) as agent:
+            result = agent.run_result("Weather in Paris?", correlation_id="req-1")
+            print(result.text, result.summary.status)
+    """
+
+    def __init__(
+        self,
+        client: ModelClient,
+        *,
+        model: str | None = None,
+        tools: ToolBox | Iterable[Any] | None = (),
+        observer: object | Sequence[object] | None = None,
+        summary_options: SummaryOptions | None = None,
+        system_prompt: str | None = None,
+        name: str | None = None,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        deadline_seconds: float | None = DEFAULT_DEADLINE_SECONDS,
+        token_budget: int | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        output_schema: Any = None,
+        max_reasks: int = DEFAULT_REASKS,
+        tool_choice: ToolChoice = "auto",
+        tool_concurrency: int = 8,
+        sandbox: SandboxPolicy | None = None,
+        transport: Transport | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        """Args (beyond the obvious):
+            tools: functions, `@tool` functions, Tool objects, built-in names
+                (`"file_read"`, ...) and MCP servers (`MCPToolSource`/`MCPServerConfig`,
+                opened and closed with the Agent); or one ToolBox.
+            output_schema: a pydantic class, a JSON Schema dict or a ResponseSchemaSpec.
+            max_reasks: re-asks after an invalid structured reply.
+            sandbox: the policy of built-ins given by name (default: nothing allowed).
+            transport: the HTTP transport of a named `http_request` (default: one the
+                Agent opens and closes; from_env uses its runtime's).
+        """
+        model = model or getattr(client, "model", None)
+        if not model:
+            raise ConfigError("Agent needs a model: pass model=... (or use Agent.from_env)")
+        if max_iterations < 1:
+            raise ConfigError(f"Agent max_iterations must be at least 1, got {max_iterations}")
+        if deadline_seconds is not None and deadline_seconds <= 0:
+            raise ConfigError(f"Agent deadline_seconds must be positive, got {deadline_seconds}")
+        if max_reasks < 0:
+            raise ConfigError(f"Agent max_reasks must be 0 or more, got {max_reasks}")
+        self.client = client
+        self.model: str = model
+        plan = plan_tools(tools, sandbox=sandbox)
+        self._res = AgentResources(plan)
+        if plan.needs_transport:
+            if transport is None:
+                from agentloom.http import AiohttpTransport
+
+                transport = AiohttpTransport()
+                self._res.transports.append(transport)
+            give_transport(plan, transport)
+            self._res.toolbox = plan.build()
+        if isinstance(observer, list | tuple):
+            from agentloom.loop.observer import MultiObserver
+
+            observer = MultiObserver(*observer)
+        self.observer = observer
+        self.summary_options = summary_options
+        self.system_prompt = system_prompt
+        self.name = name
+        self.max_iterations = max_iterations
+        self.deadline_seconds = deadline_seconds
+        self.token_budget = token_budget
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.max_reasks = max_reasks
+        self.tool_choice = tool_choice
+        self.tool_concurrency = tool_concurrency
+        self.clock = clock
+        self._output: OutputPlan | None = None
+        if output_schema is not None:
+            from agentloom.structured import output_spec, plan_output
+
+            self._output = plan_output(output_spec(output_schema), name or "output",
+                                       with_tools=not plan.empty)
+        self._portal = Portal()
+        self._finalizer = weakref.finalize(self, abandon, self._portal, self._res)
+        # At interpreter exit the portal thread is a daemon and dies with the process.
+        self._finalizer.atexit = False
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str],
+        *,
+        tools: ToolBox | Iterable[Any] | None = (),
+        model: str | None = None,
+        provider: str | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        """An Agent configured from a mapping you pass (e.g. `os.environ`); the library
+        never reads the process environment itself. Keys: OPENAI_API_KEY,
+        OPENAI_BASE_URL, ANTHROPIC_API_KEY, ..., AGENTLOOM_PROVIDER, AGENTLOOM_MODEL.
+        Close it (`with`, `async with` or `close()`) to close what it opened."""
+        from agentloom.routing.runtime import Runtime
+
+        runtime = Runtime.from_env(env)
+        try:
+            client = runtime.client(model=model, provider=provider)
+            if tools is not None and not hasattr(tools, "specs"):
+                tools = list(tools)  # read twice below: a generator would be spent
+            if "transport" not in kwargs and _names_http_request(tools):
+                kwargs["transport"] = runtime.transport
+            agent = cls(client, model=model or runtime.default_model, tools=tools, **kwargs)
+        except BaseException:
+            _close_quietly(runtime)
+            raise
+        agent._res.runtime = runtime
+        return agent
+
+    @property
+    def output_schema(self) -> ResponseSchemaSpec | None:
+        """The output schema as a checked spec (None without one)."""
+        return self._output.spec if self._output is not None else None
+
+    @property
+    def tools(self) -> ToolBox | None:
+        """The ToolBox runs use; MCP tools are in it while their servers are open."""
+        return self._res.toolbox
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def __enter__(self) -> Agent:
+        if self._res.pending:
+            try:
+                self._portal.run(self._res.enter, name="Agent.__enter__",
+                                 twin="agent.__aenter__")
+            except BaseException:
+                self.close()
+                raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Agent:
+        if self._res.pending:
+            try:
+                await self._res.enter()
+            except BaseException:
+                await self.aclose()
+                raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def close(self) -> None:
+        """Close what the Agent opened, on the loop it is bound to (the portal's, for
+        the sync face), then stop the portal. Safe to call twice."""
+        self._finalizer.detach()
+        if self._portal.started:
+            self._portal.run(self._res.aclose, name="Agent.close", twin="agent.aclose")
+        elif self._res.owns_anything:
+            _run_fresh(self._res.aclose)
+        self._portal.close()
+
+    async def aclose(self) -> None:
+        self._finalizer.detach()
+        await self._res.aclose()
+        self._portal.close()
+
+    # --- async core --------------------------------------------------------------------
+    def _messages(self, transcript: Transcript) -> Transcript:
+        if self.system_prompt and not (transcript and transcript[0].role == "system"):
+            return Transcript((Message.system(self.system_prompt), *transcript))
+        return transcript
+
+    async def _run(self, transcript: Transcript, ids: dict[str, str | None]
+                   ) -> ConversationResult:
+        await self._res.enter()
+        transcript = self._messages(transcript)
+        if not transcript or transcript[-1].role not in ("user", "tool"):
+            raise ConfigError("a conversation must end with a user (or tool) message")
+        tools = self._res.toolbox
+        request = ModelRequest(
+            model=self.model, messages=transcript.messages, temperature=self.temperature,
+            max_tokens=self.max_tokens, tool_choice=self.tool_choice,
+            tools=tools.specs if tools is not None else (),
+        )
+        output = self._output
+        if output is not None:
+            # The schema's instruction joins the request only: the transcript keeps the
+            # conversation as written, so a continued one doesn't carry it twice.
+            request = output.apply(request)
+        options = LoopOptions(
+            max_iterations=self.max_iterations, tool_concurrency=self.tool_concurrency,
+            validator=output.validator if output is not None else None,
+            max_reasks=self.max_reasks if output is not None else 0,
+            clock=self.clock, deadline_seconds=self.deadline_seconds,
+            max_total_tokens=self.token_budget, observer=self.observer,
+            summary_options=self.summary_options, agent_name=self.name,
+            wrap_errors=True, conversation_id=ids.get("conversation_id"),
+            correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
+        )
+        result = await run_loop(self.client, request, tools=tools, options=options)
+        assert result.summary is not None
+        return ConversationResult(transcript=transcript.append(*result.new_messages),
+                                  summary=result.summary, output=result.output)
+
+    async def arun_result(self, prompt: str, *, correlation_id: str | None = None,
+                          parent_id: str | None = None, conversation_id: str | None = None
+                          ) -> ConversationResult:
+        return await self._run(Transcript.coerce(prompt), _ids(correlation_id, parent_id,
+                                                                conversation_id))
+
+    async def arun(self, prompt: str, **ids: str | None) -> str:
+        return (await self.arun_result(prompt, **ids)).text
+
+    async def aconverse_result(self, messages: Transcript | Sequence[Message], *,
+                               correlation_id: str | None = None,
+                               parent_id: str | None = None,
+                               conversation_id: str | None = None) -> ConversationResult:
+        return await self._run(Transcript.coerce(messages),
+                               _ids(correlation_id, parent_id, conversation_id))
+
+    async def aconverse(self, messages: Transcript | Sequence[Message],
+                        **ids: str | None) -> Transcript:
+        return (await self.aconverse_result(messages, **ids)).transcript
+
+    async def arun_conversation_result(
+        self, transcript: Transcript | Sequence[Message], prompt: str | None = None, *,
+        correlation_id: str | None = None, parent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> ConversationResult:
+        """Continue a stored conversation, with `prompt` as the next user turn if given."""
+        t = Transcript.coerce(transcript)
+        if prompt is not None:
+            t = t.with_user(prompt)
+        return await self._run(t, _ids(correlation_id, parent_id, conversation_id))
+
+    async def arun_conversation(self, transcript: Transcript | Sequence[Message],
+                                prompt: str | None = None, **ids: str | None) -> Transcript:
+        return (await self.arun_conversation_result(transcript, prompt, **ids)).transcript
+
+    # --- sync face ---------------------------------------------------------------------
+    def run_result(self, prompt: str, **ids: str | None) -> ConversationResult:
+        return self._portal.run(lambda: self.arun_result(prompt, **ids),
+                                name="Agent.run_result", twin="agent.arun_result")
+
+    def run(self, prompt: str, **ids: str | None) -> str:
+        return self._portal.run(lambda: self.arun(prompt, **ids),
+                                name="Agent.run", twin="agent.arun")
+
+    def converse_result(self, messages: Transcript | Sequence[Message],
+                        **ids: str | None) -> ConversationResult:
+        return self._portal.run(lambda: self.aconverse_result(messages, **ids),
+                                name="Agent.converse_result", twin="agent.aconverse_result")
+
+    def converse(self, messages: Transcript | Sequence[Message],
+                 **ids: str | None) -> Transcript:
+        return self._portal.run(lambda: self.aconverse(messages, **ids),
+                                name="Agent.converse", twin="agent.aconverse")
+
+    def run_conversation_result(self, transcript: Transcript | Sequence[Message],
+                                prompt: str | None = None,
+                                **ids: str | None) -> ConversationResult:
+        return self._portal.run(
+            lambda: self.arun_conversation_result(transcript, prompt, **ids),
+            name="Agent.run_conversation_result", twin="agent.arun_conversation_result")
+
+    def run_conversation(self, transcript: Transcript | Sequence[Message],
+                         prompt: str | None = None, **ids: str | None) -> Transcript:
+        return self._portal.run(
+            lambda: self.arun_conversation(transcript, prompt, **ids),
+            name="Agent.run_conversation", twin="agent.arun_conversation")
+
+
+def _ids(correlation_id: str | None, parent_id: str | None,
+         conversation_id: str | None) -> dict[str, str | None]:
+    return {"correlation_id": correlation_id, "parent_id": parent_id,
+            "conversation_id": conversation_id}
+
+
+def _names_http_request(tools: Any) -> bool:
+    if tools is None or isinstance(tools, str) or hasattr(tools, "specs"):
+        return False
+    return any(isinstance(t, str) and t == "http_request" for t in tools)
+
+
+def _run_fresh(make: Any) -> None:
+    """Run `make()` on a fresh loop: for closing an Agent whose sync face never ran, so
+    that no loop holds a connection of its yet."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(make())
+        return
+    raise RuntimeError("Agent.close() cannot be called from a running event loop; "
+                       "use `await agent.aclose()` there")
+
+
+def _close_quietly(runtime: Any) -> None:
+    try:
+        asyncio.run(runtime.aclose())
+    except Exception:
+        pass

@@ -1,0 +1,68 @@
+"""Recordings of model exchanges: the file format, the record and replay transports that
+sit on the `Transport` seam, and the public AgentLoom's mock-response files.
+
+Imports `http/` (the seam it wraps), `redact`, `errors` and `messages`; nothing above.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentloom.recording._format import (
+    FORMAT,
+    VERSION,
+    CallContext,
+    Matcher,
+    Recorder,
+    Recording,
+    RecordingError,
+    ReplayMode,
+    call_context,
+    canonical_json,
+    canonical_request,
+    current_call_context,
+    decode_bytes,
+    describe_call,
+    encode_bytes,
+    model_request_hash,
+    request_hash,
+)
+
+if TYPE_CHECKING:
+    from agentloom.recording._record import RecordTransport
+    from agentloom.recording._replay import ReplayTransport
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "CallContext",
+    "Matcher",
+    "RecordTransport",
+    "Recorder",
+    "Recording",
+    "RecordingError",
+    "ReplayMode",
+    "ReplayTransport",
+    "call_context",
+    "canonical_json",
+    "canonical_request",
+    "current_call_context",
+    "decode_bytes",
+    "describe_call",
+    "encode_bytes",
+    "model_request_hash",
+    "request_hash",
+]
+
+_LAZY = {
+    "RecordTransport": "agentloom.recording._record",
+    "ReplayTransport": "agentloom.recording._replay",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(name)

@@ -1,0 +1,328 @@
+"""Recordings of model exchanges: the file format, canonical request hashing, matching, diffs.
+
+A recording is one JSON file, `{"format": "agentloom-recording", "version": 1,
+"exchanges": [...]}`. Each exchange is keyed by the step id and loop turn that made it
+(the engine sets them with `call_context(...)`, since a transport cannot know them) and
+by a canonical hash of the request: method, URL path (no host, no query: ports change and
+Gemini's key sits there) and the JSON body with sorted keys, minus volatile fields. The
+stored request body is a redacted copy, kept only to explain a mismatch with a diff.
+Responses keep status, redacted headers, and either the body or the streamed chunks with
+their offsets in seconds, so a stream replays byte for byte, chunk boundaries included.
+
+Strict replay matches (step id, turn, hash) and consumes records in order; lenient replay
+matches the hash alone. Neither ever invents a response: no match is `ReplayMismatch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import difflib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from agentloom.errors import ConfigError, ReplayMismatch
+
+if TYPE_CHECKING:
+    from agentloom.http._base import HttpRequest
+    from agentloom.redact import Redactor
+
+FORMAT = "agentloom-recording"
+VERSION = 1
+VOLATILE_FIELDS: frozenset[str] = frozenset({"user", "metadata", "request_id", "store"})
+"""Top-level body fields left out of the hash: they vary between runs, not in meaning."""
+
+ReplayMode = Literal["strict", "lenient"]
+
+
+# --- which call is this? -----------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class CallContext:
+    step_id: str | None = None
+    turn: int | None = None
+    attempt: int | None = None
+    """Set by retry code if it knows; else the recorder counts attempts itself."""
+
+
+current_call_context: ContextVar[CallContext | None] = ContextVar(
+    "agentloom_call_context", default=None
+)
+
+
+@contextlib.contextmanager
+def call_context(*, step_id: str | None, turn: int | None = None,
+                 attempt: int | None = None) -> Iterator[CallContext]:
+    """Tag the model calls made inside the block (and tasks started in it) with a step id
+    and loop turn, for recording, replay and the run store."""
+    ctx = CallContext(step_id=step_id, turn=turn, attempt=attempt)
+    token = current_call_context.set(ctx)
+    try:
+        yield ctx
+    finally:
+        current_call_context.reset(token)
+
+
+# --- canonical requests ------------------------------------------------------------------
+
+
+def _body_value(body: bytes | None) -> Any:
+    if not body:
+        return None
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {"__raw_sha256__": hashlib.sha256(body).hexdigest()}
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in VOLATILE_FIELDS}
+    return value
+
+
+def canonical_request(request: HttpRequest) -> dict[str, Any]:
+    """What identifies a request for matching: method, path and normalised body."""
+    return {"method": request.method.upper(), "path": urlsplit(request.url).path,
+            "body": _body_value(request.body)}
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_hash(request: HttpRequest) -> str:
+    digest = hashlib.sha256(canonical_json(canonical_request(request)).encode()).hexdigest()
+    return f"sha256:{digest}"
+
+
+def model_request_hash(request: Any) -> str:
+    """A canonical hash of a provider-neutral `ModelRequest`, for the run store's model
+    exchanges: the same request on resume finds its stored reply. Headers (they may carry
+    keys) and `stream` (same reply either way) are left out."""
+    import dataclasses
+
+    from agentloom.messages import message_to_dict
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        return value
+
+    fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)
+              if f.name not in ("messages", "headers", "stream")}
+    value = {"messages": [message_to_dict(m) for m in request.messages], **plain(fields)}
+    digest = hashlib.sha256(canonical_json(value).encode()).hexdigest()
+    return f"sha256:{digest}"
+
+
+# --- the file ----------------------------------------------------------------------------
+
+
+class RecordingError(ConfigError):
+    """A recording file that cannot be used (missing, corrupt, truncated, wrong format)."""
+
+
+def encode_bytes(data: bytes) -> dict[str, str]:
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+def decode_bytes(item: dict[str, Any]) -> bytes:
+    if "b64" in item:
+        return base64.b64decode(item["b64"])
+    return str(item.get("text", "")).encode("utf-8")
+
+
+@dataclass(slots=True)
+class Recording:
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, "version": VERSION, "exchanges": self.exchanges},
+                          indent=1, ensure_ascii=False)
+
+    @classmethod
+    def parse(cls, text: str, *, path: Path | None = None) -> Recording:
+        where = str(path) if path else "<recording>"
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise RecordingError(f"{where}: not valid JSON, the file may be corrupt or "
+                                 f"truncated ({exc})") from exc
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise RecordingError(f"{where}: not an AgentLoom recording (expected "
+                                 f'"format": "{FORMAT}"); for the public AgentLoom\'s mock '
+                                 "files use load_agentloom_mock_responses()")
+        if data.get("version") != VERSION:
+            raise RecordingError(f"{where}: recording version {data.get('version')!r} is not "
+                                 f"supported (this AgentLoom reads version {VERSION})")
+        exchanges = data.get("exchanges")
+        if not isinstance(exchanges, list):
+            raise RecordingError(f'{where}: "exchanges" must be a list')
+        for i, ex in enumerate(exchanges):
+            missing = [k for k in ("request_hash", "request") if not isinstance(ex, dict)
+                       or k not in ex]
+            if missing or not ("response" in ex or "error" in ex):
+                raise RecordingError(f"{where}: exchange #{i} is incomplete "
+                                     f"(missing {', '.join(missing) or 'response'})")
+        return cls(exchanges=exchanges, path=path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Recording:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise RecordingError(f"{p}: recording file not found") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RecordingError(f"{p}: cannot read the recording: {exc}") from exc
+        return cls.parse(text, path=p)
+
+    @classmethod
+    async def aload(cls, path: str | Path) -> Recording:
+        return await asyncio.to_thread(cls.load, path)
+
+    def save(self, path: str | Path | None = None) -> None:
+        """Write atomically (temp file, fsync, rename): a crash leaves the old file."""
+        target = Path(path or self.path or "")
+        if not str(target):
+            raise RecordingError("no path to save the recording to")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(self.to_json())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+class Recorder:
+    """Collects exchanges; with a path, rewrites the file after each one, so a killed run
+    keeps what it recorded."""
+
+    def __init__(self, path: str | Path | None = None, *,
+                 redactor: Redactor | None = None) -> None:
+        from agentloom.redact import Redactor
+
+        self.recording = Recording(path=Path(path) if path else None)
+        self.redactor: Redactor = redactor or Redactor()
+        """Always on: without one given, API keys and auth headers are still removed."""
+        self._lock = asyncio.Lock()
+
+    def redact_body(self, body: bytes | None) -> Any:
+        return self.redactor.redact_state(_body_value(body))
+
+    def next_attempt(self, ctx: CallContext, req_hash: str) -> int:
+        if ctx.attempt is not None:
+            return ctx.attempt
+        same = [e for e in self.recording.exchanges
+                if e.get("step_id") == ctx.step_id and e.get("turn") == ctx.turn
+                and e.get("request_hash") == req_hash]
+        return len(same) + 1
+
+    async def add(self, exchange: dict[str, Any]) -> None:
+        async with self._lock:
+            self.recording.exchanges.append(exchange)
+            if self.recording.path is not None:
+                await asyncio.to_thread(self.recording.save)
+
+
+# --- matching ----------------------------------------------------------------------------
+
+
+def _pretty(value: Any) -> list[str]:
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def describe_call(step_id: Any, turn: Any) -> str:
+    return f"step {step_id!r} turn {turn}" if step_id is not None else "a call outside any step"
+
+
+class Matcher:
+    """Hands out recorded exchanges, each at most once in strict mode."""
+
+    def __init__(self, recording: Recording, mode: ReplayMode = "strict",
+                 redactor: Redactor | None = None) -> None:
+        if mode not in ("strict", "lenient"):
+            raise ConfigError(f"replay mode must be 'strict' or 'lenient', got {mode!r}")
+        self.recording = recording
+        self.mode = mode
+        self.used: set[int] = set()
+        self._redactor = redactor
+
+    def take(self, request: HttpRequest, ctx: CallContext | None) -> dict[str, Any]:
+        ctx = ctx or CallContext()
+        h = request_hash(request)
+        exchanges = self.recording.exchanges
+        if self.mode == "strict":
+            keyed = [i for i, e in enumerate(exchanges)
+                     if e.get("step_id") == ctx.step_id and e.get("turn") == ctx.turn
+                     and e["request_hash"] == h]
+        else:
+            keyed = [i for i, e in enumerate(exchanges) if e["request_hash"] == h]
+        fresh = [i for i in keyed if i not in self.used]
+        if fresh:
+            self.used.add(fresh[0])
+            return exchanges[fresh[0]]
+        if keyed and self.mode == "lenient":
+            return exchanges[keyed[-1]]  # the same request again gets the same answer
+        raise ReplayMismatch(self.explain(request, ctx, h, used_up=len(keyed)))
+
+    def explain(self, request: HttpRequest, ctx: CallContext, h: str, *, used_up: int) -> str:
+        source = str(self.recording.path) if self.recording.path else "the recording"
+        call = describe_call(ctx.step_id, ctx.turn)
+        head = (f"replay ({self.mode}): no recorded exchange for {call}"
+                f" ({request.method.upper()} {urlsplit(request.url).path}, {h[:19]}…) in {source}")
+        if used_up:
+            return (f"{head}: its {used_up} matching record(s) were already used; this call "
+                    "was made more often than when it was recorded")
+        exchanges = self.recording.exchanges
+        if not exchanges:
+            return f"{head}: the recording is empty"
+        same_turn = [e for e in exchanges
+                     if e.get("step_id") == ctx.step_id and e.get("turn") == ctx.turn]
+        same_step = [e for e in exchanges if e.get("step_id") == ctx.step_id]
+        pool = same_turn or same_step or exchanges
+        body = _body_value(request.body)
+        if self._redactor is not None:
+            body = self._redactor.redact_state(body)
+        mine = _pretty({**canonical_request(request), "body": body})
+
+        def theirs(e: dict[str, Any]) -> list[str]:
+            req = e["request"]
+            return _pretty({"method": req.get("method"), "path": req.get("path"),
+                            "body": req.get("body")})
+
+        nearest = max(pool, key=lambda e: difflib.SequenceMatcher(
+            None, theirs(e), mine, autojunk=False).ratio())
+        diff = list(difflib.unified_diff(theirs(nearest), mine, "recorded", "this call",
+                                         n=2, lineterm=""))
+        if len(diff) > 40:
+            diff = [*diff[:40], f"... ({len(diff) - 40} more diff lines)"]
+        if not diff:
+            diff = ["(bodies look the same after redaction; a redacted value differs)"]
+        known = sorted({describe_call(e.get("step_id"), e.get("turn")) for e in exchanges})[:8]
+        closest = describe_call(nearest.get("step_id"), nearest.get("turn"))
+        return (f"{head}.\nNearest record: {closest}"
+                f".\nHow this request differs from it:\n" + "\n".join(diff)
+                + f"\nRecorded calls: {', '.join(known)}")

@@ -1,0 +1,143 @@
+"""Recording at the transport seam: wrap any transport, keep every exchange.
+
+`RecordTransport(inner, recorder)` passes each request through and hands the recorder a
+redacted copy of it with the response: the whole body, or for a stream each chunk as it
+arrived with its offset from the start of the request, so replay can keep chunk
+boundaries and, if asked, the timing. A transport failure is recorded too, so a replay
+walks the same retries. The step id and turn come from `recording.current_call_context`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.http._base import BufferedResponse, HttpRequest, HttpResponse, TransportError
+from agentloom.recording._format import (
+    CallContext,
+    Recorder,
+    current_call_context,
+    encode_bytes,
+    request_hash,
+)
+
+
+def _redacted_url(recorder: Recorder, url: str) -> str:
+    return recorder.redactor.redact_text(url)
+
+
+class _RecordingStream:
+    """Yields the inner response's chunks unchanged and records them on the way."""
+
+    def __init__(self, inner: HttpResponse, done: Any, clock: Clock, start: float) -> None:
+        self.status = inner.status
+        self.headers = inner.headers
+        self._inner = inner
+        self._done = done
+        self._clock = clock
+        self._start = start
+        self._chunks: list[dict[str, Any]] = []
+        self._finished = False
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.aiter_bytes()])
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        complete = False
+        error: dict[str, Any] | None = None
+        try:
+            async for chunk in self._inner.aiter_bytes():
+                self._chunks.append({"t": round(self._clock.now() - self._start, 6),
+                                     **encode_bytes(chunk)})
+                yield chunk
+            complete = True
+        except TransportError as exc:
+            # A stream that broke midway replays the same way: these chunks, then this.
+            error = {"message": str(exc), "phase": exc.phase, "request_sent": exc.request_sent,
+                     "t": round(self._clock.now() - self._start, 6)}
+            raise
+        finally:
+            await self._finish(complete, error)
+
+    async def _finish(self, complete: bool, error: dict[str, Any] | None = None) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        await self._done(self._chunks, complete, error)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+        await self._finish(False)
+
+
+class RecordTransport:
+    def __init__(self, inner: Any, recorder: Recorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._inner = inner
+        self.recorder = recorder
+        self._clock = clock
+
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        ctx = current_call_context.get() or CallContext()
+        h = request_hash(request)
+        base = {
+            "step_id": ctx.step_id,
+            "turn": ctx.turn,
+            "attempt": self.recorder.next_attempt(ctx, h),
+            "request_hash": h,
+            "request": {
+                "method": request.method.upper(),
+                "url": _redacted_url(self.recorder, request.url),
+                "path": urlsplit(request.url).path,
+                "body": self.recorder.redact_body(request.body),
+                "stream": request.stream,
+            },
+        }
+        start = self._clock.now()
+        try:
+            response = await self._inner.handle(request)
+        except TransportError as exc:
+            await self.recorder.add({**base, "elapsed": self._elapsed(start), "error": {
+                "message": self._redact(str(exc)), "phase": exc.phase,
+                "request_sent": exc.request_sent}})
+            raise
+        headers = self._headers(response.headers)
+        if request.stream:
+            async def done(chunks: list[dict[str, Any]], complete: bool,
+                           error: dict[str, Any] | None) -> None:
+                recorded: dict[str, Any] = {
+                    "status": response.status, "headers": headers,
+                    "chunks": [self._redact_chunk(c) for c in chunks], "complete": complete}
+                if error is not None:
+                    recorded["stream_error"] = {**error, "message": self._redact(error["message"])}
+                await self.recorder.add({**base, "elapsed": self._elapsed(start),
+                                         "response": recorded})
+
+            return _RecordingStream(response, done, self._clock, start)
+        try:
+            body = await response.read()
+        finally:
+            await response.aclose()
+        await self.recorder.add({**base, "elapsed": self._elapsed(start), "response": {
+            "status": response.status, "headers": headers,
+            **self._redact_chunk(encode_bytes(body))}})
+        return BufferedResponse(status=response.status, headers=dict(response.headers),
+                                body=body)
+
+    def _elapsed(self, start: float) -> float:
+        return round(self._clock.now() - start, 6)
+
+    def _redact(self, text: str) -> str:
+        return self.recorder.redactor.redact_text(text)
+
+    def _redact_chunk(self, item: dict[str, Any]) -> dict[str, Any]:
+        if "text" in item:
+            return {**item, "text": self._redact(item["text"])}
+        return item
+
+    def _headers(self, headers: dict[str, str]) -> dict[str, str]:
+        return self.recorder.redactor.redact_headers(headers)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

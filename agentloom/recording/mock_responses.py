@@ -1,0 +1,202 @@
+"""The public AgentLoom's `provider: mock` response files, served strictly.
+
+Its files map a step id (or a prompt hash) to one reply or a list of replies, one per turn
+of a tool loop: `{"ask": [{"content": "", "tool_calls": [...], "usage": {...}}, ...]}`. We
+serve them through a ModelClient keyed by the current call context (`agentloom.recording._format`),
+and fail on any call they do not cover: the public project answered those with a made-up
+"Mock response".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentloom.errors import ConfigError, ReplayMismatch
+from agentloom.recording._format import (
+    CallContext,
+    RecordingError,
+    canonical_json,
+    current_call_context,
+    describe_call,
+)
+
+_HEX64 = frozenset("0123456789abcdef")
+
+
+@dataclass(slots=True, frozen=True)
+class MockReply:
+    response: Any  # ModelResponse (typed loosely to keep messages out of import time)
+    latency_ms: float | None = None
+
+
+@dataclass(slots=True)
+class MockResponses:
+    path: Path
+    by_step: dict[str, list[MockReply]] = field(default_factory=dict)
+    by_hash: dict[str, list[MockReply]] = field(default_factory=dict)
+
+
+def _is_hash_key(key: str) -> bool:
+    k = key.removeprefix("sha256:")
+    return len(k) == 64 and set(k) <= _HEX64
+
+
+def _mock_reply(raw: Any, where: str) -> MockReply:
+    from decimal import Decimal
+
+    from agentloom.messages import ModelResponse, Part, TextPart, ToolCallPart, Usage
+
+    if isinstance(raw, str):
+        raw = {"content": raw}
+    if not isinstance(raw, dict):
+        raise RecordingError(f"{where}: a reply must be an object or a string")
+    parts: list[Part] = []
+    text = raw.get("content", raw.get("text", ""))
+    if text:
+        parts.append(TextPart(text=str(text)))
+    for i, call in enumerate(raw.get("tool_calls") or []):
+        if not isinstance(call, dict) or "name" not in call:
+            raise RecordingError(f"{where}: tool_calls[{i}] needs a name")
+        args = call.get("arguments", {})
+        parts.append(ToolCallPart(id=str(call.get("id") or f"call_{i}"), name=call["name"],
+                                  arguments=args if isinstance(args, str) else json.dumps(args)))
+    usage = raw.get("usage") or {}
+    cost = raw.get("cost_usd")
+    response = ModelResponse(
+        parts=tuple(parts),
+        usage=Usage(input_tokens=usage.get("prompt_tokens", usage.get("input_tokens")),
+                    output_tokens=usage.get("completion_tokens", usage.get("output_tokens")),
+                    cost_usd=Decimal(str(cost)) if cost is not None else None),
+        finish_reason=raw.get("finish_reason") or ("tool_calls" if raw.get("tool_calls")
+                                                   else "stop"),
+        model=str(raw.get("model") or "mock"),
+        provider=str(raw.get("provider") or "mock"),
+    )
+    latency = raw.get("latency_ms")
+    return MockReply(response=response, latency_ms=float(latency) if latency is not None
+                     else None)
+
+
+def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
+    """Read a public-AgentLoom `responses_file` / `--mock-responses` file.
+
+    Keys are step ids, or 64-hex prompt hashes; values are one reply or a list (one per
+    turn). Raises `RecordingError` naming the file for anything unreadable.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RecordingError(f"{p}: mock responses file not found") from exc
+    except (OSError, ValueError) as exc:
+        raise RecordingError(f"{p}: not a readable JSON mock responses file ({exc})") from exc
+    if not isinstance(data, dict):
+        raise RecordingError(f"{p}: expected an object of step id -> reply(s)")
+    if isinstance(data.get("responses"), dict):
+        data = data["responses"]
+    out = MockResponses(path=p)
+    for key, value in data.items():
+        if key.startswith("_") or key in ("version", "format"):
+            continue
+        replies = value if isinstance(value, list) else [value]
+        parsed = [_mock_reply(r, f"{p}: {key!r}[{i}]") for i, r in enumerate(replies)]
+        target = out.by_hash if _is_hash_key(key) else out.by_step
+        target[key.removeprefix("sha256:")] = parsed
+    return out
+
+
+def mock_prompt_hash(request: Any) -> str:
+    """Our hash of a ModelRequest for hash-keyed mock files: messages, model, temperature,
+    max_tokens and extra, as canonical JSON. (The public project's own hash function is
+    not reproduced; files keyed by it match only by step id.)"""
+    from agentloom.messages import message_to_dict
+
+    value = {"messages": [message_to_dict(m) for m in request.messages],
+             "model": request.model, "temperature": request.temperature,
+             "max_tokens": request.max_tokens, "extra": request.extra}
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+class MockResponsesModel:
+    """A `ModelClient` that serves a `MockResponses` file strictly.
+
+    The reply for a call is `by_step[step_id][turn - 1]` (turns count from 1; without a
+    turn, the step's replies go in order), else `by_hash[mock_prompt_hash(request)]`.
+    Anything else raises `ReplayMismatch`. `latency_model` is constant, normal (seeded)
+    or replay (each reply's own latency_ms).
+    """
+
+    provider = "mock"
+
+    def __init__(self, responses: MockResponses, *, latency_model: str = "constant",
+                 latency_ms: float = 0.0, clock: Any = None, seed: int = 0) -> None:
+        import random
+
+        from agentloom._clock import SYSTEM_CLOCK
+
+        if latency_model not in ("constant", "normal", "replay"):
+            raise ConfigError(f"latency_model must be constant, normal or replay, "
+                              f"got {latency_model!r}")
+        self.responses = responses
+        self.latency_model = latency_model
+        self.latency_ms = latency_ms
+        self._clock = clock or SYSTEM_CLOCK
+        self._rng = random.Random(seed)
+        self._next: dict[str, int] = {}
+        self.requests: list[Any] = []
+
+    def _pick(self, request: Any) -> MockReply:
+        ctx = current_call_context.get() or CallContext()
+        src = self.responses.path
+        if ctx.step_id is not None and ctx.step_id in self.responses.by_step:
+            replies = self.responses.by_step[ctx.step_id]
+            index = ctx.turn - 1 if ctx.turn is not None else self._next.get(ctx.step_id, 0)
+            self._next[ctx.step_id] = index + 1
+            if 0 <= index < len(replies):
+                return replies[index]
+            raise ReplayMismatch(
+                f"mock responses {src}: step {ctx.step_id!r} has {len(replies)} recorded "
+                f"repl{'y' if len(replies) == 1 else 'ies'}, but call #{index + 1} was made"
+            )
+        h = mock_prompt_hash(request)
+        if h in self.responses.by_hash:
+            replies = self.responses.by_hash[h]
+            index = self._next.get(h, 0)
+            self._next[h] = index + 1
+            return replies[min(index, len(replies) - 1)]
+        steps = ", ".join(sorted(self.responses.by_step)) or "none"
+        raise ReplayMismatch(
+            f"mock responses {src}: no reply for {describe_call(ctx.step_id, ctx.turn)} "
+            f"(prompt hash {h[:12]}…); steps in the file: {steps}"
+        )
+
+    def _delay(self, reply: MockReply) -> float:
+        if self.latency_model == "replay" and reply.latency_ms is not None:
+            return reply.latency_ms / 1000
+        if self.latency_model == "normal" and self.latency_ms > 0:
+            return max(0.0, self._rng.gauss(self.latency_ms, self.latency_ms / 10)) / 1000
+        return self.latency_ms / 1000
+
+    async def complete(self, request: Any, *, on_event: Any = None,
+                       on_attempt: Any = None) -> Any:
+        from agentloom.messages import FinishEvent, TextDelta, UsageEvent
+        from agentloom.providers._base import AttemptRecord
+
+        self.requests.append(request)
+        reply = self._pick(request)
+        delay = self._delay(reply)
+        if delay > 0:
+            await self._clock.sleep(delay)
+        response = reply.response
+        if on_attempt is not None:
+            on_attempt(AttemptRecord(provider="mock", model=request.model, attempt=1, ok=True,
+                                     duration_seconds=delay))
+        if request.stream and on_event is not None and response.text:
+            on_event(TextDelta(text=response.text))
+            on_event(UsageEvent(usage=response.usage))
+            on_event(FinishEvent(finish_reason=response.finish_reason, model=response.model))
+        return response

@@ -1,0 +1,498 @@
+"""The Runtime: turns a model name (or a profile) into a working `ModelClient`.
+
+It owns what must be shared by every call of a process: one HTTP transport (created on
+first use), one embedded local model server (started on first use of `local`), and the
+circuit breakers and rate limiters, so a batch of many runs sees one breaker per endpoint.
+
+Resolution, in order:
+
+- A pinned provider (the call's, else `default_provider`) is used as is: an unknown name
+  is a ConfigError listing the configured ones; a known vendor without its key names the
+  environment variable to set.
+- Otherwise the model goes to every configured endpoint that serves it, in the order
+  given: an endpoint with `models:` serves exactly those; a vendor endpoint serves its
+  family (`gpt-*`/`o*`, `claude-*`, `gemini-*`, Ollama's `name:tag`); `generic_openai` and
+  custom-named endpoints serve only models they list, or any model when pinned.
+- With no configured endpoint at all (no key set), the call goes to `local`, the embedded
+  model. It answers to one name, `smollm2` (whatever GGUF file it runs); any other model
+  name is replaced by `smollm2`, so workflows written for a hosted model run offline.
+  The same holds when `local` is pinned.
+- The model defaults to `default_model` (AGENTLOOM_MODEL), else the provider's default.
+
+The library never reads `os.environ`: `Runtime.from_env(os.environ)` is the CLI's door.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.errors import ConfigError
+from agentloom.http._base import HttpTimeout, Transport
+from agentloom.messages import ModelRequest, ModelResponse
+from agentloom.pricing import PriceTable
+from agentloom.providers._base import AttemptSink, Endpoint, EventSink, ModelClient
+from agentloom.routing import (
+    Breakers,
+    BreakerSettings,
+    Candidate,
+    FallbackEntry,
+    Limiters,
+    Profile,
+    RateLimit,
+    RetryPolicy,
+    Router,
+    RunBudget,
+)
+from agentloom.routing._providers import endpoint_from_config
+
+if TYPE_CHECKING:
+    from agentloom.providers.local import LocalModelServer
+
+LOCAL = "local"
+LOCAL_MODEL = "smollm2"
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4o-mini",
+    "anthropic": "claude-haiku-4-5",
+    "gemini": "gemini-2.5-flash",
+    "ollama": "llama3.2",
+    LOCAL: LOCAL_MODEL,
+}
+_KEY_HINTS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY (or GOOGLE_API_KEY)",
+}
+_ALIASES = {"google": "gemini"}
+_VENDOR_FAMILIES = frozenset({"openai", "anthropic", "gemini", "ollama"})
+
+
+class Runtime:
+    """Where model calls come from.
+
+        async with Runtime.from_env(os.environ) as runtime:
+            client = runtime.client(model="gpt-4o-mini")
+            response = await client.complete(request)
+
+    Args:
+        endpoints: configured providers, in priority order.
+        transport: an HTTP transport to use; the runtime closes only one it created.
+        prices: the price table (default: the packaged one).
+        breaker: circuit breaker settings for every endpoint.
+        rate_limits: `{provider: RateLimit}`; providers not named are not limited.
+        retry: the default retry policy of clients (2 retries); pass
+            `RetryPolicy(max_retries=0)` per client where a caller retries by itself.
+        env: the environment mapping `api_key_env` names are looked up in.
+    """
+
+    def __init__(
+        self,
+        *,
+        endpoints: Sequence[Endpoint] = (),
+        default_model: str | None = None,
+        default_provider: str | None = None,
+        transport: Transport | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        local_model_path: str | None = None,
+        prices: PriceTable | None = None,
+        breaker: BreakerSettings | None = None,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        retry: RetryPolicy | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._endpoints: dict[str, Endpoint] = {}
+        self._implicit: dict[str, Endpoint] = {}
+        """Endpoints used only when pinned (Ollama at its default address)."""
+        for endpoint in endpoints:
+            self._endpoints[endpoint.name] = endpoint
+        self._default_model = default_model or None
+        self._default_provider = (
+            _ALIASES.get(default_provider, default_provider) if default_provider else None
+        )
+        self._transport = transport
+        self._owns_transport = transport is None
+        self.clock = clock
+        self.local_model_path = local_model_path
+        self.prices = prices
+        self.retry = retry or RetryPolicy()
+        self.breakers = Breakers(breaker, clock=clock)
+        self.limiters = Limiters(dict(rate_limits or {}), clock=clock)
+        self._env: dict[str, str] = dict(env or {})
+        self._local: LocalModelServer | None = None
+        self._local_lock: asyncio.Lock | None = None
+        # Provider clients are stateless over the shared transport: one per endpoint and
+        # timeout serves every run, instead of a new one per step of every run.
+        self._provider_clients: dict[
+            tuple[str | None, HttpTimeout | None], tuple[Endpoint, Any, ModelClient]
+        ] = {}
+        self._closed = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **kw: Any) -> Runtime:
+        """Providers from the usual variables (OPENAI_API_KEY, OPENAI_BASE_URL,
+        ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GEMINI_API_KEY/GOOGLE_API_KEY, OLLAMA_HOST)
+        and AGENTLOOM_PROVIDER, AGENTLOOM_MODEL, AGENTLOOM_LOCAL_MODEL_PATH. Keyword
+        arguments win over what the mapping says."""
+        from agentloom.providers._endpoints import endpoints_from_env
+
+        kw.setdefault("endpoints", endpoints_from_env(env))
+        kw.setdefault("default_model", env.get("AGENTLOOM_MODEL") or None)
+        kw.setdefault("default_provider", env.get("AGENTLOOM_PROVIDER") or None)
+        kw.setdefault("local_model_path", env.get("AGENTLOOM_LOCAL_MODEL_PATH") or None)
+        kw.setdefault("env", env)
+        return cls(**kw)
+
+    # --- configuration -----------------------------------------------------------------
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        return tuple(self._endpoints.values())
+
+    @property
+    def default_provider(self) -> str:
+        """The provider a call without one goes to: the configured default, else the first
+        configured endpoint, else `local`."""
+        if self._default_provider:
+            return self._default_provider
+        return next(iter(self._endpoints), LOCAL)
+
+    @property
+    def default_model(self) -> str:
+        """AGENTLOOM_MODEL, else the default provider's default model."""
+        if self._default_model:
+            return self._default_model
+        return self._provider_default_model(self.default_provider)
+
+    @property
+    def known_providers(self) -> frozenset[str]:
+        """Names a workflow may use: configured endpoints, the vendors, `local`."""
+        return (
+            frozenset(self._endpoints)
+            | frozenset(DEFAULT_MODELS)
+            | frozenset(_ALIASES)
+            | {"generic_openai"}
+        )
+
+    def add_provider(self, name: str, config: Mapping[str, Any]) -> Endpoint:
+        """Add (or replace) a provider from a workflow's `providers:` entry: base_url,
+        api_key_env (looked up in this runtime's env), api_key, headers, type/protocol,
+        models. A vendor name (`openai`, ...) starts from the vendor's preset."""
+        endpoint = endpoint_from_config(
+            name, config, env=self._env, existing=self._endpoints.get(name)
+        )
+        self._endpoints[name] = endpoint
+        return endpoint
+
+    def add_providers(self, providers: Mapping[str, Mapping[str, Any]] | None) -> None:
+        for name, config in (providers or {}).items():
+            self.add_provider(str(name), config)
+
+    def set_rate_limit(self, provider: str, limit: RateLimit) -> None:
+        """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting."""
+        self.limiters.set(provider, limit)
+
+    def set_prices(self, prices: PriceTable) -> None:
+        """The price table of clients made from now on (workflow `config.prices`, --prices)."""
+        self.prices = prices
+
+    def set_breaker(self, settings: BreakerSettings) -> None:
+        """Circuit breaker thresholds for every endpoint (workflow setting)."""
+        self.breakers.configure(settings)
+
+    def breaker_snapshot(self) -> dict[str, dict[str, Any]]:
+        """Each endpoint's breaker state, for run summaries."""
+        return self.breakers.snapshot()
+
+    # --- resolution --------------------------------------------------------------------
+
+    def resolve(
+        self,
+        model: str | None = None,
+        provider: str | None = None,
+        *,
+        use_default_provider: bool = True,
+    ) -> list[tuple[str, str]]:
+        """`(provider, model)` pairs a call would try, in order (no fallback entries).
+        A fallback entry without a provider passes `use_default_provider=False`: it goes
+        to whoever serves its model, not to the primary's default provider."""
+        if provider:
+            provider = _ALIASES.get(provider, provider)
+        elif use_default_provider:
+            provider = self._default_provider
+        if provider == LOCAL:
+            return [(LOCAL, LOCAL_MODEL)]  # the embedded server answers to one name
+        if provider:
+            self._pinned(provider)
+            return [
+                (provider, model or self._default_model or self._provider_default_model(provider))
+            ]
+        model = model or self.default_model
+        serving = [name for name, ep in self._endpoints.items() if self._serves(ep, model)]
+        if serving:
+            return [(name, model) for name in serving]
+        if model == LOCAL_MODEL or not self._endpoints:
+            return [(LOCAL, LOCAL_MODEL)]
+        raise ConfigError(
+            f"no configured provider serves model {model!r} (configured: "
+            f"{', '.join(self._endpoints)}); pin one with `provider:`, list the model "
+            f"under that provider's `models:`, or set the key of the provider that serves it"
+        )
+
+    def _pinned(self, name: str) -> Endpoint | None:
+        """The endpoint for a pinned provider (None for `local`, started on use)."""
+        found = self._endpoints.get(name)
+        if found is not None:
+            return found
+        if name == LOCAL:
+            return None
+        if name in _KEY_HINTS:
+            raise ConfigError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}")
+        if name == "ollama":
+            from agentloom.providers._endpoints import vendor_endpoint
+
+            return self._implicit.setdefault("ollama", vendor_endpoint("ollama"))
+        configured = ", ".join(self._endpoints) or "none"
+        hint = (
+            " (generic_openai needs a base_url: add it under `providers:`)"
+            if name == "generic_openai"
+            else ""
+        )
+        raise ConfigError(
+            f"unknown provider {name!r}{hint}; configured providers: "
+            f"{configured}; built in: {', '.join(sorted(DEFAULT_MODELS))}"
+        )
+
+    def _serves(self, endpoint: Endpoint, model: str) -> bool:
+        if endpoint.models is not None:
+            return model in endpoint.models
+        if endpoint.name not in _VENDOR_FAMILIES or endpoint.protocol != endpoint.name:
+            return False  # generic/custom endpoints serve only models they list
+        from agentloom.providers import get_protocol
+
+        return get_protocol(endpoint.protocol).serves(model)
+
+    def _provider_default_model(self, provider: str) -> str:
+        endpoint = self._endpoints.get(provider)
+        if endpoint is not None and endpoint.models:
+            return endpoint.models[0]
+        key = (
+            provider
+            if endpoint is None
+            else (provider if provider in DEFAULT_MODELS else endpoint.protocol)
+        )
+        model = DEFAULT_MODELS.get(key)
+        if model is None:
+            raise ConfigError(
+                f"provider {provider!r} has no default model: name a model "
+                f"(or list `models:` under the provider)"
+            )
+        return model
+
+    # --- clients -----------------------------------------------------------------------
+
+    def client(
+        self,
+        *,
+        model: str | None = None,
+        provider: str | None = None,
+        fallback: Sequence[FallbackEntry] = (),
+        retry: RetryPolicy | None = None,
+        budget: RunBudget | None = None,
+        timeout: HttpTimeout | None = None,
+        profile: Profile | None = None,
+    ) -> Router:
+        """A ModelClient for this model: its serving providers, then each fallback
+        entry, each with retries, breaker, limiter, budget and cost. Arguments given
+        here win over the profile's."""
+        params: Mapping[str, Any] = {}
+        headers: Mapping[str, str] = {}
+        max_tokens = None
+        price = None
+        if profile is not None:
+            model = model or profile.model
+            provider = provider or profile.provider
+            fallback = fallback or profile.fallback
+            retry = retry or profile.retry
+            if timeout is None and profile.timeout is not None:
+                timeout = HttpTimeout(total=profile.timeout)
+            params, headers = profile.params, profile.headers
+            max_tokens, price = profile.max_tokens, profile.pricing
+            if profile.base_url:
+                provider = self._profile_endpoint(profile).name
+        policy = retry or self.retry
+        candidates = [
+            self._candidate(
+                p,
+                m,
+                policy=None,
+                timeout=timeout,
+                params=params,
+                headers=headers,
+                max_tokens=max_tokens,
+                price=price,
+            )
+            for p, m in self.resolve(model, provider)
+        ]
+        for entry in fallback:
+            try:
+                resolved = self.resolve(entry.model, entry.provider, use_default_provider=False)
+                built = [
+                    self._candidate(
+                        p,
+                        m,
+                        policy=entry.retry,
+                        timeout=timeout,
+                        params=entry.params,
+                        headers=entry.headers,
+                        max_tokens=entry.max_tokens,
+                        price=entry.pricing,
+                    )
+                    for p, m in resolved
+                ]
+            except ConfigError as exc:
+                # A fallback that can't be used (its key isn't set, say) must not stop a
+                # primary that works: the router skips it, with this reason, if reached.
+                built = [Candidate(provider=entry.provider or "fallback",
+                                   model=entry.model or "", client=_Unusable(),
+                                   unavailable=str(exc))]
+            candidates.extend(built)
+        return Router(candidates, retry=policy, clock=self.clock, budget=budget, prices=self.prices)
+
+    def _profile_endpoint(self, profile: Profile) -> Endpoint:
+        name = f"profile:{profile.name}"
+        if name not in self._endpoints:
+            config: dict[str, Any] = {
+                "base_url": profile.base_url,
+                "type": profile.provider or "openai",
+            }
+            if profile.api_key_env:
+                config["api_key_env"] = profile.api_key_env
+            if profile.provider in _VENDOR_FAMILIES:
+                config["type"] = profile.provider
+            self.add_provider(name, config)
+        return self._endpoints[name]
+
+    def _candidate(
+        self,
+        provider: str,
+        model: str,
+        *,
+        policy: RetryPolicy | None,
+        timeout: HttpTimeout | None,
+        params: Mapping[str, Any],
+        headers: Mapping[str, str],
+        max_tokens: int | None,
+        price: Any,
+    ) -> Candidate:
+        from agentloom.providers import get_protocol
+
+        endpoint = self._pinned(provider)
+        protocol = endpoint.protocol if endpoint is not None else "openai"
+        return Candidate(
+            provider=provider,
+            model=model,
+            client=_LazyClient(self, endpoint, timeout),
+            protocol=protocol,
+            retry=policy,
+            capabilities=get_protocol(protocol).capabilities(model),
+            params=params,
+            headers=headers,
+            max_tokens=max_tokens,
+            price=price,
+            breaker=self.breakers.get(provider),
+            limiter=self.limiters.get(provider),
+        )
+
+    # --- shared resources --------------------------------------------------------------
+
+    @property
+    def transport(self) -> Transport:
+        """The runtime's one HTTP transport, created on first use."""
+        if self._transport is None:
+            from agentloom.http._aiohttp import AiohttpTransport
+
+            self._transport = AiohttpTransport()
+        return self._transport
+
+    async def local_endpoint(self) -> Endpoint:
+        """The embedded model's endpoint, starting its server on first use (once)."""
+        if self._local_lock is None:
+            self._local_lock = asyncio.Lock()
+        async with self._local_lock:
+            if self._local is None:
+                from agentloom.providers.local import LocalModelServer
+
+                self._local = LocalModelServer(self.local_model_path)
+            return await self._local.start()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        local, self._local = self._local, None
+        if local is not None:
+            await local.aclose()
+        if self._transport is not None and self._owns_transport:
+            transport, self._transport = self._transport, None
+            await transport.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Unusable:
+    """The client of a candidate the router always skips (`Candidate.unavailable`)."""
+
+    async def complete(self, request: ModelRequest, **_: Any) -> ModelResponse:
+        raise AssertionError("an unusable fallback candidate was called")
+
+
+class _LazyClient:
+    """A provider client built on first call: the transport and the local server are
+    created only when a call really happens, inside the running loop."""
+
+    __slots__ = ("_client", "_endpoint", "_runtime", "_timeout")
+
+    def __init__(
+        self, runtime: Runtime, endpoint: Endpoint | None, timeout: HttpTimeout | None
+    ) -> None:
+        self._runtime = runtime
+        self._endpoint = endpoint
+        self._timeout = timeout
+        self._client: ModelClient | None = None
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_event: EventSink | None = None,
+        on_attempt: AttemptSink | None = None,
+    ) -> ModelResponse:
+        client = self._client
+        if client is None:
+            client = self._client = await self._build()
+        return await client.complete(request, on_event=on_event, on_attempt=on_attempt)
+
+    async def _build(self) -> ModelClient:
+        from agentloom.providers import get_protocol
+        from agentloom.routing._client import ProviderClient
+
+        runtime = self._runtime
+        endpoint = self._endpoint or await runtime.local_endpoint()
+        transport = runtime.transport
+        key = (self._endpoint.name if self._endpoint is not None else None, self._timeout)
+        cached = runtime._provider_clients.get(key)
+        # Reused only while nothing it was built from changed (a provider re-added under
+        # the same name, or a transport swapped for recording or replay).
+        if cached is not None and cached[0] is endpoint and cached[1] is transport:
+            return cached[2]
+        configured = endpoint
+        if self._timeout is not None:
+            endpoint = dataclasses.replace(endpoint, timeout=self._timeout)
+        client = ProviderClient(endpoint, get_protocol(endpoint.protocol), transport)
+        runtime._provider_clients[key] = (configured, transport, client)
+        return client

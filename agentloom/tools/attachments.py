@@ -1,0 +1,384 @@
+"""Attachments: turn a step's `attachments` entry into an image, document or audio part.
+
+A source is an http(s) URL (downloaded here, or handed to the provider with
+`fetch: provider`), a `data:` URL, a long base64 string, or a file path relative to the
+run's directory. Every byte source is capped at 20 MB. Sources come from templates, so
+from user data or model output: every URL host is resolved and refused at a private,
+loopback or link-local address, on every redirect hop, which we follow ourselves (the
+transport never does). The sandbox's network and path rules apply too. Everything fails
+with a `ConfigError` a person can act on, before any model request is sent.
+
+`check_attachments` tells routing whether a provider's capabilities can take the parts,
+so a call moves on to the next provider without sending anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import unquote_to_bytes, urljoin, urlsplit
+
+from agentloom.errors import ConfigError
+from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url, host_matches
+from agentloom.messages import AudioPart, DocumentPart, ImagePart, MediaPart
+
+if TYPE_CHECKING:
+    from agentloom.http._base import Transport
+    from agentloom.providers._base import Capabilities
+
+AttachmentType = Literal["image", "pdf", "audio"]
+
+MAX_BYTES = 20 * 1024 * 1024
+DOWNLOAD_TIMEOUT = 30.0
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_FALLBACK = {"image": "image/png", "pdf": "application/pdf", "audio": "audio/wav"}
+_EXTENSIONS = {
+    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+    ".webp": "image/webp", ".heic": "image/heic", ".heif": "image/heif",
+    ".bmp": "image/bmp", ".tif": "image/tiff", ".tiff": "image/tiff",
+    ".pdf": "application/pdf",
+    ".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg", ".flac": "audio/flac",
+    ".m4a": "audio/mp4", ".aac": "audio/aac", ".aiff": "audio/aiff", ".aif": "audio/aiff",
+    ".webm": "audio/webm", ".opus": "audio/opus",
+}
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+_MIN_BASE64 = 64
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AttachmentSpec:
+    """One `attachments` entry, its template already rendered."""
+
+    source: str
+    type: AttachmentType = "image"
+    media_type: str | None = None
+    fetch: Literal["local", "provider"] = "local"
+
+    def __post_init__(self) -> None:
+        if self.type not in _FALLBACK:
+            raise ConfigError(f"attachment type must be image, pdf or audio, not {self.type!r}")
+        if self.fetch not in ("local", "provider"):
+            raise ConfigError(f"attachment fetch must be local or provider, not {self.fetch!r}")
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class AttachmentPolicy:
+    """What an attachment may reach: the sandbox's rules plus the address policy.
+
+        AttachmentPolicy()                                   # public URLs, any file
+        AttachmentPolicy(allowed_domains=("example.com",))   # downloads from there only
+        AttachmentPolicy(sandbox_enabled=True, readable_paths=(Path("data"),))
+    """
+
+    allow_network: bool = True
+    """False refuses downloads, even with the sandbox disabled (spec: the sandbox applies)."""
+    allowed_domains: tuple[str, ...] | None = None
+    """Hosts downloads may come from (subdomains included); None: any public host."""
+    sandbox_enabled: bool = False
+    readable_paths: tuple[Path, ...] = ()
+    """With the sandbox enabled, a local file must sit under one of these (readable_paths
+    and allowed_paths together), symlinks and `..` resolved first."""
+    addresses: AddressPolicy = field(default_factory=AddressPolicy)
+    max_bytes: int = MAX_BYTES
+    download_timeout: float = DOWNLOAD_TIMEOUT
+    """Seconds for a whole download, redirects included."""
+
+
+async def load_attachment(
+    spec: AttachmentSpec, *, base_dir: Path, transport: Transport,
+    policy: AttachmentPolicy | None = None,
+) -> MediaPart:
+    """Read one attachment into a part. Raises ConfigError naming the source and the fault."""
+    policy = policy or AttachmentPolicy()
+    source = spec.source.strip()
+    if not source:
+        raise ConfigError("attachment source is empty")
+    scheme = source.split(":", 1)[0].lower() if ":" in source else ""
+    if scheme in ("http", "https"):
+        if spec.fetch == "provider":
+            return await _by_url(spec, source, policy)
+        data, content_type = await _download(source, transport, policy)
+        media = _media_type(spec, _extension_type(urlsplit(source).path), content_type)
+    elif scheme == "data":
+        data, own_type = _data_url(source, policy.max_bytes)
+        media = _media_type(spec, own_type, None, own_wins=True)
+    elif _looks_base64(source):
+        data = _base64(source, policy.max_bytes)
+        media = _media_type(spec, None, None)
+    else:
+        path = await _read_file(source, base_dir, policy)
+        data, media = path[0], _media_type(spec, _extension_type(path[1]), None)
+    return _part(spec.type, media, data=data)
+
+
+def check_attachments(parts: Iterable[object], caps: Capabilities) -> str | None:
+    """None when a provider with these capabilities takes every part, else the reason."""
+    for part in parts:
+        if isinstance(part, ImagePart):
+            if not caps.image:
+                return "it does not take images"
+            if part.data is None and part.url is not None and not caps.image_url:
+                return "it does not fetch images by URL (use fetch: local)"
+        elif isinstance(part, DocumentPart):
+            if not caps.pdf:
+                return "it does not take PDF documents"
+            if part.data is None and not caps.image_url:
+                return "it does not fetch documents by URL (use fetch: local)"
+        elif isinstance(part, AudioPart) and not _audio_ok(part.media_type, caps.audio_types):
+            if not caps.audio_types:
+                return "it does not take audio"
+            return f"it does not take {part.media_type} audio"
+    return None
+
+
+def _audio_ok(media_type: str, accepted: frozenset[str]) -> bool:
+    if not accepted:
+        return False
+    subtype = media_type.split("/", 1)[-1].lower()
+    aliases = {subtype, media_type.lower()}
+    if subtype in ("mpeg", "mp3", "x-mp3"):
+        aliases |= {"mp3", "audio/mpeg", "audio/mp3"}
+    if subtype in ("wav", "x-wav", "wave", "vnd.wave"):
+        aliases |= {"wav", "audio/wav", "audio/x-wav"}
+    return bool(aliases & {a.lower() for a in accepted})
+
+
+# --- media types ----------------------------------------------------------------------------
+
+
+def _extension_type(path: str) -> str | None:
+    return _EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+
+
+def _agrees(kind: AttachmentType, media_type: str) -> bool:
+    if kind == "image":
+        return media_type.startswith("image/")
+    if kind == "pdf":
+        return media_type == "application/pdf"
+    return media_type.startswith("audio/")
+
+
+def _media_type(
+    spec: AttachmentSpec, guessed: str | None, content_type: str | None, *,
+    own_wins: bool = False,
+) -> str:
+    """The field, else the extension, else the Content-Type, else the fallback; a data:
+    URL's own type wins over all. One that contradicts `type` is refused."""
+    if own_wins and guessed:
+        media = guessed
+    else:
+        media = spec.media_type or guessed or content_type or _FALLBACK[spec.type]
+    media = media.split(";", 1)[0].strip().lower()
+    if not _agrees(spec.type, media):
+        raise ConfigError(
+            f"attachment {_short(spec.source)}: media type {media!r} contradicts "
+            f"type {spec.type!r}"
+        )
+    return media
+
+
+def _part(kind: AttachmentType, media: str, *, data: bytes | None = None,
+          url: str | None = None) -> MediaPart:
+    if kind == "image":
+        return ImagePart(media_type=media, data=data, url=url)
+    if kind == "pdf":
+        return DocumentPart(media_type=media, data=data, url=url)
+    return AudioPart(media_type=media, data=data)
+
+
+def _short(source: str) -> str:
+    return repr(source if len(source) <= 80 else source[:60] + "...")
+
+
+def _too_large(source: str, limit: int) -> ConfigError:
+    return ConfigError(f"attachment {_short(source)} is larger than {limit // (1024 * 1024)} MB")
+
+
+# --- inline sources -----------------------------------------------------------------------
+
+
+def _data_url(source: str, limit: int) -> tuple[bytes, str | None]:
+    head, sep, payload = source.partition(",")
+    if not sep:
+        raise ConfigError(f"attachment {_short(source)}: a data: URL needs a comma")
+    meta = head[5:].split(";")
+    own_type = meta[0].strip() or None
+    if len(payload) > limit * 4 // 3 + 4:
+        raise _too_large(source, limit)
+    if "base64" in (m.strip().lower() for m in meta[1:]):
+        data = _base64(payload, limit, source=source)
+    else:
+        data = unquote_to_bytes(payload)
+    if len(data) > limit:
+        raise _too_large(source, limit)
+    return data, own_type
+
+
+def _looks_base64(source: str) -> bool:
+    return len(source) >= _MIN_BASE64 and "." not in source and bool(
+        _BASE64.fullmatch(source.replace("\n", "").replace("\r", ""))
+    )
+
+
+def _base64(text: str, limit: int, *, source: str | None = None) -> bytes:
+    if len(text) > limit * 4 // 3 + 4:
+        raise _too_large(source or text, limit)
+    compact = "".join(text.split())
+    try:
+        if "-" in compact or "_" in compact:
+            data = base64.urlsafe_b64decode(compact + "=" * (-len(compact) % 4))
+        else:
+            data = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigError(f"attachment {_short(source or text)}: invalid base64 ({exc})") from exc
+    if len(data) > limit:
+        raise _too_large(source or text, limit)
+    return data
+
+
+# --- local files ----------------------------------------------------------------------------
+
+
+async def _read_file(source: str, base_dir: Path, policy: AttachmentPolicy) -> tuple[bytes, str]:
+    def read() -> tuple[bytes, str]:
+        path = Path(source).expanduser()
+        if not path.is_absolute():
+            path = base_dir / path
+        resolved = path.resolve()
+        if policy.sandbox_enabled:
+            roots = [Path(p).expanduser().resolve() for p in policy.readable_paths]
+            if not any(resolved == root or resolved.is_relative_to(root) for root in roots):
+                raise ConfigError(
+                    f"attachment {_short(source)}: {resolved} is outside the sandbox's "
+                    "readable_paths/allowed_paths"
+                )
+        if not resolved.is_file():
+            raise ConfigError(f"attachment file not found: {path}")
+        size = resolved.stat().st_size
+        if size > policy.max_bytes:
+            raise _too_large(source, policy.max_bytes)
+        with resolved.open("rb") as handle:
+            data = handle.read(policy.max_bytes + 1)
+        if len(data) > policy.max_bytes:
+            raise _too_large(source, policy.max_bytes)
+        return data, resolved.name
+
+    return await asyncio.to_thread(read)
+
+
+# --- URLs -----------------------------------------------------------------------------------
+
+
+def _literal_ip(host: str) -> str | None:
+    """An IP literal, legacy IPv4 spellings included (`2130706433`, `0x7f.1`), as the
+    address it is, so it is judged with no name lookup."""
+    try:
+        return str(ipaddress.ip_address(host.split("%")[0]))
+    except ValueError:
+        pass
+    if not re.fullmatch(r"[0-9a-fA-Fx.]+", host) or not any(c.isdigit() for c in host):
+        return None
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+async def _check_address(url: str, policy: AttachmentPolicy) -> None:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    literal = _literal_ip(host)
+    try:
+        if literal is not None:
+            if not policy.addresses.permits(host, literal):
+                shown = host if host == literal else f"{host} is {literal},"
+                raise AddressRefused(
+                    f"refused {url!r}: {shown} a private, loopback or link-local address"
+                )
+            return
+        await check_url(url, policy.addresses)
+    except AddressRefused as exc:
+        raise ConfigError(f"attachment URL refused: {exc}") from exc
+
+
+def _check_network(url: str, policy: AttachmentPolicy) -> None:
+    host = urlsplit(url).hostname or ""
+    if not policy.allow_network:
+        raise ConfigError(f"attachment {_short(url)}: downloads are off "
+                          "(sandbox.allow_network: false)")
+    if policy.allowed_domains is not None and not host_matches(host, policy.allowed_domains):
+        raise ConfigError(f"attachment {_short(url)}: {host} is not in sandbox.allowed_domains")
+
+
+async def _by_url(spec: AttachmentSpec, url: str, policy: AttachmentPolicy) -> MediaPart:
+    if spec.type != "image":
+        raise ConfigError(
+            f"attachment {_short(url)}: fetch: provider takes images only; "
+            f"use fetch: local for a {spec.type}"
+        )
+    await _check_address(url, policy)
+    media = _media_type(spec, _extension_type(urlsplit(url).path), None)
+    return _part("image", media, url=url)
+
+
+async def _download(url: str, transport: Transport, policy: AttachmentPolicy) -> tuple[
+    bytes, str | None
+]:
+    from agentloom.http._base import HttpRequest, HttpTimeout, TransportError
+
+    limit = policy.max_bytes
+    current = url
+    try:
+        async with asyncio.timeout(policy.download_timeout):
+            for _hop in range(MAX_REDIRECTS + 1):
+                if urlsplit(current).scheme.lower() not in ("http", "https"):
+                    raise ConfigError(f"attachment {_short(url)}: redirect to a non-HTTP URL "
+                                      f"{_short(current)}")
+                _check_network(current, policy)
+                await _check_address(current, policy)
+                response = await transport.handle(HttpRequest(
+                    method="GET", url=current, stream=True,
+                    # A little past our own deadline, so that one fires, with its message.
+                    timeout=HttpTimeout(connect=min(10.0, policy.download_timeout),
+                                        read=policy.download_timeout + 1,
+                                        total=policy.download_timeout + 1),
+                ))
+                try:
+                    if response.status in _REDIRECTS:
+                        location = response.headers.get("location")
+                        if not location:
+                            raise ConfigError(f"attachment {_short(url)}: redirect without "
+                                              "a Location header")
+                        current = urljoin(current, location)
+                        continue
+                    if not 200 <= response.status < 300:
+                        raise ConfigError(f"attachment {_short(url)}: download failed with "
+                                          f"HTTP {response.status}")
+                    declared = response.headers.get("content-length", "")
+                    if declared.isdigit() and int(declared) > limit:
+                        raise _too_large(url, limit)
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > limit:
+                            raise _too_large(url, limit)
+                        chunks.append(chunk)
+                    return b"".join(chunks), response.headers.get("content-type")
+                finally:
+                    await response.aclose()
+    except TimeoutError:
+        raise ConfigError(f"attachment {_short(url)}: download took over "
+                          f"{policy.download_timeout:g} s") from None
+    except TransportError as exc:
+        raise ConfigError(f"attachment {_short(url)}: download failed ({exc})") from exc
+    raise ConfigError(f"attachment {_short(url)}: more than {MAX_REDIRECTS} redirects")

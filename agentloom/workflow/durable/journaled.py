@@ -1,0 +1,197 @@
+"""The wrappers that make a run durable without its step modules knowing.
+
+`JournaledClients` hands out model clients that store every reply under (step, turn,
+request hash) and, on resume, serve the replies already paid for instead of asking
+again. `JournaledTools` hands out toolboxes that journal each call (`in_flight` before it
+runs, `done` with its result after), reuse finished calls on resume, re-run an
+interrupted one only when its tool is idempotent, and deliver a person's answer to the
+call that asked for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentloom.messages import ToolCallPart, ToolResultPart, Usage
+from agentloom.store import tool_call_resume_action
+from agentloom.workflow.durable.run import _UNSET, PauseRun, _call_answer
+from agentloom.workflow.engine.functions import NESTED_USAGE
+from agentloom.workflow.engine.nested import sum_usage
+
+if TYPE_CHECKING:
+    from agentloom.loop import ToolContext
+    from agentloom.workflow.durable.run import DurableRun
+
+
+class JournaledClients:
+    """A client factory whose clients store every reply and serve stored ones on resume."""
+
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def client(self, **kwargs: Any) -> Any:
+        return _JournaledClient(self._inner.client(**kwargs), self._durable)
+
+
+class _JournaledClient:
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def complete(self, request: Any, **kwargs: Any) -> Any:
+        from agentloom.recording import current_call_context, model_request_hash
+
+        ctx = current_call_context.get()
+        if ctx is None or ctx.step_id is None or ctx.turn is None:
+            return await self._inner.complete(request, **kwargs)
+        from agentloom.workflow.durable.scope import scope_prefix
+
+        d = self._durable
+        try:
+            key = (scope_prefix.get() + ctx.step_id, ctx.turn, model_request_hash(request))
+        except (TypeError, ValueError):  # a request the hash can't read is not journalled
+            return await self._inner.complete(request, **kwargs)
+        stored = d._exchanges.pop(key, None)
+        if stored is not None:
+            d.served_exchanges += 1
+            return stored
+        response = await self._inner.complete(request, **kwargs)
+        await d.store.record_model_exchange(d.run_id, key[0], key[1], key[2],
+                                            d._redact(response))
+        return response
+
+
+class JournaledTools:
+    """A tool source whose toolboxes journal every call and let `PauseRun` through."""
+
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def toolbox(self, declared: Any, **kwargs: Any) -> Any:
+        signals = (*kwargs.pop("control_signals", ()), PauseRun)
+        try:
+            box = self._inner.toolbox(declared, control_signals=signals, **kwargs)
+        except TypeError:  # a source without control signals
+            box = self._inner.toolbox(declared, **kwargs)
+        return _JournaledBox(box, self._durable)
+
+
+class _JournaledBox:
+    def __init__(self, inner: Any, durable: DurableRun) -> None:
+        self._inner = inner
+        self._durable = durable
+
+    @property
+    def specs(self) -> Any:
+        return self._inner.specs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _idempotent(self, name: str) -> bool:
+        tool = getattr(self._inner, "_by_name", {}).get(name)
+        return bool(getattr(tool, "idempotent", False))
+
+    async def call(self, call: ToolCallPart, ctx: ToolContext) -> ToolResultPart:
+        from agentloom.workflow.durable.scope import call_scope, scope_prefix
+
+        d, step = self._durable, ctx.step_id
+        if step is None:
+            return await self._inner.call(call, ctx)  # type: ignore[no-any-return]
+        # In a nested run (a subworkflow, a function's body) the step id is namespaced.
+        step = scope_prefix.get() + step
+        # Some providers number calls per reply (call_0 every turn): the turn makes the
+        # journal key unique within the step, and a count the retries of the step.
+        base = f"{ctx.turn}:{call.id}"
+        n = d._seen[(step, base)] = d._seen.get((step, base), 0) + 1
+        key = base if n == 1 else f"{base}#{n}"
+        record = d._tools.pop((step, key), None)
+        answer = _UNSET
+        paused = d.resumed.paused if d.resumed is not None else None
+        resumed_here = (paused is not None and paused.step_id == step
+                        and paused.call_id == key)
+        # A step of a workflow function's body paused inside this call: the call runs
+        # again and the body resumes (its finished steps restored, the answer delivered
+        # to the step that asked, under its own namespaced id).
+        inside = paused is not None and paused.step_id.startswith(f"{step}/{key}/")
+        action = tool_call_resume_action(record)
+        if record is not None and action == "reuse":
+            d.reused_tool_calls += 1
+            stored = record.result or {}
+            _add_usage(stored.get("usage"))  # a function's model calls, paid before
+            return ToolResultPart(call_id=call.id, name=call.name,
+                                  content=str(stored.get("content", "")),
+                                  is_error=bool(stored.get("is_error", False)))
+        if inside:
+            action = "rerun"
+        elif resumed_here and paused is not None:
+            if paused.waiting_for == "answer" and d.decision.has_answer:
+                answer = d.decision.answer
+            elif paused.waiting_for == "decision" and d.decision.approve is False:
+                return await self._done(step, ctx.turn, key, call, ToolResultPart(
+                    call_id=call.id, name=call.name, is_error=True,
+                    content="this call was interrupted and a person chose not to run it "
+                            "again; its effect, if any, is unknown"))
+            action = "rerun"
+        if action == "needs_decision":
+            raise PauseRun(
+                "decision", f"tool call {call.name} ({call.id}) was in flight when the run "
+                "stopped and the tool is not idempotent: it may or may not have run",
+                data={"tool": call.name, "arguments": call.arguments},
+                step_id=step, call_id=key)
+        await d.store.record_tool_call(
+            d.run_id, step, ctx.turn, key, status="in_flight",
+            idempotent=self._idempotent(call.name), name=call.name,
+            arguments=d._redact(call.arguments))
+        token = _call_answer.set(answer)
+        scope_token = call_scope.set(_scope_of(d, step, key))
+        spent: list[Any] = []  # a workflow function's model usage, kept with its result
+        usage_token = NESTED_USAGE.set(spent)
+        try:
+            result: ToolResultPart = await self._inner.call(call, ctx)
+        except PauseRun as exc:
+            if exc.step_id is None:  # `ask(...)` in the tool itself; else a nested step's
+                exc.step_id, exc.call_id = step, key
+            raise
+        finally:
+            NESTED_USAGE.reset(usage_token)
+            call_scope.reset(scope_token)
+            _call_answer.reset(token)
+        usage = sum_usage(spent)
+        _add_usage(usage)
+        d.drop_children(f"{step}/{key}/")  # the call's result now stands for its body
+        return await self._done(step, ctx.turn, key, call, result, usage)
+
+    async def _done(self, step: str, turn: int, key: str, call: ToolCallPart,
+                    result: ToolResultPart, usage: Any = None) -> ToolResultPart:
+        d = self._durable
+        stored = {"content": d._redact(result.content), "is_error": result.is_error}
+        if usage is not None:
+            stored["usage"] = usage
+        await d.store.record_tool_call(
+            d.run_id, step, turn, key, status="done",
+            idempotent=self._idempotent(call.name), name=call.name,
+            arguments=d._redact(call.arguments), result=stored)
+        return result
+
+
+def _add_usage(usage: Any) -> None:
+    sink = NESTED_USAGE.get()
+    if sink is not None and isinstance(usage, Usage):
+        sink.append(usage)
+
+
+def _scope_of(durable: DurableRun, step: str, key: str) -> Any:
+    """The durable scope a workflow function's body runs in for this call."""
+    return durable.child(f"{step}/{key}")

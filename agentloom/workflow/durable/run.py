@@ -1,0 +1,428 @@
+"""Durable runs: write-ahead checkpoints, resume without repeats, and pauses for a person.
+
+The engine calls a `DurableRun` at four points (start, each finished step, each tool-loop
+turn, the end); everything else goes through wrappers, so step modules stay unaware:
+the model clients are wrapped to store every reply (and, on resume, to serve the replies
+already paid for), the tool source is wrapped to journal every call (`in_flight` before
+it runs, `done` with its result after). A resumed run restores finished steps, the saved
+conversation of an interrupted tool loop and the journalled tool results; a call left in
+flight is re-run only when its tool is idempotent, else the run stops `needs_decision`.
+
+`PauseRun` is the control signal of a pause: `approval_gate` and `ask` steps raise it,
+and so does `ask(...)` inside a tool function, whose call is re-run with the answer.
+Nested runs (subworkflows, map items, `on_error` blocks, workflow function bodies) see
+this run through a namespaced `DurableScope` (`_durable_scope.py`). A `worker_id` makes
+the run hold a claim in the store while it runs, so two processes never continue it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from contextvars import ContextVar
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import AgentLoomError
+from agentloom.loop._journal import LoopRestore, current_journal
+from agentloom.messages import Message, Usage
+from agentloom.store import Checkpoint, PauseInfo, ToolLoopProgress
+
+if TYPE_CHECKING:
+    from agentloom.redact import Redactor
+    from agentloom.store import CheckpointStore, ToolCallRecord
+    from agentloom.workflow.engine.result import StepResult
+
+_UNSET: Any = object()
+
+
+class PauseRun(Exception):
+    """Stop the run here and wait for a person. Raised by `approval_gate`, `ask` steps
+    and `ask(...)` in a tool function; never a tool failure (ToolSets let it through)."""
+
+    pause = True
+
+    def __init__(self, waiting_for: str, prompt: str | None = None, *,
+                 data: dict[str, Any] | None = None, step_id: str | None = None,
+                 call_id: str | None = None) -> None:
+        self.waiting_for = waiting_for
+        self.prompt = prompt
+        self.data = dict(data or {})
+        self.step_id = step_id
+        self.call_id = call_id
+        super().__init__(f"paused: waiting for {waiting_for}"
+                         + (f" ({prompt})" if prompt else ""))
+
+    def info(self) -> PauseInfo:
+        return PauseInfo(step_id=self.step_id or "", waiting_for=self.waiting_for,
+                         prompt=self.prompt, call_id=self.call_id, data=self.data)
+
+
+class ResumeError(AgentLoomError):
+    """A run that cannot be resumed as asked; nothing stored was changed."""
+
+
+_call_answer: ContextVar[Any] = ContextVar("agentloom_call_answer", default=_UNSET)
+current_durable: ContextVar[DurableRun | None] = ContextVar(
+    "agentloom_durable_run", default=None)
+
+
+ANSWER_KINDS = ("text", "choose_one", "choose_many", "secret")
+
+
+def ask(question: str, *, kind: str = "text", choices: list[str] | None = None) -> Any:
+    """Ask a person from inside a tool function. The first time, the run pauses; when it
+    is resumed with `--answer`, the tool call runs again and this returns the answer."""
+    answer = _call_answer.get()
+    if answer is not _UNSET:
+        return answer
+    if kind not in ANSWER_KINDS:
+        raise ValueError(f"ask(kind={kind!r}): expected one of {', '.join(ANSWER_KINDS)}")
+    raise PauseRun("answer", question, data={"kind": kind, "choices": choices})
+
+
+def coerce_answer(kind: str, choices: list[str] | None, raw: Any) -> Any:
+    """The answer typed as `kind` asks; raises ValueError naming what is wrong."""
+    if kind in ("text", "secret"):
+        return raw if isinstance(raw, str) else str(raw)
+    options = list(choices or [])
+    if kind == "choose_one":
+        value = str(raw).strip()
+        if value not in options:
+            raise ValueError(f"answer {value!r} is not one of the choices: "
+                             f"{', '.join(options)}")
+        return value
+    if kind == "choose_many":
+        picked = ([str(v).strip() for v in raw] if isinstance(raw, list)
+                  else [v.strip() for v in str(raw).split(",") if v.strip()])
+        wrong = [v for v in picked if v not in options]
+        if wrong:
+            raise ValueError(f"{', '.join(map(repr, wrong))} not among the choices: "
+                             f"{', '.join(options)}")
+        return picked
+    raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def workflow_hash(text: str | bytes) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(slots=True, kw_only=True)
+class Decision:
+    """What `agentloom resume` brings: an approval, a rejection or an answer."""
+
+    approve: bool | None = None
+    answer: Any = _UNSET
+
+    @property
+    def has_answer(self) -> bool:
+        return self.answer is not _UNSET
+
+
+_KEPT = frozenset({
+    "id", "type", "status", "output", "text", "error", "error_type", "reason", "attempts",
+    "usage", "model", "provider", "finish_reason", "time_to_first_token",
+    "reasoning_content", "iterations", "started_at", "duration_seconds"})
+"""The StepResult fields a checkpoint keeps (plain values; reports are not resumed)."""
+
+_STORE_STATUS = {"success": "succeeded", "failed": "failed", "deadline_exceeded": "timeout",
+                 "budget_exceeded": "budget_exceeded", "cancelled": "cancelled",
+                 "paused": "paused", "needs_decision": "needs_decision"}
+
+
+@dataclass(slots=True)
+class DurableRun:
+    """One run's link to its store. Build it with `start` (a new run) or `resume`."""
+
+    store: CheckpointStore
+    run_id: str
+    workflow_hash: str
+    redactor: Redactor | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    resumed: Checkpoint | None = None
+    decision: Decision = field(default_factory=Decision)
+    now: Any = None
+    """Wall-clock source (UTC datetime) for approval deadlines; injectable for tests."""
+    _tools: dict[tuple[str, str], ToolCallRecord] = field(default_factory=dict)
+    _exchanges: dict[tuple[str, int, str], Any] = field(default_factory=dict)
+    _loops: dict[str, ToolLoopProgress] = field(default_factory=dict)
+    _loop_usage: dict[str, Any] = field(default_factory=dict)
+    _loop_nested: dict[str, Any] = field(default_factory=dict)
+    """Step -> model usage of the workflow functions its finished loop turns called."""
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _restored: set[str] = field(default_factory=set)
+    _decided: set[str] = field(default_factory=set)
+    _seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    _run: Any = None
+    _child_results: dict[str, Any] = field(default_factory=dict)
+    """Finished steps of nested runs (namespaced `parent/step`) whose parent step is not
+    finished yet: see `_durable_scope.py`."""
+    _child_not_taken: dict[str, str] = field(default_factory=dict)
+    worker_id: str | None = None
+    """Set by the CLI: this process holds the run's claim (renewed as it saves) so a
+    second `agentloom resume` of the same run is refused while this one runs."""
+    lease_seconds: float = 120.0
+    _claimed_at: float | None = None
+    served_exchanges: int = 0
+    reused_tool_calls: int = 0
+    _final: set[str] = field(default_factory=set)
+    """Steps the engine has finished with (`step_done`): their stored form is reused."""
+    _final_cache: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    async def begin(self, engine_run: Any, workflow_name: str) -> None:
+        """Register the run (new) or load what the resume needs."""
+        self._run = engine_run
+        if self.resumed is None:
+            await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
+                                        self._state(engine_run.ctx.state), meta=self.meta)
+            await self._renew_claim()
+            return
+        cp = self.resumed
+        for rec in await self.store.get_tool_calls(self.run_id):
+            self._tools[(rec.step_id, rec.call_id)] = rec
+        for ex in await self.store.get_model_exchanges(self.run_id):
+            self._exchanges[(ex.step_id, ex.turn, ex.request_hash)] = ex.response
+        self._loops = {p.step_id: p for p in cp.tool_loops}
+        self._loop_usage = dict(cp.extra.get("loop_usage") or {})
+        self._loop_nested = dict(cp.extra.get("loop_nested_usage") or {})
+        self._child_results = {k: v for k, v in cp.step_results.items() if "/" in k}
+        for target, router in (cp.extra.get("not_taken") or {}).items():
+            if "/" in target:
+                self._child_not_taken[target] = router
+            else:
+                engine_run.not_taken[target] = router
+
+    def restored_step(self, node_id: str) -> StepResult | None:
+        """The result of a step that finished before the run stopped (not run again)."""
+        if self.resumed is None:
+            return None
+        raw = self.resumed.step_results.get(node_id)
+        if raw is None:
+            return None
+        from agentloom.workflow.engine.result import StepResult, StepStatus
+
+        names = {f.name for f in fields(StepResult)} & _KEPT
+        kw = {k: v for k, v in raw.items() if k in names}
+        kw["status"] = StepStatus(kw.get("status", "success"))
+        return StepResult(**kw)
+
+    async def save(self, status: str = "running", paused: PauseInfo | None = None) -> None:
+        """One atomic checkpoint of the whole run as it is now."""
+        run = self._run
+        from agentloom.workflow.engine.result import StepStatus
+
+        results: dict[str, Any] = {}
+        for node_id, r in run.results.items():
+            if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
+                results[node_id] = self._final_raw(node_id, r)
+        results.update(self._child_results)
+        cp = Checkpoint(
+            state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
+            step_results=results, tool_loops=list(self._loops.values()), paused=paused,
+            cost_usd=_cost(run.results.values()),
+            extra={"not_taken": {**run.not_taken, **self._child_not_taken},
+                   "loop_usage": dict(self._loop_usage),
+                   "loop_nested_usage": dict(self._loop_nested)},
+        )
+        async with self._lock:
+            await self.store.save_checkpoint(self.run_id, cp)
+        await self._renew_claim()
+
+    def _final_raw(self, node_id: str, r: StepResult) -> dict[str, Any]:
+        """A step's stored form; once the engine is done with the step (`step_done`),
+        made once and encoded once for every later checkpoint of the run, for as long as
+        the redactor knows the same secrets (a new one redacts the old results anew)."""
+        if node_id not in self._final:
+            return self._raw(r)
+        epoch = self._redaction_epoch()
+        hit = self._final_cache.get(node_id)
+        if hit is not None and hit[0] is r and hit[1] is epoch:
+            cached: dict[str, Any] = hit[2]
+            return cached
+        from agentloom.store._serde import EncodeOnce
+
+        raw = EncodeOnce(self._raw(r))
+        if epoch is not _UNSET:
+            self._final_cache[node_id] = (r, epoch, raw)
+        return raw
+
+    def _redaction_epoch(self) -> Any:
+        # The redactor's compiled secrets change exactly when it learns a new secret.
+        if self.redactor is None:
+            return None
+        from agentloom.redact import Redactor
+
+        if type(self.redactor) is not Redactor:
+            return _UNSET  # a redactor we can't see into: never reuse
+        return self.redactor._secret_re
+
+    def _raw(self, r: StepResult) -> dict[str, Any]:
+        raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
+        raw["status"] = r.status.value
+        raw["output"] = self._redact(r.output)
+        raw["text"] = self._redact(r.text)
+        return raw
+
+    async def finish(self, result: Any, paused: PauseRun | None) -> None:
+        status = _STORE_STATUS.get(result.status.value, "failed")
+        await self.save(status, paused.info() if paused is not None else None)
+        if self.worker_id is not None and hasattr(self.store, "release_claim"):
+            await self.store.release_claim(self.run_id, self.worker_id)
+
+    async def _renew_claim(self) -> None:
+        if self.worker_id is None or not hasattr(self.store, "claim_run"):
+            return
+        import time
+
+        now = time.monotonic()
+        if self._claimed_at is not None and now - self._claimed_at < self.lease_seconds / 3:
+            return
+        self._claimed_at = now
+        await self.store.claim_run(self.run_id, self.worker_id, self.lease_seconds)
+
+    # --- nested runs (see _durable_scope.py) ---------------------------------------------
+
+    def key(self, step_id: str) -> str:
+        return step_id
+
+    def child(self, name: str) -> Any:
+        """The durable view of a nested run named `name` (a step id, `step/index`...)."""
+        from agentloom.workflow.durable.scope import DurableScope
+
+        return DurableScope(self, f"{name}/")
+
+    def keep_child_result(self, key: str, result: StepResult) -> None:
+        from agentloom.workflow.engine.result import StepStatus
+
+        if result.status in (StepStatus.SUCCESS, StepStatus.FAILED):
+            self._child_results[key] = self._raw(result)
+
+    def keep_child_not_taken(self, key: str, router: str) -> None:
+        self._child_not_taken[key] = router
+
+    def child_not_taken(self, prefix: str) -> dict[str, str]:
+        return {k: v for k, v in self._child_not_taken.items() if k.startswith(prefix)}
+
+    def drop_children(self, prefix: str) -> None:
+        """Forget the nested records under `prefix`: what ran them has its own result."""
+        for table in (self._child_results, self._child_not_taken, self._loops,
+                      self._loop_usage, self._loop_nested):
+            for k in [k for k in table if k.startswith(prefix)]:
+                del table[k]
+
+    # --- the tool loop (LoopJournal) ---------------------------------------------------
+
+    def restore(self, step_id: str) -> LoopRestore | None:
+        progress = self._loops.get(step_id) if self.resumed is not None else None
+        if progress is None or step_id in self._restored:
+            return None
+        self._restored.add(step_id)
+        usage = self._loop_usage.get(step_id)
+        nested = self._loop_nested.get(step_id)
+        if isinstance(nested, Usage):  # functions called in the turns already done
+            from agentloom.workflow.engine.functions import NESTED_USAGE
+
+            sink = NESTED_USAGE.get()
+            if sink is not None:
+                sink.append(nested)
+        return LoopRestore(messages=list(progress.messages), turn=progress.turn,
+                           usage=usage if isinstance(usage, Usage) else Usage())
+
+    async def on_turn(self, step_id: str, turn: int, messages: list[Message],
+                      usage: Usage) -> None:
+        self._loops[step_id] = ToolLoopProgress(step_id=step_id, turn=turn,
+                                                messages=list(self._redact(messages)))
+        self._loop_usage[step_id] = usage
+        from agentloom.workflow.engine.functions import NESTED_USAGE
+        from agentloom.workflow.engine.nested import sum_usage
+
+        nested = sum_usage(list(NESTED_USAGE.get() or ()))
+        if nested is not None:
+            self._loop_nested[step_id] = nested
+        await self.save()
+
+    async def step_done(self, node_id: str) -> None:
+        self._final.add(node_id)  # the engine won't change this step's result again
+        self._loops.pop(node_id, None)
+        self._loop_usage.pop(node_id, None)
+        self._loop_nested.pop(node_id, None)
+        self.drop_children(f"{node_id}/")
+        await self.save()
+
+    # --- decisions -------------------------------------------------------------------
+
+    def take_decision(self, step_id: str) -> tuple[Decision, datetime | None] | None:
+        """The decision for the step the run paused at (and when it paused), once."""
+        cp = self.resumed
+        if cp is None or cp.paused is None or cp.paused.step_id != step_id \
+                or cp.paused.call_id is not None or step_id in self._decided:
+            return None
+        self._decided.add(step_id)
+        return self.decision, cp.created_at
+
+    def add_secret(self, value: str, *, key: str | None = None) -> None:
+        """A value that must be redacted from here on (a `secret` answer), and the state
+        key it is written to (redacted by name, however short the value)."""
+        if self.redactor is None:
+            from agentloom.redact import Redactor
+
+            self.redactor = Redactor()
+        self.redactor.add_secrets([value])
+        if key:
+            self.redactor.add_keys([key])
+
+    def clock_now(self) -> datetime:
+        return self.now() if self.now is not None else datetime.now(UTC)
+
+    # --- wrappers --------------------------------------------------------------------
+
+    def wrap_clients(self, factory: Any) -> Any:
+        from agentloom.workflow.durable.journaled import JournaledClients
+
+        return JournaledClients(factory, self)
+
+    def wrap_tools(self, source: Any) -> Any:
+        from agentloom.workflow.durable.journaled import JournaledTools
+
+        return None if source is None else JournaledTools(source, self)
+
+    def bind(self) -> Any:
+        """Set the context variables steps and loops find this run through."""
+        return current_durable.set(self), current_journal.set(self)
+
+    def unbind(self, tokens: Any) -> None:
+        durable, journal = tokens
+        current_journal.reset(journal)
+        current_durable.reset(durable)
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _state(self, state: dict[str, Any]) -> dict[str, Any]:
+        if self.redactor is None:
+            return state
+        out: dict[str, Any] = self.redactor.redact_state(state)
+        return out
+
+    def _redact(self, value: Any) -> Any:
+        if self.redactor is None or value is None:
+            return value
+        if isinstance(value, str):
+            return self.redactor.redact_text(value)
+        return self.redactor.redact_state(value)
+
+
+def _cost(results: Any) -> Decimal | None:
+    total, seen = Decimal(0), False
+    for r in results:
+        if r.usage is None:
+            continue
+        if r.usage.cost_usd is None:
+            return None
+        total += r.usage.cost_usd
+        seen = True
+    return total if seen else None

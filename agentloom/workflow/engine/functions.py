@@ -1,0 +1,427 @@
+"""Workflow functions (spec 004) and the file's tool references, checked at load.
+
+A `functions:` entry is a small workflow of its own: its steps are checked by the same
+loader (so their problems carry the file's line numbers), may read `{args.<name>}`, and
+run as a nested run when the model calls the function; the `return` template, rendered
+after them, is what the model reads. A body sees its arguments, its own steps' outputs
+and the file's `state:` defaults, never the calling run's live state: concurrent calls
+stay independent and a call's result depends only on its arguments.
+
+The same pass records every tool name a step declares, with its line, so the run can
+check them against the real registry (Python tools and MCP tools are known only then).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import difflib
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import ToolError, WorkflowError
+from agentloom.workflow.lang.templates import Template
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agentloom.tools import FunctionTool
+    from agentloom.workflow.engine.context import ClientFactory, ToolSource
+    from agentloom.workflow.load.loader import PrepareContext, _Checker
+    from agentloom.workflow.load.workflow import StepNode, Workflow
+    from agentloom.workflow.schema.workflow import WorkflowDefinition
+
+BUILTIN_NAMES = ("http_request", "shell_command", "file_read", "file_write")
+MAX_DEPTH = 8
+"""Functions calling functions (through their own llm_call steps) nest at most this deep."""
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("agentloom_function_depth",
+                                                             default=0)
+CURRENT_RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("agentloom_current_run",
+                                                                 default=None)
+"""The RunContext whose steps are running (set by `arun_workflow`, inherited by step
+tasks): a function's nested run shares its caller's budget through it."""
+NESTED_USAGE: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "agentloom_nested_usage", default=None)
+"""Set by a step around its tool loop: each function body called in it adds its model
+usage here, so the step's tokens and cost cover every call it made (spec 000)."""
+
+
+@dataclass(slots=True, frozen=True)
+class ToolRef:
+    """A tool name a step declares, where it is written."""
+
+    step_id: str
+    name: str
+    kind: str
+    """`tools`, `functions`, `mcp` or `tool_name`: how the step names it."""
+    line: int | None
+    field: str
+    function: str | None = None
+    """The workflow function whose body holds the step; None at top level."""
+    parameters: Any = None
+    """The JSON Schema the step declares for the tool, if any."""
+
+
+@dataclass(slots=True, frozen=True)
+class FunctionDef:
+    name: str
+    description: str
+    args: dict[str, Any]
+    """The declared args as `agentloom.tools.ArgSpec`."""
+    body: Workflow | None
+    """The steps, as a workflow; None for a function that only returns a template."""
+    returns: Template
+
+
+@dataclass(slots=True)
+class Tooling:
+    functions: dict[str, FunctionDef] = field(default_factory=dict)
+    refs: list[ToolRef] = field(default_factory=list)
+
+
+# -- load time ----------------------------------------------------------------------------
+
+def check_arg_refs(pc: PrepareContext, prepared: Any, allowed: frozenset[str] | None) -> None:
+    """`{args.x}` is legal only in a function's steps, and x must be a declared arg."""
+    templates = getattr(prepared, "templates", None)
+    if templates is None:
+        return
+    for field_path, template in templates():
+        for ref in template.refs:
+            if ref.root != "args":
+                continue
+            name = str(ref.path[0])
+            if allowed is None:
+                pc.report(f"{{{ref.source}}}: args exist only in the steps of a function "
+                          "(top-level `functions:`)", *field_path)
+            elif name not in allowed:
+                declared = ", ".join(sorted(allowed)) or "none"
+                pc.report(f"{{{ref.source}}}: the function has no argument {name!r}"
+                          f"{_hint(name, allowed)} (declared: {declared})", *field_path)
+
+
+def check_tooling(checker: _Checker, definition: WorkflowDefinition,
+                  nodes: dict[str, StepNode], base_dir: Path) -> Tooling:
+    """Load every function body and check every tool reference the file makes; problems
+    go to `checker.problems`, likely typos of tools the run may still provide to
+    `checker.warnings`."""
+    tooling = Tooling()
+    raw_functions = checker.data.get("functions") if isinstance(checker.data, dict) else None
+    for name, decl in definition.functions.items():
+        raw = raw_functions.get(name) if isinstance(raw_functions, dict) else None
+        fn, sub = _load_function(checker, name, decl, raw if isinstance(raw, dict) else {},
+                                 base_dir)
+        if fn is not None:
+            tooling.functions[name] = fn
+            if fn.body is not None and sub is not None:
+                tooling.refs.extend(_refs(sub, fn.body.nodes, name))
+    tooling.refs.extend(_refs(checker, nodes, None))
+    _check_refs(checker, definition, tooling)
+    _check_max_tools(checker, definition, nodes)
+    _check_vendor_tools(checker, nodes)
+    return tooling
+
+
+def _check_vendor_tools(checker: _Checker, nodes: dict[str, StepNode]) -> None:
+    from agentloom.errors import ConfigError
+    from agentloom.tools import normalize_vendor_tools
+
+    for sid, node in nodes.items():
+        items = getattr(node.step, "vendor_tools", None)
+        if items is None:
+            continue
+        try:
+            normalize_vendor_tools(items)
+        except ConfigError as exc:
+            checker.problems.append(WorkflowError(
+                f"step {sid!r}: {exc}", file=checker.filename, field="vendor_tools",
+                line=checker.line_in_step(checker._raw_index[sid], ("vendor_tools",))))
+
+
+def _refs(checker: _Checker, nodes: dict[str, StepNode], function: str | None) -> \
+        list[ToolRef]:
+    out: list[ToolRef] = []
+    agents_seen: set[str] = set()
+    for sid, node in nodes.items():
+        index = checker._raw_index[sid]
+        out.extend(_refs_of(node, lambda fp, i=index: checker.line_in_step(i, fp), function))
+        if node.type == "agent":
+            name = node.step.agent  # type: ignore[attr-defined]
+            if name not in agents_seen:  # an agent's tools are checked once, where defined
+                agents_seen.add(name)
+                out.extend(_agent_refs(checker, sid, name, function))
+    return out
+
+
+def _agent_refs(checker: _Checker, step_id: str, agent: str, function: str | None) -> \
+        list[ToolRef]:
+    """The tools of the agent an `agent` step runs, at their lines under `agents:`."""
+    definition = getattr(checker, "agents", {}).get(agent)
+    if definition is None:
+        return []  # an unknown agent is reported by the step itself
+    raw_agents = checker.data.get("agents") if isinstance(checker.data, dict) else None
+    raw = raw_agents.get(agent) if isinstance(raw_agents, dict) else None
+    raw_tools = raw.get("tools") if isinstance(raw, dict) else None
+    out = []
+    for i, decl in enumerate(definition.declared):
+        line = checker.marks.line_of(raw_tools, i) if raw_tools is not None \
+            else checker.marks.line_of(raw)
+        out.append(ToolRef(step_id, decl.name, "tools", line,
+                           f"agents.{agent}.tools[{i}]", function, decl.parameters))
+    return out
+
+
+def _load_function(checker: _Checker, name: str, decl: Any, raw: dict[str, Any],
+                   base_dir: Path) -> tuple[FunctionDef | None, _Checker | None]:
+    from agentloom.errors import ConfigError
+    from agentloom.tools import ArgSpec
+    from agentloom.workflow.lang.templates import compile_template
+    from agentloom.workflow.load.loader import _Checker as Checker
+    from agentloom.workflow.load.problems import WorkflowProblems
+
+    marks, filename = checker.marks, checker.filename
+    where = marks.line_of(raw) or marks.line_of(checker.data.get("functions"), name)
+    ok = True
+    args: dict[str, Any] = {}
+    for arg_name, a in decl.args.items():
+        config = a.model_dump(exclude_unset=True)
+        try:
+            args[arg_name] = ArgSpec.from_config(arg_name, config)
+        except ConfigError as exc:
+            ok = False
+            checker.problems.append(WorkflowError(f"function {name!r}: {exc}", file=filename,
+                                                  line=where, field=f"functions.{name}.args"))
+    body = None
+    sub = None
+    step_ids: set[str] = set()
+    raw_steps = raw.get("steps")
+    if isinstance(raw_steps, list) and raw_steps:
+        sub_data: dict[str, Any] = {"name": f"{definition_name(checker)}.{name}",
+                                    "steps": raw_steps}
+        for key in ("config", "state", "providers", "agents"):
+            if isinstance(checker.data.get(key), dict) and checker.definition_config is not None:
+                sub_data[key] = checker.data[key]
+        sub = Checker(sub_data, marks, filename)
+        sub.function_args = frozenset(decl.args)
+        try:
+            body = sub.build(base_dir)
+            step_ids = set(body.nodes)
+            checker.warnings.extend(body.warnings)
+        except WorkflowProblems as exc:
+            ok = False
+            for e in exc.errors:
+                checker.problems.append(WorkflowError(
+                    f"function {name!r}: {e.message}", file=e.file, line=e.line, field=e.field))
+    try:
+        returns = compile_template(decl.return_)
+    except WorkflowError as exc:
+        checker.problems.append(WorkflowError(
+            f"function {name!r}, return: {exc.message.removeprefix('Prompt template error: ')}",
+            file=filename, line=marks.line_of(raw, "return") or where,
+            field=f"functions.{name}.return"))
+        return None, None
+    for ref in returns.refs:
+        problem = None
+        if ref.root == "args" and str(ref.path[0]) not in decl.args:
+            problem = (f"{{{ref.source}}}: no argument {str(ref.path[0])!r}"
+                       f"{_hint(str(ref.path[0]), decl.args)}")
+        elif ref.root == "steps" and ref.step_id not in step_ids:
+            problem = (f"{{{ref.source}}}: the function has no step {ref.step_id!r}"
+                       f"{_hint(str(ref.step_id), step_ids)}")
+        if problem:
+            ok = False
+            checker.problems.append(WorkflowError(
+                f"function {name!r}, return: {problem}", file=filename,
+                line=marks.line_of(raw, "return") or where, field=f"functions.{name}.return"))
+    if not ok:
+        return None, None
+    return FunctionDef(name=name, description=decl.description, args=args, body=body,
+                       returns=returns), sub
+
+
+def definition_name(checker: _Checker) -> str:
+    name = checker.data.get("name") if isinstance(checker.data, dict) else None
+    return str(name) if name else "workflow"
+
+
+def _refs_of(node: StepNode, line: Any, function: str | None = None) -> list[ToolRef]:
+    step = node.step
+    out: list[ToolRef] = []
+    if node.type == "llm_call":
+        for kind in ("tools", "functions", "mcp"):
+            for i, item in enumerate(getattr(step, kind, None) or ()):
+                name = item if isinstance(item, str) else item.name
+                field_path = (kind, i)
+                out.append(ToolRef(node.id, name, kind, line(field_path), f"{kind}[{i}]",
+                                   function, getattr(item, "parameters", None)))
+    elif node.type == "tool":
+        out.append(ToolRef(node.id, step.tool_name, "tool_name",  # type: ignore[attr-defined]
+                           line(("tool_name",)), "tool_name", function))
+    return out
+
+
+def _check_refs(checker: _Checker, definition: WorkflowDefinition, tooling: Tooling) -> None:
+    servers = set(definition.mcp_servers)
+    functions = set(definition.functions)
+    known = {*BUILTIN_NAMES, *functions}
+    for ref in tooling.refs:
+        where = f"function {ref.function!r}, step {ref.step_id!r}" if ref.function \
+            else f"step {ref.step_id!r}"
+        server = ref.name.split(".", 1)[0]
+        problem = None
+        if ref.kind == "functions" and ref.name not in functions:
+            problem = (f"unknown function {ref.name!r}{_hint(ref.name, functions)} "
+                       f"(declared under functions: {', '.join(sorted(functions)) or 'none'})")
+        elif ref.kind == "mcp" and server not in servers:
+            problem = (f"unknown MCP server {server!r}{_hint(server, servers)} (declared under "
+                       f"mcp_servers: {', '.join(sorted(servers)) or 'none'})")
+        elif ref.kind in ("tools", "tool_name") and ref.name not in known \
+                and server not in servers:
+            close = difflib.get_close_matches(ref.name, sorted({*known, *servers}), n=1)
+            if close:
+                checker.warnings.append(
+                    f"{checker.filename}:{ref.line}: warning: {where} names tool "
+                    f"{ref.name!r}, which is no built-in, function or MCP server; did you "
+                    f"mean {close[0]!r}? (fine if --tools or a plugin provides it)")
+        if problem is None and ref.parameters is not None:
+            problem = _bad_parameters(ref.name, ref.parameters)
+        if problem:
+            checker.problems.append(WorkflowError(f"{where}, {ref.field}: {problem}",
+                                                  file=checker.filename, line=ref.line,
+                                                  field=ref.field))
+
+
+def _bad_parameters(name: str, parameters: Any) -> str | None:
+    from agentloom.errors import ConfigError
+    from agentloom.tools._tool import check_parameters
+
+    try:
+        check_parameters(name, parameters)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _check_max_tools(checker: _Checker, definition: WorkflowDefinition,
+                     nodes: dict[str, StepNode]) -> None:
+    raw_profiles = checker.data.get("profiles") if isinstance(checker.data, dict) else None
+    profiles = raw_profiles if isinstance(raw_profiles, dict) else {}
+    for sid, node in nodes.items():
+        if node.type != "llm_call":
+            continue
+        # The profile's limit wins over config's, as at run time.
+        profile = profiles.get(getattr(node.step, "profile", None) or "")
+        limit = profile.get("max_tools") if isinstance(profile, dict) else None
+        where = "the profile" if isinstance(limit, int) else "config.max_tools"
+        if not isinstance(limit, int):
+            limit = definition.config.max_tools
+        if limit is None:
+            continue
+        names = {t.name for t in node.step.tools or ()}  # type: ignore[attr-defined]
+        names |= set(node.step.functions or ())  # type: ignore[attr-defined]
+        names |= set(node.step.mcp or ())  # type: ignore[attr-defined]
+        if len(names) > limit:
+            checker.problems.append(WorkflowError(
+                f"step {sid!r}: {len(names)} tools declared, but {where} allows "
+                f"{limit} per call", file=checker.filename,
+                line=checker.line_in_step(checker._raw_index[sid], ("tools",)), field="tools"))
+
+
+def _hint(name: str, options: Any) -> str:
+    close = difflib.get_close_matches(name, sorted(options), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# -- run time -----------------------------------------------------------------------------
+
+def function_tool(fn: FunctionDef, *, clients: ClientFactory, tools: ToolSource,
+                  transport: Any = None, clock: Any = None) -> FunctionTool:
+    """The tool the model calls: coerces the arguments, runs the body as a nested run,
+    renders `return`. A failed body is a ToolError, which the model reads as the call's
+    error result."""
+    from agentloom.tools import FunctionTool
+
+    async def body(args: dict[str, Any]) -> object:
+        depth = _DEPTH.get()
+        if depth >= MAX_DEPTH:
+            raise ToolError(f"function {fn.name!r}: functions nest at most {MAX_DEPTH} deep")
+        token = _DEPTH.set(depth + 1)
+        try:
+            return await _run_body(fn, args, clients=clients, tools=tools,
+                                   transport=transport, clock=clock)
+        finally:
+            _DEPTH.reset(token)
+
+    return FunctionTool(fn.name, fn.description, fn.args, body)
+
+
+async def _run_body(fn: FunctionDef, args: dict[str, Any], *, clients: ClientFactory,
+                    tools: ToolSource, transport: Any, clock: Any) -> object:
+    from agentloom._clock import SYSTEM_CLOCK
+    from agentloom.errors import TemplateError
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.engine.run import _deep_copy, _Run
+    from agentloom.workflow.lang.templates import Scope
+
+    if fn.body is None:
+        scope = Scope({}, {}, args)
+    else:
+        from agentloom.workflow.durable.scope import call_scope
+        from agentloom.workflow.engine.nested import rolled_usage
+
+        parent = CURRENT_RUN.get()
+        # In a durable run the body is durable too: its model calls and tool calls are
+        # journalled (the caller's wrapped clients and tools) under the call's scope.
+        durable = call_scope.get()
+        if durable is not None and parent is not None:
+            clients, tools = parent.clients, parent.tools
+        ctx = RunContext(workflow=fn.body, run_id=f"fn-{fn.name}-{uuid.uuid4().hex[:12]}",
+                         state=_deep_copy(fn.body.definition.state), clients=clients,
+                         tools=tools, clock=clock or SYSTEM_CLOCK, transport=transport)
+        ctx.scope.args = args
+        if parent is not None:
+            ctx.budget = parent.budget
+        token = CURRENT_RUN.set(ctx)
+        scope_token = call_scope.set(None)
+        bound = durable.bind() if durable is not None else None
+        try:
+            result = await _Run(ctx, random.Random(), durable).run()  # type: ignore[arg-type]
+        finally:
+            if durable is not None:
+                durable.unbind(bound)  # type: ignore[arg-type]
+            call_scope.reset(scope_token)
+            CURRENT_RUN.reset(token)
+        sink = NESTED_USAGE.get()
+        usage = rolled_usage([result])
+        if sink is not None and usage is not None:
+            sink.append(usage)
+        if result.pause is not None:
+            _paused(fn, result.pause, durable is not None)
+        if not result.ok:
+            raise ToolError(f"function {fn.name!r} failed: {result.error or result.status}")
+        scope = ctx.scope
+    try:
+        return fn.returns.value(scope)
+    except TemplateError as exc:
+        raise ToolError(f"function {fn.name!r}: its return template failed: "
+                        f"{exc.message.removeprefix('Prompt template error: ')}") from None
+
+
+def _paused(fn: FunctionDef, pause: Any, durable: bool) -> None:
+    """A step of the body waits for a person: in a durable run the whole run pauses
+    (the signal passes the toolbox); without a store there is nothing to resume, so the
+    model reads why the call could not finish."""
+    if durable:
+        raise pause
+    raise ToolError(f"function {fn.name!r} paused at step {pause.step_id!r} waiting for "
+                    f"{pause.waiting_for} ({pause.prompt or ''}), but this run has no "
+                    "checkpoint store to resume from")
+
+
+def declared_tools(step: Any) -> list[Any]:
+    """An llm_call's `tools`, `functions` and `mcp` as one list of tool declarations."""
+    from agentloom.workflow.schema.steps import ToolDecl
+
+    names = [*(step.functions or ()), *(step.mcp or ())]
+    return [*(step.tools or ()), *(ToolDecl(name=n) for n in names)]

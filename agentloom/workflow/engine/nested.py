@@ -1,0 +1,152 @@
+"""Workflows inside workflows: what `subworkflow`, `map` and `on_error` share.
+
+Each of them runs a block of steps as a child run on the same engine, so retries,
+timeouts, routers and skips behave exactly as at the top. Loading follows the files a
+workflow names through a context-local stack, so a file that (directly or through
+others) names itself is a load error with the chain of files, and nesting deeper than
+`MAX_DEPTH` is refused at load and, for what only shows at run time, at run time too.
+A child's token counts and cost roll up into the step that ran it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextvars import ContextVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentloom.errors import WorkflowError
+
+if TYPE_CHECKING:
+    from agentloom.messages import Usage
+    from agentloom.workflow.engine.context import RunContext
+    from agentloom.workflow.engine.result import RunResult
+    from agentloom.workflow.load.workflow import Workflow
+
+MAX_DEPTH = 8
+"""Nested runs (subworkflows, map bodies, error handlers) deeper than this are refused."""
+
+_LOADING: ContextVar[tuple[str, ...]] = ContextVar("agentloom_loading", default=())
+_RUN_DEPTH: ContextVar[int] = ContextVar("agentloom_run_depth", default=0)
+
+
+class NestingError(WorkflowError):
+    """A workflow that names itself, or nesting past MAX_DEPTH."""
+
+
+def load_child_file(path: Path, *, parent: str) -> Workflow:
+    """Load the workflow file a `subworkflow` step names. Raises `NestingError` on a
+    cycle of files or too deep a chain, `WorkflowError` (with the child's problems) for
+    a bad or missing file."""
+    from agentloom.workflow.load.loader import load_workflow
+
+    key = str(path.resolve())
+    stack = _LOADING.get() or (str(Path(parent).resolve()),)
+    if key in stack:
+        chain = [*stack[stack.index(key):], key]
+        raise NestingError("subworkflow cycle: " + " -> ".join(Path(p).name for p in chain))
+    if len(stack) >= MAX_DEPTH:
+        raise NestingError(f"subworkflows nest deeper than {MAX_DEPTH} files: "
+                           + " -> ".join(Path(p).name for p in (*stack, key)))
+    token = _LOADING.set((*stack, key))
+    try:
+        return load_workflow(path)
+    finally:
+        _LOADING.reset(token)
+
+
+def load_block(data: dict[str, Any], *, filename: str, base_dir: Path) -> Workflow:
+    """Load an inline workflow or a block of steps (a `map` body, an `on_error`)."""
+    from agentloom.workflow.load.loader import load_workflow_data
+
+    stack = _LOADING.get()
+    if len(stack) >= MAX_DEPTH * 4:
+        raise NestingError(f"blocks nest deeper than {MAX_DEPTH * 4} levels in {filename}")
+    token = _LOADING.set((*stack, f"<block {filename}>"))
+    try:
+        return load_workflow_data(data, filename=filename, base_dir=base_dir)
+    finally:
+        _LOADING.reset(token)
+
+
+def problems_text(exc: WorkflowError) -> str:
+    """A child's problems on one line each, for the parent's report."""
+    errors = getattr(exc, "errors", None)
+    if errors:
+        return "; ".join(str(e) for e in errors)
+    return str(exc)
+
+
+async def run_child(child: Workflow, ctx: RunContext, *, state: dict[str, Any],
+                    run_id: str, scope: str | None = None) -> RunResult:
+    """Run `child` on the parent's clients, tools, clock and transport. In a durable run,
+    `scope` names the child's namespace in the checkpoint (`step`, `step/index`): its
+    finished steps are kept there, and a resume restores them instead of running them."""
+    from agentloom.workflow.durable.scope import child_scope
+    from agentloom.workflow.engine.run import arun_workflow
+
+    depth = _RUN_DEPTH.get()
+    if depth >= MAX_DEPTH:
+        raise NestingError(f"nested runs deeper than {MAX_DEPTH} (at {run_id}): is a "
+                           "workflow running itself?")
+    token = _RUN_DEPTH.set(depth + 1)
+    try:
+        return await arun_workflow(child, clients=ctx.clients, state=state, tools=ctx.tools,
+                                   clock=ctx.clock, on_event=ctx.on_event, run_id=run_id,
+                                   transport=ctx.transport,
+                                   durable=child_scope(scope)  # type: ignore[arg-type]
+                                   if scope else None)
+    finally:
+        _RUN_DEPTH.reset(token)
+
+
+def rolled_usage(results: list[RunResult]) -> Usage | None:
+    """The usage of several child runs together. The cost is None when any model call's
+    cost is unknown: a partial sum would read as the whole."""
+    total: Usage | None = None
+    unknown_cost = False
+    for result in results:
+        for step in result.steps.values():
+            u = step.usage
+            if u is None:
+                continue
+            unknown_cost = unknown_cost or u.cost_usd is None
+            total = u if total is None else total + u
+    if total is not None and unknown_cost:
+        total = dataclasses.replace(total, cost_usd=None)
+    return total
+
+
+def sum_usage(usages: list[Usage]) -> Usage | None:
+    """Several usages together; None for none. An unknown cost anywhere stays unknown."""
+    if not usages:
+        return None
+    total = usages[0]
+    for u in usages[1:]:
+        total = total + u
+    if any(u.cost_usd is None for u in usages):
+        total = dataclasses.replace(total, cost_usd=None)
+    return total
+
+
+def raise_if_paused(result: RunResult) -> None:
+    """A pause inside a child surfaces unchanged: the child run keeps its pause signal
+    on its result, and the step that ran the child raises that same signal."""
+    pause = result.pause
+    if isinstance(pause, BaseException):
+        raise pause
+
+
+def first_failure(result: RunResult) -> str:
+    for r in result.steps.values():
+        if r.status.value == "failed" and r.error:
+            return f"step {r.id!r} failed: {r.error}"
+    return result.error or result.status.value
+
+
+def deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [deep_copy(v) for v in value]
+    return value

@@ -1,0 +1,561 @@
+"""The engine: a ready-queue scheduler over the step graph.
+
+A step starts as soon as its own dependencies have finished, up to
+`config.max_concurrent_steps` at once; there is no layer barrier. Every started step is a
+task of the run's task group, so nothing outlives the run. `config.timeout` is one
+deadline around the whole group: when it passes, work in flight is cancelled and the run
+ends `deadline_exceeded`. Each attempt of a step has its own `timeout`; retries wait
+through the injectable clock. A failed step's dependents are skipped with the reason;
+a router's branches not taken are skipped, and so is what depends only on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import random
+import uuid
+from collections import deque
+from collections.abc import Coroutine, Generator
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.errors import BudgetExceeded, DeadlineExceeded
+from agentloom.workflow.durable.run import PauseRun
+from agentloom.workflow.engine.context import ClientFactory, RunContext, StepEventSink, ToolSource
+from agentloom.workflow.engine.result import (
+    RunResult,
+    RunStatus,
+    StepOutcome,
+    StepResult,
+    StepStatus,
+)
+from agentloom.workflow.engine.retry import RetryPolicy
+from agentloom.workflow.lang.paths import assign
+from agentloom.workflow.lang.templates import to_text
+
+if TYPE_CHECKING:
+    from agentloom.workflow.durable.run import DurableRun
+    from agentloom.workflow.engine.observe import RunObservers
+    from agentloom.workflow.load.workflow import StepNode, Workflow
+
+_DONE = (StepStatus.SUCCESS, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
+
+
+async def arun_workflow(
+    workflow: Workflow,
+    *,
+    clients: ClientFactory,
+    state: dict[str, Any] | None = None,
+    tools: ToolSource | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+    rng: random.Random | None = None,
+    on_event: StepEventSink | None = None,
+    run_id: str | None = None,
+    transport: Any = None,
+    durable: DurableRun | None = None,
+    observers: RunObservers | None = None,
+) -> RunResult:
+    """Run a loaded workflow to its end. `state` is merged over the file's `state`;
+    `transport` is the HTTP transport attachments are downloaded with; `observers` (traces,
+    spans) watch every step's loop and the run's start and end, and a nested run inherits
+    its parent's.
+
+    Never raises for a step's failure: the result's status and per-step results say what
+    happened. Cancelling the caller cancels the run."""
+    merged = _deep_copy(workflow.definition.state)
+    if durable is not None and durable.resumed is not None:
+        merged = _deep_copy(durable.resumed.state)
+    if state:
+        merged.update(state)
+    from agentloom.workflow.steps._tooling import extends_tools, open_run_tools, plain_run_tools
+
+    args = (workflow, merged, clients, clock, rng, on_event, run_id, transport, durable,
+            observers)
+    if not extends_tools(workflow):
+        return await _arun(*args, tools=plain_run_tools(workflow, tools, transport))
+    # Built-ins, MCP servers (started once, closed at the end) and workflow functions.
+    async with open_run_tools(workflow, tools=tools, clients=clients, transport=transport,
+                              clock=clock) as run_tools:
+        return await _arun(*args, tools=run_tools)
+
+
+async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactory,
+                clock: Clock, rng: random.Random | None, on_event: StepEventSink | None,
+                run_id: str | None, transport: Any, durable: DurableRun | None,
+                observers: RunObservers | None, *, tools: ToolSource | None) -> RunResult:
+    if durable is not None:  # write-ahead checkpoints: see _durable.py
+        clients, tools = durable.wrap_clients(clients), durable.wrap_tools(tools)
+        run_id = durable.run_id
+        bound = durable.bind()
+    from agentloom.workflow.engine.functions import CURRENT_RUN
+    from agentloom.workflow.engine.observe import observe_run
+
+    parent = CURRENT_RUN.get()  # the run this one is nested in, if any
+    ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=state,
+                     clients=clients, tools=tools, clock=clock, on_event=on_event,
+                     transport=transport, observers=observers)
+    token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
+    try:
+        return await observe_run(ctx, _Run(ctx, rng or _shared_rng(), durable).run(),
+                                 parent)
+    finally:
+        CURRENT_RUN.reset(token)
+        if durable is not None:
+            durable.unbind(bound)
+
+
+_SHARED_RNG: list[random.Random] = []
+
+
+def _shared_rng() -> random.Random:
+    # Seeding a new Random reads OS entropy (~20 µs, a tenth of a one-step run); the rng
+    # only draws retry jitter, so runs given none share one.
+    if not _SHARED_RNG:
+        _SHARED_RNG.append(random.Random())
+    return _SHARED_RNG[0]
+
+
+def run_workflow(workflow: Workflow, **kwargs: Any) -> RunResult:
+    """The sync face of `arun_workflow`, for callers without an event loop."""
+    return asyncio.run(arun_workflow(workflow, **kwargs))
+
+
+class _Run:
+    def __init__(self, ctx: RunContext, rng: random.Random,
+                 durable: DurableRun | None = None) -> None:
+        from agentloom.workflow.steps import STEP_KINDS
+
+        self.ctx = ctx
+        self.rng = rng
+        self.wf = ctx.workflow
+        self.config = self.wf.config
+        self.kinds = STEP_KINDS
+        self.results = {n: StepResult(id=n, type=node.type) for n, node in self.wf.nodes.items()}
+        self.waiting = {n: len(node.deps) for n, node in self.wf.nodes.items()}
+        self.not_taken: dict[str, str] = {}
+        self.failed_upstream: set[str] = set()
+        self.handled: set[str] = set()
+        """Failed steps whose on_error block handled the failure: their dependents run."""
+        self.ready: deque[str] = deque(n for n, c in self.waiting.items() if c == 0)
+        self.done_q: asyncio.Queue[str] | None = None
+        """Finished step ids for the scheduler task (a durable run only, see `run`)."""
+        self.idle: asyncio.Future[None] | None = None
+        self.tg: asyncio.TaskGroup | None = None
+        self.base: contextvars.Context | None = None
+        self.running = 0
+        self.spent = Decimal(0)
+        self.status = RunStatus.SUCCESS
+        self.error: str | None = None
+        self.durable = durable
+        self.paused: PauseRun | None = None
+        self.paused_nodes: set[str] = set()
+        self.step_summary: Any = None
+        """`_client_choice.step_summary`, imported once per run rather than per step."""
+
+    async def run(self) -> RunResult:
+        clock = self.ctx.clock
+        t0 = clock.now()
+        from agentloom.workflow.steps._client_choice import (
+            configure_runtime,
+            needs_configure,
+            run_budget,
+            step_summary,
+        )
+
+        self.step_summary = step_summary
+        if self.ctx.budget is None:  # a workflow function's run shares its caller's
+            self.ctx.budget = run_budget(self.config)
+        if needs_configure(self.wf):
+            await configure_runtime(self.ctx.clients, self.wf)
+        if self.durable is not None:
+            await self.durable.begin(self, self.wf.name)
+        try:
+            if self.config.timeout is None:
+                await self._schedule()
+            else:
+                async with asyncio.timeout(self.config.timeout):
+                    await self._schedule()
+        except TimeoutError:
+            self.status = RunStatus.DEADLINE_EXCEEDED
+            self.error = f"run deadline of {self.config.timeout}s exceeded"
+            for r in self.results.values():
+                if r.status is StepStatus.RUNNING:
+                    r.status = StepStatus.CANCELLED
+                    r.reason = "cancelled: run deadline exceeded"
+                    r.error, r.error_type = self.error, "DeadlineExceeded"
+        if self.paused is not None:
+            self._wait_all()  # nothing was skipped: the rest runs when the run is resumed
+        else:
+            self._stop_all(self.error or "run ended")
+        failed = [r for r in self.results.values()
+                  if r.status is StepStatus.FAILED and r.id not in self.handled]
+        if self.status is RunStatus.SUCCESS and failed:
+            self.status = RunStatus.FAILED
+            self.error = f"step {failed[0].id!r} failed: {failed[0].error}"
+        result = RunResult(
+            workflow=self.wf.name, run_id=self.ctx.run_id, status=self.status,
+            steps=self.results, state=self.ctx.state, duration_seconds=clock.now() - t0,
+            error=self.error, final_outputs=self._final_outputs(), pause=self.paused,
+        )
+        self._summarize_run(result)
+        if self.durable is not None:
+            await self.durable.finish(result, self.paused)
+        return result
+
+    async def _schedule(self) -> None:
+        if self.durable is None and len(self.wf.nodes) == 1:
+            await self._run_single()
+            return
+        async with asyncio.TaskGroup() as tg:
+            self.tg = tg
+            # Each step task starts from this task's context, as if it had made them.
+            self.base = contextvars.copy_context()
+            if self.durable is None:
+                await self._schedule_inline()
+            else:
+                await self._schedule_durable()
+
+    async def _run_single(self) -> None:
+        # A one-step run has nothing to schedule: its step runs in this task, still in a
+        # context of its own, which saves a task, a group and two event-loop iterations.
+        node_id = self.ready.popleft()
+        if self._over_budget():
+            self._stop_all("run budget exceeded")
+            return
+        self.running = 1
+        self.results[node_id].status = StepStatus.RUNNING
+        try:
+            await _InContext(self._step_task(self.wf.nodes[node_id]),
+                             contextvars.copy_context())
+        except Exception as exc:  # as the task group would have reported it
+            raise BaseExceptionGroup("unhandled errors in a TaskGroup", [exc]) from None
+
+    async def _schedule_inline(self) -> None:
+        # A finishing step releases and starts its dependents itself (`_finished`), so
+        # a step costs no round trip through this task; it waits until nothing runs.
+        self.idle = asyncio.get_running_loop().create_future()
+        self._launch()
+        if self.running:
+            await self.idle
+
+    async def _schedule_durable(self) -> None:
+        # Each finished step is checkpointed before its dependents start (write-ahead),
+        # one at a time, by this task.
+        self.done_q = asyncio.Queue()
+        while self.ready or self.running:
+            self._launch()
+            if not self.running:  # nothing in flight and nothing may start
+                break
+            finished = await self.done_q.get()
+            self.running -= 1
+            if finished in self.paused_nodes:
+                continue  # a paused step has not finished: nothing after it runs
+            self._after(finished)
+            assert self.durable is not None
+            await self.durable.step_done(finished)
+
+    def _launch(self) -> None:
+        """Start ready steps, up to the concurrency limit, while the run may go on."""
+        if not self.ready:
+            return
+        limit = self.config.max_concurrent_steps
+        tg, base, nodes = self.tg, self.base, self.wf.nodes
+        assert tg is not None and base is not None
+        while self.ready and self.running < limit and self.status is RunStatus.SUCCESS:
+            node_id = self.ready.popleft()
+            if self._restore(node_id):
+                continue
+            if self._over_budget():
+                self._stop_all("run budget exceeded")
+                break
+            step = self._step_task(nodes[node_id])
+            try:
+                tg.create_task(step, context=base.copy())
+            except RuntimeError:  # the group is shutting down: nothing more starts
+                step.close()
+                self.ready.appendleft(node_id)
+                return
+            self.running += 1
+            self.results[node_id].status = StepStatus.RUNNING
+
+    def _finished(self, node_id: str) -> None:
+        if self.done_q is not None:
+            self.done_q.put_nowait(node_id)
+            return
+        self.running -= 1
+        if node_id not in self.paused_nodes:  # a paused step has not finished
+            self._after(node_id)
+        self._launch()
+        if not self.running and self.idle is not None and not self.idle.done():
+            self.idle.set_result(None)  # nothing in flight and nothing may start
+
+    # -- one step ---------------------------------------------------------------------------
+
+    async def _step_task(self, node: StepNode) -> None:
+        result = self.results[node.id]
+        clock = self.ctx.clock
+        result.started_at = start = clock.now()
+        try:
+            outcome = await self._attempts(node, result)
+            self._commit(node, result, outcome)
+        except asyncio.CancelledError:
+            result.duration_seconds = clock.now() - start
+            self._summarize_step(node, result)
+            raise
+        except PauseRun as exc:
+            self._pause(node, result, exc)
+        except Exception as exc:  # a step's failure is its result, never the run's crash
+            result.status = StepStatus.FAILED
+            result.error = str(exc) or type(exc).__name__
+            result.error_type = type(exc).__name__
+            usage = getattr(exc, "usage", None)
+            if usage is not None:
+                result.usage = usage
+            if isinstance(exc, BudgetExceeded) and self.status is RunStatus.SUCCESS:
+                # The run's cap would be crossed: nothing else starts (spec 004).
+                self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(exc)
+            if node.handler is not None:
+                from agentloom.workflow.engine.on_error import run_handler
+
+                try:
+                    if await run_handler(node, self.ctx, result):
+                        self.handled.add(node.id)
+                except PauseRun as pause:  # a gate in the on_error block: the step waits
+                    self._pause(node, result, pause)
+        result.duration_seconds = clock.now() - start
+        self._summarize_step(node, result)
+        self._finished(node.id)
+
+    async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
+        kind = self.kinds.get(node.type)
+        if kind is None:
+            from agentloom.errors import ConfigError
+
+            raise ConfigError(f"step {node.id!r}: step type {node.type!r} can't run yet")
+        policy = self._policy(node)
+        timeout = node.step.timeout
+        while True:
+            result.attempts += 1
+            try:
+                outcome: StepOutcome
+                if timeout is None:
+                    outcome = await kind.execute(node, self.ctx)
+                    return outcome
+                try:
+                    async with asyncio.timeout(timeout):
+                        outcome = await kind.execute(node, self.ctx)
+                        return outcome
+                except TimeoutError:
+                    raise DeadlineExceeded(
+                        f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
+                        scope="step") from None
+            except Exception as exc:
+                if not policy.should_retry(exc, result.attempts):
+                    raise
+                await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
+
+    def _summarize_step(self, node: StepNode, result: StepResult) -> None:
+        result.summary = self.step_summary(self.ctx, node.id)
+        primary = self.ctx.primaries.get(node.id)
+        if primary is not None and result.provider is not None:
+            result.fallback_used = result.provider != primary[0] or not same_model(
+                result.model or "", primary[1])
+
+    def _summarize_run(self, result: RunResult) -> None:
+        snapshot = getattr(self.ctx.clients, "breaker_snapshot", None)
+        result.breakers = snapshot() if callable(snapshot) else None
+        budget = self.ctx.budget
+        result.budget = None if budget is None else budget.snapshot()
+
+    def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
+        # The state write goes first: if the output path can't be written, the step
+        # fails and nothing of it is visible.
+        if node.output_path is not None:
+            assign(self.ctx.state, node.output_path, out.value)
+        result.status = StepStatus.SUCCESS
+        result.output = out.value
+        result.text = out.text if out.text is not None else (
+            None if out.value is None else to_text(out.value))
+        result.usage, result.model, result.provider = out.usage, out.model, out.provider
+        result.finish_reason = out.finish_reason
+        result.time_to_first_token = out.time_to_first_token
+        result.reasoning_content = out.reasoning_content
+        result.iterations = out.iterations
+        if result.text is not None:
+            self.ctx.step_text[node.id] = result.text
+        for target in out.not_taken:
+            self.not_taken[target] = node.id
+        if out.usage is not None and self.config.budget_usd is not None:
+            if out.usage.cost_usd is None:
+                self.status = RunStatus.BUDGET_EXCEEDED
+                self.error = str(BudgetExceeded(
+                    f"the cost of step {node.id!r} (model {out.model}) is unknown, so "
+                    f"budget_usd={self.config.budget_usd} can't be enforced; give the model "
+                    "a price or drop the budget", kind="cost", limit=self.config.budget_usd,
+                    actual=None))
+            else:
+                self.spent += out.usage.cost_usd
+
+    # -- scheduling ---------------------------------------------------------------------
+
+    def _after(self, finished: str) -> None:
+        """Release the dependents of a finished step; skip those that can't run."""
+        todo = [finished]
+        nodes, results = self.wf.nodes, self.results
+        skip_downstream = self.config.on_step_failure == "skip_downstream"
+        while todo:
+            node_id = todo.pop()
+            for dep_id in nodes[node_id].dependents:
+                self.waiting[dep_id] -= 1
+                if self.waiting[dep_id]:
+                    continue
+                skip = self._skip_reason(nodes[dep_id], skip_downstream)
+                if skip is None:
+                    self.ready.append(dep_id)
+                else:
+                    r = results[dep_id]
+                    r.status, r.reason = StepStatus.SKIPPED, skip[0]
+                    if skip[1]:
+                        self.failed_upstream.add(dep_id)
+                    todo.append(dep_id)
+
+    def _skip_reason(self, node: StepNode, skip_downstream: bool) -> tuple[str, bool] | None:
+        """(why, whether because of a failure), or None when the step may run."""
+        if node.id in self.not_taken:
+            return f"skipped: branch not taken by router {self.not_taken[node.id]!r}", False
+        results, deps = self.results, node.deps
+        if skip_downstream:
+            for d in deps:
+                if results[d].status is StepStatus.FAILED and d not in self.handled:
+                    return f"skipped: dependency {d!r} failed", True
+                if d in self.failed_upstream:
+                    return f"skipped: dependency {d!r} was skipped after a failure", True
+        for d in deps:
+            if results[d].status is not StepStatus.SKIPPED:
+                return None
+        return ("skipped: every dependency was skipped", False) if deps else None
+
+    def _policy(self, node: StepNode) -> RetryPolicy:
+        policy: RetryPolicy | None = node.policy
+        if policy is None:
+            r = node.step.retry
+            max_retries = (r.max_retries if r is not None and r.max_retries is not None
+                           else self.config.max_retries)
+            if node.type == "router":
+                max_retries = 0
+            policy = RetryPolicy(
+                max_retries=3 if max_retries is None else max_retries,
+                backoff_base=r.backoff_base if r else 2.0,
+                backoff_max=r.backoff_max if r else 60.0,
+                jitter=(0.25 if r is None or r.jitter is True else float(r.jitter or 0)),
+                retryable_status_codes=frozenset(r.retryable_status_codes) if r
+                else RetryPolicy().retryable_status_codes,
+            )
+            node.policy = policy
+        return policy
+
+    def _over_budget(self) -> bool:
+        budget = self.config.budget_usd
+        if budget is None or self.spent < Decimal(str(budget)):
+            return False
+        self.status = RunStatus.BUDGET_EXCEEDED
+        self.error = f"budget_usd={budget} reached (spent ${self.spent})"
+        return True
+
+    def _restore(self, node_id: str) -> bool:
+        """A step that finished before a resume: its result is reused, it doesn't run."""
+        restored = self.durable.restored_step(node_id) if self.durable is not None else None
+        if restored is None:
+            return False
+        self.results[node_id] = restored
+        if restored.text is not None:
+            self.ctx.step_text[node_id] = restored.text
+        self.running += 1
+        assert self.done_q is not None  # restoring is for durable runs
+        self.done_q.put_nowait(node_id)
+        return True
+
+    def _pause(self, node: StepNode, result: StepResult, exc: PauseRun) -> None:
+        # The innermost step keeps its id (a gate inside a subworkflow is resumed by
+        # its own id); this run only needs to know which of its steps is waiting.
+        if exc.step_id is None:  # namespaced in a nested durable run: `sub/gate`
+            exc.step_id = self.durable.key(node.id) if self.durable is not None else node.id
+        self.paused_nodes.add(node.id)
+        result.status, result.reason = StepStatus.PENDING, str(exc)
+        if self.paused is None:
+            self.paused = exc
+            decision = exc.waiting_for == "decision"
+            self.status = RunStatus.NEEDS_DECISION if decision else RunStatus.PAUSED
+            self.error = (f"step {node.id!r} {'needs a decision' if decision else 'paused'}"
+                          f": {exc.prompt or exc.waiting_for}")
+
+    def _wait_all(self) -> None:
+        for r in self.results.values():
+            if r.status is StepStatus.PENDING:
+                r.reason = "waiting: the run is paused"
+        self.ready.clear()
+
+    def _stop_all(self, why: str) -> None:
+        for r in self.results.values():
+            if r.status in (StepStatus.PENDING, StepStatus.RUNNING) and r.started_at is None:
+                r.status, r.reason = StepStatus.SKIPPED, f"skipped: {why}"
+        self.ready.clear()
+
+    def _final_outputs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for node in self.wf.nodes.values():
+            r = self.results[node.id]
+            if node.dependents or r.status is not StepStatus.SUCCESS:
+                continue
+            out[node.step.output or node.id] = r.output if node.step.output else r.text
+        return out
+
+
+class _InContext:
+    """Await a coroutine in `context` without a task of its own: each step of it runs
+    inside `context.run`, so the context variables it sets stay its own, as in a task
+    started with that context. Python 3.11 has no eager tasks to do this."""
+
+    __slots__ = ("_context", "_coro")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> None:
+        self._coro, self._context = coro, context
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        run, coro = self._context.run, self._coro
+        send, throw = coro.send, coro.throw
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                yielded = run(send, value) if error is None else run(throw, error)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                value, error = (yield yielded), None
+            except BaseException as exc:  # delivered to the coroutine, as a task would
+                value, error = None, exc
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def same_model(answered: str, asked: str) -> bool:
+    """Whether a provider's reported model is the one asked for: itself, a dated or
+    versioned name of it (`gpt-4o-2024-08-06` for `gpt-4o`) or a tagged one (`llama3:latest`),
+    but not another model that shares its prefix (`gpt-4o-mini`, `claude-sonnet-4-5` for
+    `claude-sonnet-4`): a date or build number has three digits or more."""
+    if answered == asked:
+        return True
+    rest = answered[len(asked):] if answered.startswith(asked) else ""
+    if rest.startswith(":"):
+        return True
+    head = rest[1:].split("-", 1)[0]
+    return rest.startswith("-") and len(head) >= 3 and head.isdigit()

@@ -1,0 +1,157 @@
+"""Pydantic's validation errors, told the way a person fixes a file.
+
+Each error's location is walked over the raw YAML data to find the line of the deepest
+key that exists, and named in the file's own words (`step 'x' (llm_call), retry`). An
+unknown field gets the closest real field name of the model that refused it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentloom.workflow.load.yaml_source import Marks
+from agentloom.workflow.schema.steps import STEP_TYPES
+from agentloom.workflow.schema.workflow import WorkflowDefinition
+
+
+def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
+         ) -> tuple[str, int | None, str]:
+    """(message, line, field) of one pydantic error, `prefix` + its loc walked over the raw
+    data to find the line of the deepest key that exists."""
+    tail = tuple(e["loc"])
+    if prefix[:1] == ("steps",) and len(prefix) == 2 and tail and tail[0] in STEP_TYPES:
+        # The union's tag (the step type) is no key of the file; skipping it keeps a
+        # step field that shares its name (`agent:` of an agent step) from matching it.
+        tail = tail[1:]
+    loc = prefix + tail
+    container: Any = data
+    line = marks.line_of(container)
+    real: list[str | int] = []
+    for part in loc:
+        if has(container, part):
+            line = marks.line_of(container, part) or line
+            container = container[part]
+            real.append(part)
+    kind = e["type"]
+    where, _ = describe_place(data, real)
+    msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
+    field = dotted(real)
+    if kind == "extra_forbidden":
+        key = str(real[-1])
+        parent_where, parent_model = describe_place(data, real[:-1])
+        message = f"unknown field {key!r} in {parent_where}"
+        if parent_model is not None:
+            names = _field_names(parent_model)
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+    elif kind == "missing":
+        message = f"{where}: missing required field {str(loc[-1])!r}"
+        field = dotted([*real, loc[-1]])
+    elif kind == "string_pattern_mismatch" and real and real[-1] == "id":
+        parent_where, _ = describe_place(data, real[:-1])
+        message = (f"{parent_where}: bad step id {e.get('input')!r}: ids start with a "
+                   "letter or _ and hold letters, digits, _ and -")
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        given = container.get("type") if isinstance(container, dict) else None
+        types_ = ", ".join(STEP_TYPES)
+        if given is None:
+            message = f"{where}: missing 'type' (one of {types_})"
+        else:
+            message = f"{where}: unknown step type {given!r}; expected one of {types_}"
+            close = difflib.get_close_matches(str(given), list(STEP_TYPES), n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+            line = marks.line_of(container, "type") or line
+        field = dotted([*real, "type"])
+    else:
+        shown = repr(e.get("input"))
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        # The offending value is shown when the error is about one field's value.
+        at_leaf = bool(real) and real[-1] == loc[-1]
+        message = f"{where}: {msg} (got {shown})" if at_leaf else f"{where}: {msg}"
+    return message, line, field
+
+def describe_place(data: Any, real: list[str | int]) -> tuple[str, type[BaseModel] | None]:
+    """A readable name for a location, and the model class that validates it."""
+    model: type[BaseModel] | None = WorkflowDefinition
+    head = ""
+    path: list[str | int] = []
+    raw: Any = data
+    skip_key = False
+    i = 0
+    while i < len(real):
+        part = real[i]
+        if part == "steps" and i == 0 and len(real) > 1 and isinstance(raw, dict):
+            index = real[1]
+            step = raw["steps"][index]
+            sid = step.get("id") if isinstance(step, dict) else None
+            stype = step.get("type") if isinstance(step, dict) else None
+            head = f"step {sid!r} ({stype})" if sid else f"step #{int(index) + 1}"
+            model = STEP_TYPES.get(str(stype))
+            raw = step
+            i += 2
+            continue
+        if skip_key:
+            skip_key = False
+        elif model is not None and isinstance(part, str):
+            model, skip_key = _field_model(model, part)
+        path.append(part)
+        raw = raw[part] if has(raw, part) else None
+        i += 1
+    text = dotted(path)
+    if head:
+        return (f"{head}, {text}" if text else head), model
+    return text or "the workflow", model
+
+
+def has(container: Any, part: Any) -> bool:
+    if isinstance(container, dict):
+        return part in container
+    return isinstance(container, list) and isinstance(part, int) and part < len(container)
+
+
+def dotted(parts: list[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    names = []
+    for name, info in model.model_fields.items():
+        names.append(info.alias or name)
+    return names
+
+
+def _field_model(model: type[BaseModel], name: str) -> tuple[type[BaseModel] | None, bool]:
+    """The model validating field `name`, and whether the field is a mapping of them
+    (whose keys are names the user chose, not fields)."""
+    for fname, info in model.model_fields.items():
+        if name in (fname, info.alias):
+            is_map = typing.get_origin(info.annotation) is dict
+            return _first_model(info.annotation), is_map
+    return None, False
+
+
+def _first_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is None and not isinstance(annotation, types.UnionType):
+        return None
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        args = (args[1],)
+    for arg in args:
+        found = _first_model(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,96 @@
+"""A loaded workflow: the validated definition plus what the engine needs, computed once.
+
+Each `StepNode` holds its dependencies and dependents, its compiled templates or
+expressions (`prepared`, from its step module) and its `output` path, so that running a
+step never parses anything. `Workflow` is immutable in spirit: overrides from the CLI
+(`--model`, `--provider`, `--timeout`, `--stream`) make a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import TYPE_CHECKING, Any
+
+from agentloom.workflow.lang.paths import Path
+
+if TYPE_CHECKING:
+    from agentloom.workflow.schema.steps import StepBase
+    from agentloom.workflow.schema.workflow import WorkflowDefinition
+
+
+@dataclass(slots=True)
+class StepNode:
+    id: str
+    type: str
+    step: StepBase
+    line: int | None
+    deps: tuple[str, ...]
+    dependents: list[str] = field(default_factory=list)
+    prepared: Any = None
+    output_path: Path | None = None
+    policy: Any = None
+    """The step's RetryPolicy, resolved on first run (config.max_retries is fixed by then)."""
+    handler: Any = None
+    """The loaded `on_error` block (a Workflow), or None."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What a step type derives from its fields once, not per run (its client key, its
+    tool declarations), each entry checked against the `config` it was derived under."""
+
+
+@dataclass(slots=True)
+class Workflow:
+    definition: WorkflowDefinition
+    nodes: dict[str, StepNode]
+    """In file order."""
+    file: str | None = None
+    base_dir: FsPath = field(default_factory=FsPath)
+    warnings: list[str] = field(default_factory=list)
+    """`file:line: warning: ...` lines: not errors, but worth a look (`validate` shows them)."""
+    functions: dict[str, Any] = field(default_factory=dict)
+    """Workflow functions by name (`_functions.FunctionDef`), checked at load."""
+    tool_refs: list[Any] = field(default_factory=list)
+    """Every tool name a step declares, with its line (`_functions.ToolRef`): checked
+    against the run's registry before anything runs."""
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def config(self) -> Any:
+        return self.definition.config
+
+    def with_overrides(self, **config_changes: Any) -> Workflow:
+        """A copy whose `config` has these fields changed; None values are ignored.
+        `model=` changes config.model only: a step's own model still wins."""
+        changes = {k: v for k, v in config_changes.items() if v is not None}
+        if not changes:
+            return self
+        config = self.definition.config.model_copy(update=changes)
+        definition = self.definition.model_copy(update={"config": config})
+        return dataclasses.replace(self, definition=definition)
+
+    def layers(self) -> list[list[str]]:
+        """Steps grouped by depth (for display only: the engine has no layer barrier)."""
+        depth: dict[str, int] = {}
+        for node_id in self.topological_order():
+            node = self.nodes[node_id]
+            depth[node_id] = 1 + max((depth[d] for d in node.deps), default=-1)
+        out: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+        for node_id in self.nodes:
+            out[depth[node_id]].append(node_id)
+        return out
+
+    def topological_order(self) -> list[str]:
+        pending = {n.id: len(n.deps) for n in self.nodes.values()}
+        order = [n for n, c in pending.items() if c == 0]
+        i = 0
+        while i < len(order):
+            for dep in self.nodes[order[i]].dependents:
+                pending[dep] -= 1
+                if pending[dep] == 0:
+                    order.append(dep)
+            i += 1
+        return order

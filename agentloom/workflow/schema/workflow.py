@@ -1,0 +1,213 @@
+"""The workflow file, format v1: `name`, `version`, `description`, `config`, `providers`,
+`state`, `state_schema`, `steps`.
+
+Compatible with the public AgentLoom's files, strict where it was lax: every model forbids
+unknown fields, and every `config` field has an effect (see each field's docstring).
+Steps are validated one by one by the loader (`_schema_steps.Step`), so one bad step does
+not hide the problems of the others.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from agentloom.workflow.schema.agents import AgentDef
+from agentloom.workflow.schema.steps import RetryConfig, Step, StepBase, Strict, step_adapter
+from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
+
+__all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "Step", "WorkflowConfig",
+           "WorkflowDefinition"]
+
+
+class SandboxConfig(Strict):
+    """What the built-in tools may touch; handed as written (unset keys left out) to
+    `agentloom.tools.SandboxPolicy.from_config`, which owns the defaults."""
+
+    enabled: bool | None = None
+    allowed_commands: list[str] | None = None
+    allowed_paths: list[str] | None = None
+    readable_paths: list[str] | None = None
+    writable_paths: list[str] | None = None
+    allow_network: bool | None = None
+    allowed_domains: list[str] | None = None
+    allowed_schemes: list[str] | None = None
+    allow_private_addresses: bool | None = None
+    allowed_addresses: list[str] | None = None
+    max_output_bytes: int | None = Field(default=None, ge=0)
+    max_write_bytes: int | None = Field(default=None, ge=0)
+    danger_opt_in: list[str] | None = None
+    allow_internal_webhook_targets: bool | None = None
+
+
+class WorkflowConfig(Strict):
+    provider: str | None = None
+    """Provider of every step without its own; unset lets the runtime choose."""
+    model: str | None = None
+    """Model of every step without its own. `--model` changes this, never a step's model."""
+    stream: bool = False
+    """Stream every step's reply unless the step says `stream: false`."""
+    max_concurrent_steps: int = Field(default=10, ge=1, le=1024)
+    """Steps running at once, at most."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Whole-run deadline in seconds: work in flight is cancelled, status deadline_exceeded."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """No step starts once the run has spent this much; a step whose cost is unknown
+    fails the run closed (status budget_exceeded)."""
+    max_tokens_per_run: int | None = Field(default=None, ge=1)
+    """Token budget of the run (input + output over every model call), checked before each
+    call with that call's worst case, like `budget_usd`."""
+    rate_limits: dict[str, dict[str, Any]] | None = None
+    """`{provider: {rpm: N, tpm: N}}`; providers not named are not limited."""
+    circuit_breaker: dict[str, Any] | None = None
+    """`{failure_threshold: 5, recovery_seconds: 30, half_open_max: 1}` for every endpoint."""
+    prices: str | dict[str, Any] | None = None
+    """A price file (JSON/YAML, relative to the workflow file) or an inline
+    `{provider: {model: {input, output, cached_input, cache_write}}}` map, USD per 1M
+    tokens, over the packaged table."""
+
+    @field_validator("rate_limits")
+    @classmethod
+    def _rate_limits(cls, v: Any) -> Any:
+        from agentloom.routing import parse_rate_limits
+
+        if v is not None:
+            _config_checked(parse_rate_limits, v)
+        return v
+
+    @field_validator("circuit_breaker")
+    @classmethod
+    def _breaker(cls, v: Any) -> Any:
+        from agentloom.routing import parse_breaker
+
+        if v is not None:
+            _config_checked(parse_breaker, v)
+        return v
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            from agentloom.pricing import PriceTable
+
+            _config_checked(PriceTable.from_mapping, v)
+        return v
+    max_retries: int | None = Field(default=None, ge=0, le=100)
+    """Default `retry.max_retries` of every step (3 when neither is set)."""
+    on_step_failure: Literal["skip_downstream", "continue"] = "skip_downstream"
+    """What a failed step does to its dependents: skip them, or let them run."""
+    strict_outputs: bool = False
+    """Two steps that may run at once writing the same `output` key: error, not warning."""
+    sandbox: SandboxConfig | None = None
+    max_tools: int | None = Field(default=None, ge=1)
+    """The most tools one model call may carry (a step declaring more is a load error)."""
+    tool_error_prompt: str | None = None
+    """Appended to a failing tool's result, to tell the model how to recover."""
+    responses_file: str | None = None
+    """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
+    latency_model: Literal["constant", "normal", "replay"] | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+
+
+class ProviderConfig(Strict):
+    """An endpoint named in the top-level `providers:` map."""
+
+    type: str | None = Field(default=None, alias="type")
+    """The wire protocol: openai, anthropic, gemini, ollama (also accepted as `protocol`)."""
+    protocol: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the key (read by the CLI's runtime)."""
+    api_key: str | None = None
+    """A key written in the file; prefer api_key_env."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    models: list[str] | None = None
+
+
+class StateKeyRule(Strict):
+    redact: bool = False
+    description: str | None = None
+
+
+class _StepsSeenAlone:
+    """`steps` as the loader hands them over: models it validated one by one, each with its
+    own type's model, so that one bad step does not hide another's problems. Building the
+    whole union here would only cost start-up time; a raw step (a caller validating a plain
+    mapping) still goes through it. The JSON Schema is the union's. Both ask for at least
+    one step."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.list_schema(core_schema.no_info_plain_validator_function(_step),
+                                       min_length=1)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return handler(core_schema.list_schema(step_adapter().core_schema, min_length=1))
+
+
+def _step(value: Any) -> Any:
+    return value if isinstance(value, StepBase) else step_adapter().validate_python(value)
+
+
+class WorkflowDefinition(Strict):
+    name: str
+    version: str = "1.0"
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, v: Any) -> Any:
+        # `version: 1.0` in YAML is a float; the format means the text.
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+    description: str | None = None
+    config: WorkflowConfig = Field(default_factory=WorkflowConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Named model setups (spec 004) a step uses with `profile: name`; checked here, read
+    by `agentloom.workflow.steps._client_choice`."""
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles(cls, v: dict[str, dict[str, Any]], info: ValidationInfo) -> Any:
+        from agentloom.routing import parse_profiles
+
+        known = known_providers(info.data.get("providers") or {})
+        _config_checked(lambda d: parse_profiles(d, known_providers=known), v)
+        return v
+
+    state: dict[str, Any] = Field(default_factory=dict)
+    state_schema: dict[str, StateKeyRule] = Field(default_factory=dict)
+    agents: dict[str, AgentDef] = Field(default_factory=dict)
+    """Agents run by `type: agent` steps, by name."""
+    steps: Annotated[list[Step], _StepsSeenAlone]
+    """At least one (checked by `_StepsSeenAlone`)."""
+    functions: dict[str, FunctionDecl] = Field(default_factory=dict)
+    """Workflow functions the model can call as tools (spec 004)."""
+    mcp_servers: dict[str, MCPServerDecl] = Field(default_factory=dict)
+    """MCP servers whose tools steps name as `server.tool` (or `server` for all)."""
+
+
+BUILTIN_PROVIDERS = frozenset(
+    {"openai", "anthropic", "gemini", "google", "ollama", "local", "generic_openai", "mock"})
+
+
+def known_providers(declared: Any) -> frozenset[str]:
+    """Provider names a workflow may use: the built-in ones and its `providers:` keys."""
+    return BUILTIN_PROVIDERS | frozenset(str(k) for k in declared)
+
+
+def _config_checked(parse: Any, value: Any) -> None:
+    """Run a routing parser for its checks; its ConfigError becomes a pydantic error (the
+    loader adds file:line)."""
+    from agentloom.errors import ConfigError
+
+    try:
+        parse(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
