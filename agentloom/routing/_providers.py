@@ -63,7 +63,7 @@ def endpoint_from_config(
     if preset not in VENDORS:
         raise ConfigError(
             f"{where}.type: unknown protocol {kind!r}; expected one of "
-            f"openai, anthropic, gemini, ollama"
+            f"openai, anthropic, gemini, ollama, llamacpp"
         )
     base_url = config.get("base_url") or (existing.base_url if existing else None)
     try:

