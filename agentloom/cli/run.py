@@ -144,8 +144,10 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
             if len(outputs) > 1:
                 out.write(f"── {key}\n")
             out.write(to_text(value).rstrip() + "\n")
+    told: set[str] = set()
     for r in result.steps.values():
         if r.status is StepStatus.FAILED:
+            told.add(f"step {r.id!r} failed: {r.error}")
             sys.stderr.write(f"step {r.id!r} failed: {r.error}\n")
     counts: dict[str, int] = {}
     for r in result.steps.values():
@@ -161,5 +163,5 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
         f"{result.duration_seconds:.2f}s",
     ]
     out.write(" · ".join(bits) + "\n")
-    if result.error and not result.ok:
+    if result.error and not result.ok and result.error not in told:  # said once, not twice
         sys.stderr.write(f"run {result.status.value}: {result.error}\n")

@@ -53,3 +53,22 @@ def test_agents_review_runs_with_its_shipped_tools(
     tool_results = [m["content"] for r in server.requests for m in r.json["messages"]
                     if m["role"] == "tool"]
     assert tool_results == ["Friday 5 December", "7"]
+
+
+def test_a_failed_step_says_so_once(server: FakeOpenAIServer, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from agentloom.testing._server import FakeError
+
+    flow = tmp_path / "two.yaml"
+    flow.write_text("""
+name: two
+config: {model: gpt-4o-mini}
+steps:
+  - {id: first, type: llm_call, prompt: "one", retry: {max_retries: 0}}
+  - {id: second, type: llm_call, depends_on: [first], prompt: "two"}
+""", encoding="utf-8")
+    server.script(FakeError(status=400))
+    assert main(["run", str(flow), "--no-checkpoint"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("returned HTTP 400") == 1, err
+    assert err.startswith("step 'first' failed: openai returned HTTP 400")
