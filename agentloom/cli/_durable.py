@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloom.cli import UsageError
+from agentloom.cli._exit import UsageError
 
 DEFAULT_RETENTION_DAYS = 30
 
@@ -70,7 +70,7 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) ->
         transport = ReplayTransport(replay, mode=getattr(args, "replay_mode", "strict"),
                                     redactor=redactor)
     elif record:
-        from agentloom.http._aiohttp import AiohttpTransport
+        from agentloom.http import AiohttpTransport
         from agentloom.recording import Recorder, RecordTransport
 
         transport = RecordTransport(AiohttpTransport(), Recorder(record, redactor=redactor))

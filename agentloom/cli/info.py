@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from agentloom.cli import EXIT_OK
+from agentloom.cli._exit import EXIT_OK
 
 EXTRAS: dict[str, tuple[str, str]] = {
     # extra: (module to look for, distribution to read the version of)
@@ -63,7 +63,7 @@ def collect(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _providers(env: Mapping[str, str]) -> list[dict[str, Any]]:
-    from agentloom.providers._endpoints import endpoints_from_env
+    from agentloom.providers import endpoints_from_env
 
     out = []
     for endpoint in endpoints_from_env(env):

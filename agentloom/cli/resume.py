@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentloom.cli import EXIT_FAILED, UsageError
+from agentloom.cli._exit import EXIT_FAILED, UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -104,7 +104,7 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
             await store.release_claim(args.run_id, me)  # type: ignore[attr-defined]
         await store.close()
         raise
-    from agentloom.cli import build_parser
+    from agentloom.cli._parser import build_parser
 
     # `run`'s own defaults for every flag, then what the run started with.
     run_args = build_parser().parse_args(["run", str(path)])

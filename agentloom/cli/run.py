@@ -15,13 +15,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._common import (
     existing_file,
     limit_overrides,
     load_or_report,
     parse_state,
 )
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._gc import loading, start_running
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def command_run(args: argparse.Namespace) -> int:
         check_recording(args)
         # Every run sends its calls through aiohttp: load it while the collector is still
         # paused, as the rest of the load path was.
-        import agentloom.http._aiohttp  # noqa: F401
+        from agentloom.http import AiohttpTransport  # noqa: F401
 
         start_running()
         result = asyncio.run(_run(wf, state, args))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentloom.http._base import (
+from agentloom.transport import (
     BufferedResponse,
     HttpRequest,
     HttpResponse,

@@ -11,6 +11,7 @@ jitter, and a server's `Retry-After` (seconds or an HTTP date) is honoured up to
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentloom.errors import ProviderError
@@ -92,8 +93,9 @@ NO_RETRY = RetryPolicy(max_retries=0)
 
 
 def parse_retry_after(value: str | None, *, now_wall: float) -> float | None:
-    """`Retry-After` as seconds from now: a number of seconds or an HTTP date. Garbage,
-    negative or NaN gives None (the caller falls back to its own backoff)."""
+    """One `Retry-After` value as seconds from now: a number of seconds or an HTTP date
+    (read against `now_wall`, so an injected clock measures it). Garbage, negative, NaN,
+    infinite or a date without a zone gives None (the caller falls back to its backoff)."""
     if value is None:
         return None
     text = value.strip()
@@ -113,23 +115,26 @@ def parse_retry_after(value: str | None, *, now_wall: float) -> float | None:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
-    if when is None:
+    if when is None or when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - now_wall)
 
 
-def retry_after_of(error: ProviderError, *, now_wall: float) -> float | None:
-    """The wait a failed call asked for: the raw header read against our clock (so an
-    HTTP date is measured from the injected wall time), else what the provider parsed."""
-    headers = error.headers or {}
-    millis = headers.get("retry-after-ms")  # OpenAI's finer-grained variant
+def retry_after_seconds(headers: Mapping[str, str] | None, *, now_wall: float) -> float | None:
+    """The wait a response asks for: OpenAI's finer `retry-after-ms` when it reads, else
+    `Retry-After`; None when neither does. Header keys are lowercased."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
     if millis is not None:
         parsed_ms = parse_retry_after(millis, now_wall=now_wall)
         if parsed_ms is not None:
             return parsed_ms / 1000.0
-    raw = headers.get("retry-after")
-    if raw is not None:
-        parsed = parse_retry_after(raw, now_wall=now_wall)
-        if parsed is not None:
-            return parsed
-    return error.retry_after
+    return parse_retry_after(headers.get("retry-after"), now_wall=now_wall)
+
+
+def retry_after_of(error: ProviderError, *, now_wall: float) -> float | None:
+    """The wait a failed call asked for: its headers read against our clock (so an HTTP
+    date is measured from the injected wall time), else what the client recorded."""
+    parsed = retry_after_seconds(error.headers, now_wall=now_wall)
+    return parsed if parsed is not None else error.retry_after

@@ -27,14 +27,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import ConfigError
-from agentloom.http._base import HttpTimeout, Transport
 from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.pricing import PriceTable
-from agentloom.providers._base import AttemptSink, Endpoint, EventSink, ModelClient
+from agentloom.providers import (
+    AttemptSink,
+    Endpoint,
+    EventSink,
+    ModelClient,
+    endpoints_from_env,
+    get_protocol,
+    vendor_endpoint,
+)
+from agentloom.providers.local import LocalModelServer
 from agentloom.routing import (
     Breakers,
     BreakerSettings,
@@ -47,10 +55,9 @@ from agentloom.routing import (
     Router,
     RunBudget,
 )
+from agentloom.routing._client import ProviderClient
 from agentloom.routing._providers import endpoint_from_config
-
-if TYPE_CHECKING:
-    from agentloom.providers.local import LocalModelServer
+from agentloom.transport import HttpTimeout, Transport
 
 LOCAL = "local"
 LOCAL_MODEL = "smollm2"
@@ -136,7 +143,6 @@ class Runtime:
         ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GEMINI_API_KEY/GOOGLE_API_KEY, OLLAMA_HOST)
         and AGENTLOOM_PROVIDER, AGENTLOOM_MODEL, AGENTLOOM_LOCAL_MODEL_PATH. Keyword
         arguments win over what the mapping says."""
-        from agentloom.providers._endpoints import endpoints_from_env
 
         kw.setdefault("endpoints", endpoints_from_env(env))
         kw.setdefault("default_model", env.get("AGENTLOOM_MODEL") or None)
@@ -251,7 +257,6 @@ class Runtime:
         if name in _KEY_HINTS:
             raise ConfigError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}")
         if name == "ollama":
-            from agentloom.providers._endpoints import vendor_endpoint
 
             return self._implicit.setdefault("ollama", vendor_endpoint("ollama"))
         configured = ", ".join(self._endpoints) or "none"
@@ -270,7 +275,6 @@ class Runtime:
             return model in endpoint.models
         if endpoint.name not in _VENDOR_FAMILIES or endpoint.protocol != endpoint.name:
             return False  # generic/custom endpoints serve only models they list
-        from agentloom.providers import get_protocol
 
         return get_protocol(endpoint.protocol).serves(model)
 
@@ -387,7 +391,6 @@ class Runtime:
         max_tokens: int | None,
         price: Any,
     ) -> Candidate:
-        from agentloom.providers import get_protocol
 
         endpoint = self._pinned(provider)
         protocol = endpoint.protocol if endpoint is not None else "openai"
@@ -412,7 +415,7 @@ class Runtime:
     def transport(self) -> Transport:
         """The runtime's one HTTP transport, created on first use."""
         if self._transport is None:
-            from agentloom.http._aiohttp import AiohttpTransport
+            from agentloom.http import AiohttpTransport  # aiohttp loads on first use
 
             self._transport = AiohttpTransport()
         return self._transport
@@ -423,10 +426,29 @@ class Runtime:
             self._local_lock = asyncio.Lock()
         async with self._local_lock:
             if self._local is None:
-                from agentloom.providers.local import LocalModelServer
 
                 self._local = LocalModelServer(self.local_model_path)
             return await self._local.start()
+
+    async def provider_client(
+        self, endpoint: Endpoint | None, timeout: HttpTimeout | None
+    ) -> ModelClient:
+        """The one `ProviderClient` of an endpoint (None: the embedded model) and timeout,
+        over the runtime's transport. Clients are stateless, so one serves every run;
+        one is rebuilt only when what it was built from changed (a provider re-added
+        under the same name, a transport swapped for recording or replay)."""
+        resolved = endpoint or await self.local_endpoint()
+        transport = self.transport
+        key = (endpoint.name if endpoint is not None else None, timeout)
+        cached = self._provider_clients.get(key)
+        if cached is not None and cached[0] is resolved and cached[1] is transport:
+            return cached[2]
+        configured = resolved
+        if timeout is not None:
+            resolved = dataclasses.replace(resolved, timeout=timeout)
+        client = ProviderClient(resolved, get_protocol(resolved.protocol), transport)
+        self._provider_clients[key] = (configured, transport, client)
+        return client
 
     async def aclose(self) -> None:
         self._closed = True
@@ -478,21 +500,4 @@ class _LazyClient:
         return await client.complete(request, on_event=on_event, on_attempt=on_attempt)
 
     async def _build(self) -> ModelClient:
-        from agentloom.providers import get_protocol
-        from agentloom.routing._client import ProviderClient
-
-        runtime = self._runtime
-        endpoint = self._endpoint or await runtime.local_endpoint()
-        transport = runtime.transport
-        key = (self._endpoint.name if self._endpoint is not None else None, self._timeout)
-        cached = runtime._provider_clients.get(key)
-        # Reused only while nothing it was built from changed (a provider re-added under
-        # the same name, or a transport swapped for recording or replay).
-        if cached is not None and cached[0] is endpoint and cached[1] is transport:
-            return cached[2]
-        configured = endpoint
-        if self._timeout is not None:
-            endpoint = dataclasses.replace(endpoint, timeout=self._timeout)
-        client = ProviderClient(endpoint, get_protocol(endpoint.protocol), transport)
-        runtime._provider_clients[key] = (configured, transport, client)
-        return client
+        return await self._runtime.provider_client(self._endpoint, self._timeout)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentloom.scale._batch import Batch as Batch
     from agentloom.scale._batch import batch as batch
     from agentloom.scale._inputs import InputProblem as InputProblem
+    from agentloom.scale._inputs import input_kind as input_kind
     from agentloom.scale._inputs import read_inputs as read_inputs
     from agentloom.scale._local import LocalExecutor as LocalExecutor
     from agentloom.scale._progress import JsonProgress as JsonProgress
@@ -43,6 +44,7 @@ _LAZY: dict[str, str] = {
     "Batch": "agentloom.scale._batch",
     "batch": "agentloom.scale._batch",
     "InputProblem": "agentloom.scale._inputs",
+    "input_kind": "agentloom.scale._inputs",
     "read_inputs": "agentloom.scale._inputs",
     "LocalExecutor": "agentloom.scale._local",
     "JsonProgress": "agentloom.scale._progress",

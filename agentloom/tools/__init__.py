@@ -23,7 +23,6 @@ from agentloom.tools._toolset import DeclaredTool as DeclaredTool
 from agentloom.tools._toolset import ToolSet as ToolSet
 
 if TYPE_CHECKING:
-    from agentloom.http._base import Transport
     from agentloom.tools._functions import ArgSpec as ArgSpec
     from agentloom.tools._functions import FunctionTool as FunctionTool
     from agentloom.tools._loading import load_entry_point_tools as load_entry_point_tools
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from agentloom.tools._mcp import MCPToolSource as MCPToolSource
     from agentloom.tools._vendor import normalize_vendor_tools as normalize_vendor_tools
     from agentloom.tools.builtins import builtin_tools as builtin_tools
+    from agentloom.transport import Transport
 
 _LAZY = {
     "ArgSpec": "agentloom.tools._functions",

@@ -11,8 +11,9 @@ import pytest
 from agentloom.errors import ConfigError
 from agentloom.http import AiohttpTransport
 from agentloom.messages import Message, ModelRequest
-from agentloom.providers import ProviderClient, get_protocol
+from agentloom.providers import get_protocol
 from agentloom.providers.local import LocalModelServer, find_model_path
+from agentloom.routing import ProviderClient
 
 
 def test_missing_model_file_gives_a_clear_error(tmp_path: object) -> None:
