@@ -124,7 +124,6 @@ class Agent:
             give_transport(plan, transport)
             self._res.toolbox = plan.build()
         if isinstance(observer, list | tuple):
-
             observer = MultiObserver(*observer)
         self.observer = observer
         self.summary_options = summary_options
@@ -141,7 +140,6 @@ class Agent:
         self.clock = clock
         self._output: OutputPlan | None = None
         if output_schema is not None:
-
             self._output = plan_output(output_spec(output_schema), name or "output",
                                        with_tools=not plan.empty)
         self._portal = Portal()

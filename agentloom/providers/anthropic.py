@@ -300,7 +300,6 @@ class AnthropicStreamDecoder:
     once, in front of the first text."""
 
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-
         self._sse = SSEParser()
         self._provider = endpoint.name
         self._model = request.model

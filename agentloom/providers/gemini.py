@@ -291,7 +291,6 @@ class GeminiStreamDecoder:
     """SSE `data:` lines, each a whole `GenerateContentResponse` chunk."""
 
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-
         self._sse = SSEParser()
         self._chunks = _Chunks(endpoint.name, request.model)
 

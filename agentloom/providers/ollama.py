@@ -195,7 +195,6 @@ def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelRespo
 
 class OllamaStreamDecoder:
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-
         self._lines = NDJSONParser()
         self._chunks = _Chunks(endpoint.name, request.model)
 

@@ -223,7 +223,6 @@ class Recorder:
 
     def __init__(self, path: str | Path | None = None, *,
                  redactor: Redactor | None = None) -> None:
-
         self.recording = Recording(path=Path(path) if path else None)
         self.redactor: Redactor = redactor or Redactor()
         """Always on: without one given, API keys and auth headers are still removed."""

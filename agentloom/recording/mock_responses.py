@@ -193,7 +193,6 @@ class MockResponsesModel:
 
     async def complete(self, request: Any, *, on_event: Any = None,
                        on_attempt: Any = None) -> Any:
-
         self.requests.append(request)
         reply = self._pick(request)
         delay = self._delay(reply)

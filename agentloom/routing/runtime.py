@@ -5,7 +5,6 @@ first use), one embedded local model server (started on first use of `local`), a
 circuit breakers and rate limiters, so a batch of many runs sees one breaker per endpoint.
 
 Resolution, in order:
-
 - A pinned provider (the call's, else `default_provider`) is used as is: an unknown name
   is a ConfigError listing the configured ones; a known vendor without its key names the
   environment variable to set.
@@ -257,7 +256,6 @@ class Runtime:
         if name in _KEY_HINTS:
             raise ConfigError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}")
         if name == "ollama":
-
             return self._implicit.setdefault("ollama", vendor_endpoint("ollama"))
         configured = ", ".join(self._endpoints) or "none"
         hint = (
@@ -391,7 +389,6 @@ class Runtime:
         max_tokens: int | None,
         price: Any,
     ) -> Candidate:
-
         endpoint = self._pinned(provider)
         protocol = endpoint.protocol if endpoint is not None else "openai"
         return Candidate(
@@ -426,7 +423,6 @@ class Runtime:
             self._local_lock = asyncio.Lock()
         async with self._local_lock:
             if self._local is None:
-
                 self._local = LocalModelServer(self.local_model_path)
             return await self._local.start()
 

@@ -299,7 +299,6 @@ def batch(
 def _with_store(factory: RunnerFactory | None, store: str, batch_id: str | None,
                 lease_seconds: float, anchor: str | os.PathLike[str], *,
                 retry_failed: bool) -> RunnerFactory:
-
     if not isinstance(factory, WorkflowRunnerFactory):
         raise ConfigError("store= needs a workflow (or a WorkflowRunnerFactory); a custom "
                           "runner_factory keeps its own state")

@@ -178,7 +178,6 @@ class DurableBatchRunner:
 
     async def _record(self, run_id: str, inp: BatchInput, state: dict[str, Any],
                       redactor: Any) -> RunRecord:
-
         record = await self.store.get_run(run_id)
         if record is not None:
             return record
@@ -269,7 +268,6 @@ class DurableBatchRunner:
 
     async def _run_claimed(self, run_id: str, inp: BatchInput, state: dict[str, Any],
                            redactor: Any) -> BatchItemResult:
-
         record = await self.store.get_run(run_id)
         cp = await self.store.load_latest(run_id)
         assert record is not None and cp is not None
@@ -310,7 +308,6 @@ class DurableBatchRunner:
         await self.store.save_checkpoint(run_id, cp)
 
     def _redactor(self, state: dict[str, Any]) -> Any:
-
         schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
                   for k, v in (getattr(self.workflow.definition, "state_schema", None)
                                or {}).items()}

@@ -76,7 +76,6 @@ class WorkflowRunnerFactory:
 
     @property
     def workflow_hash(self) -> str:
-
         return workflow_hash(self.text.encode("utf-8"))
 
     @property
@@ -93,7 +92,6 @@ def runtime_env(env: Mapping[str, str]) -> dict[str, str]:
 
 @asynccontextmanager
 async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
-
     wf = factory.load()
     runtime = Runtime.from_env(factory.env)
     try:
@@ -128,7 +126,6 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
 @asynccontextmanager
 async def _durable_runner(factory: WorkflowRunnerFactory, wf: Any,
                           runtime: Any) -> AsyncIterator[RunOne]:
-
     assert factory.store is not None
     store = open_store(factory.store)
     await store.__aenter__()  # type: ignore[attr-defined]

@@ -301,7 +301,6 @@ async def _by_url(spec: AttachmentSpec, url: str, policy: AttachmentPolicy) -> M
 async def _download(url: str, transport: Transport, policy: AttachmentPolicy) -> tuple[
     bytes, str | None
 ]:
-
     limit = policy.max_bytes
     current = url
     try:
