@@ -30,6 +30,7 @@ from agentloom.routing._profiles import parse_profiles as parse_profiles
 from agentloom.routing._profiles import parse_rate_limits as parse_rate_limits
 from agentloom.routing._profiles import parse_retry as parse_retry
 from agentloom.routing._providers import endpoint_from_config as endpoint_from_config
+from agentloom.routing._retry import DEFAULT_RETRYABLE_STATUS as DEFAULT_RETRYABLE_STATUS
 from agentloom.routing._retry import NO_RETRY as NO_RETRY
 from agentloom.routing._retry import RetryPolicy as RetryPolicy
 from agentloom.routing._retry import parse_retry_after as parse_retry_after
@@ -41,6 +42,7 @@ from agentloom.routing._router import CheckHook as CheckHook
 from agentloom.routing._router import Router as Router
 
 __all__ = [
+    "DEFAULT_RETRYABLE_STATUS",
     "NO_RETRY",
     "BreakerSettings",
     "Breakers",

@@ -85,7 +85,8 @@ class Runtime:
 
     Args:
         endpoints: configured providers, in priority order.
-        transport: an HTTP transport to use; the runtime closes only one it created.
+        transport: an HTTP transport to use; the runtime closes only one it created,
+            unless `owns_transport=True` hands it over.
         prices: the price table (default: the packaged one).
         breaker: circuit breaker settings for every endpoint.
         rate_limits: `{provider: RateLimit}`; providers not named are not limited.
@@ -101,6 +102,7 @@ class Runtime:
         default_model: str | None = None,
         default_provider: str | None = None,
         transport: Transport | None = None,
+        owns_transport: bool | None = None,
         clock: Clock = SYSTEM_CLOCK,
         local_model_path: str | None = None,
         prices: PriceTable | None = None,
@@ -119,7 +121,7 @@ class Runtime:
             _ALIASES.get(default_provider, default_provider) if default_provider else None
         )
         self._transport = transport
-        self._owns_transport = transport is None
+        self._owns_transport = transport is None if owns_transport is None else owns_transport
         self.clock = clock
         self.local_model_path = local_model_path
         self.prices = prices
