@@ -190,5 +190,3 @@ class LoopBudgetExceeded(AgentLoopError):
         self.actual = actual
         super().__init__(f"loop budget exceeded: {kind} (limit {limit}, actual {actual})")
 
-
-ErrorKind: TypeAlias = type[AgentLoomError]

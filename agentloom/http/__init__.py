@@ -6,8 +6,9 @@ the wrappers, so importing this package stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentloom._lazy import lazy_getattr
 from agentloom.transport import (
     BufferedResponse,
     HttpRequest,
@@ -43,9 +44,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -129,11 +129,6 @@ class SummaryCollector(NullObserver):
         if self._turns and result.is_error:
             self._turns[-1].tool_errors.append(call.name)
 
-    def mark_discarded(self) -> None:
-        """The last reply was truncated and dropped from the conversation."""
-        if self._turns:
-            self._turns[-1].discarded = True
-
     # --- the summary -----------------------------------------------------------------
     def timeline(self) -> tuple[TurnRecord, ...]:
         out = []

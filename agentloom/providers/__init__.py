@@ -13,8 +13,9 @@ pays for none of them.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentloom._lazy import lazy_getattr
 from agentloom.errors import ConfigError
 from agentloom.providers._assemble import ResponseBuilder as ResponseBuilder
 from agentloom.providers._base import AttemptRecord as AttemptRecord
@@ -57,8 +58,4 @@ def get_protocol(name: str) -> WireProtocol:
     return protocol
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -6,8 +6,9 @@ Imports `http/` (the seam it wraps), `redact`, `errors` and `messages`; nothing 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentloom._lazy import lazy_getattr
 from agentloom.recording._format import (
     FORMAT,
     VERSION,
@@ -60,9 +61,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -6,8 +6,7 @@ Not imported by `import agentloom`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentloom._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "ScriptedModel": "agentloom.testing.scripted",
@@ -26,8 +25,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
