@@ -1,5 +1,9 @@
 """HTTP for AgentLoom: the `Transport` seam and its implementations.
 
+Job: moves bytes: the `Transport` implementations (aiohttp, mock, fault) and the address
+guard; knows no vendor. May import: the types layer (`transport`, `errors`, `_clock`,
+...) (tests/test_layers.py holds the rule).
+
 `AiohttpTransport` is imported lazily (aiohttp takes well over 100 ms to import), and so are
 the wrappers, so importing this package stays cheap.
 """

@@ -1,4 +1,9 @@
-"""The agent loop and its API: run_loop, transcripts, summaries, observers."""
+"""The agent loop and its API: run_loop, transcripts, summaries, observers.
+
+Job: THE agent loop and the one `Agent`, the one deadline helper (`Deadline`),
+summaries, observers. May import: the layers up to `tools` (tests/test_layers.py holds
+the rule).
+"""
 
 from agentloom.loop._budget import Deadline as Deadline
 from agentloom.loop._budget import no_deadline as no_deadline

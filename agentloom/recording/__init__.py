@@ -1,7 +1,8 @@
 """Recordings of model exchanges: the file format, the record and replay transports that
 sit on the `Transport` seam, and the public AgentLoom's mock-response files.
 
-Imports `http/` (the seam it wraps), `redact`, `errors` and `messages`; nothing above.
+Job: recordings of model exchanges and the record/replay transports. May import: types,
+`http`, `providers`, `pricing`, `routing` (tests/test_layers.py holds the rule).
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """Routing: from one model call to a result, across retries, fallbacks and limits.
 
+Job: a request in, a response out, reliably: candidates and fallbacks, the one retry
+policy (with Retry-After), breaker, limiter, budgets, and the runtime that resolves a
+model name once and owns the transport. May import: types, `http`, `providers`,
+`pricing` (tests/test_layers.py holds the rule).
+
 `Router` is the `ModelClient` that tries `Candidate`s in order under a `RetryPolicy`,
 each endpoint guarded by a `CircuitBreaker` and an optional `RateLimiter`, every call
 checked against a shared `RunBudget`. `Profile`/`FallbackEntry` are the configuration

@@ -1,5 +1,8 @@
 """Batch runs: one workflow over many inputs, in this process or on a Ray cluster.
 
+Job: batch runs: local and Ray executors. May import: the layers up to `testing`
+(tests/test_layers.py holds the rule).
+
     b = batch("flow.yaml", "inputs.jsonl", output="out.jsonl", concurrency=32,
               env=os.environ)
     async for result in b:          # BatchItemResult, as runs finish

@@ -1,6 +1,10 @@
 """Test kit shipped with AgentLoom, for our tests and yours: in-process scripted models,
 loopback fake servers that speak each provider's wire protocol, a fake clock.
 
+Job: the test kit shipped for users: fake provider servers on loopback, scripted models,
+a fake clock, the store conformance kit. May import: the layers up to `workflow`
+(tests/test_layers.py holds the rule).
+
 Not imported by `import agentloom`.
 """
 

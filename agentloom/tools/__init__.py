@@ -1,6 +1,10 @@
 """Tools the model can call: the protocol, `@tool`, the registry and per-step `ToolSet`,
 the sandbox and the built-ins, MCP servers, workflow functions and vendor tools.
 
+Job: the Tool protocol and its seams for the loop (`tools.contracts`), the registry,
+built-ins, sandbox, MCP and vendor tools. May import: the layers up to
+`structured`/`conversation` (tests/test_layers.py holds the rule).
+
 Only light modules load with this package; the built-ins, MCP (which imports the `mcp`
 SDK) and the loaders are imported on first use of their names.
 """
