@@ -126,6 +126,12 @@ class LoopResult:
     def summary(self, value: ConversationSummary | SummaryRecord | None) -> None:
         self._summary = value
 
+    def summary_source(self) -> ConversationSummary | SummaryRecord:
+        """The summary, or the record that builds it when first read (for holders that
+        keep it lazily, as `ConversationResult` does)."""
+        assert self._summary is not None
+        return self._summary
+
 
 class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""

@@ -261,9 +261,8 @@ class Agent:
             correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
         )
         result = await run_loop(self.client, request, tools=tools, options=options)
-        assert result.summary is not None
         return ConversationResult(transcript=transcript.append(*result.new_messages),
-                                  summary=result.summary, output=result.output)
+                                  summary=result.summary_source(), output=result.output)
 
     async def arun_result(self, prompt: str, *, correlation_id: str | None = None,
                           parent_id: str | None = None, conversation_id: str | None = None
