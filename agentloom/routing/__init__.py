@@ -9,8 +9,8 @@ model name once and owns the transport. May import: types, `http`, `providers`,
 each endpoint guarded by a `CircuitBreaker` and an optional `RateLimiter`, every call
 checked against a shared `RunBudget`. `Profile`/`FallbackEntry` are the configuration
 objects a workflow's `profiles:` and `fallback:` parse into. `ProviderClient` is one
-attempt at one endpoint. The `Runtime` (agentloom.routing.runtime) assembles these from
-provider names.
+attempt at one endpoint; `WrapperClient` is the base of any client that wraps another.
+The `Runtime` (agentloom.routing.runtime) assembles these from provider names.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from agentloom.routing._router import CallFailed as CallFailed
 from agentloom.routing._router import Candidate as Candidate
 from agentloom.routing._router import CheckHook as CheckHook
 from agentloom.routing._router import Router as Router
+from agentloom.routing._wrapper import WrapperClient as WrapperClient
 
 __all__ = [
     "DEFAULT_RETRYABLE_STATUS",
@@ -65,6 +66,7 @@ __all__ = [
     "RetryPolicy",
     "Router",
     "RunBudget",
+    "WrapperClient",
     "endpoint_from_config",
     "estimate_prompt_tokens",
     "get_profile",
