@@ -47,15 +47,22 @@ _LAZY = {
 }
 
 
+_LOADED: dict[str, WireProtocol] = {}
+
+
 def get_protocol(name: str) -> WireProtocol:
     """The wire protocol called `name` (`openai`, `anthropic`, `gemini`, `ollama`)."""
+    protocol = _LOADED.get(name)
+    if protocol is not None:
+        return protocol  # routing asks on every client it builds: no import machinery
     module = PROTOCOLS.get(name)
     if module is None:
         raise ConfigError(
             f"unknown wire protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
         )
-    protocol: WireProtocol = importlib.import_module(module).PROTOCOL
-    return protocol
+    loaded: WireProtocol = importlib.import_module(module).PROTOCOL
+    _LOADED[name] = loaded
+    return loaded
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
