@@ -53,7 +53,7 @@ LAZY_TARGETS: dict[str, str] = {
     "agentloom.store._sqlite": "a store backend, loaded when opened",
     "agentloom.store._memory": "a store backend, loaded when opened",
     "agentloom.observe.otel": "imports the optional `opentelemetry`",
-    "agentloom.providers.local": "the optional local model server",
+    "agentloom.routing.local": "the optional embedded model server",
     "agentloom.tools.builtins": "the built-in tools (sandbox, subprocess, HTTP) load when used",
 }
 """Modules (or a face's lazy names) that may be imported inside a function anywhere:

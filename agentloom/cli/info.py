@@ -113,7 +113,7 @@ def _local_model(env: Mapping[str, str]) -> str | None:
     if custom:
         return custom if Path(custom).is_file() else None
     from agentloom.errors import ConfigError
-    from agentloom.providers.local import find_model_path
+    from agentloom.routing.local import find_model_path
 
     try:
         return str(find_model_path())

@@ -13,9 +13,7 @@ pays for none of them.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
-from agentloom._lazy import lazy_getattr
 from agentloom.errors import ConfigError
 from agentloom.providers._assemble import ResponseBuilder as ResponseBuilder
 from agentloom.providers._base import AttemptRecord as AttemptRecord
@@ -32,20 +30,12 @@ from agentloom.providers._endpoints import endpoints_from_env as endpoints_from_
 from agentloom.providers._endpoints import vendor_endpoint as vendor_endpoint
 from agentloom.providers.profiles import check_attachments as check_attachments
 
-if TYPE_CHECKING:
-    from agentloom.providers.local import LocalModelServer as LocalModelServer
-
 PROTOCOLS: dict[str, str] = {
     "openai": "agentloom.providers.openai",
     "anthropic": "agentloom.providers.anthropic",
     "gemini": "agentloom.providers.gemini",
     "ollama": "agentloom.providers.ollama",
 }
-
-_LAZY = {
-    "LocalModelServer": "agentloom.providers.local",
-}
-
 
 _LOADED: dict[str, WireProtocol] = {}
 
@@ -65,4 +55,3 @@ def get_protocol(name: str) -> WireProtocol:
     return loaded
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY, globals())

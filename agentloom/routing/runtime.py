@@ -41,7 +41,6 @@ from agentloom.providers import (
     get_protocol,
     vendor_endpoint,
 )
-from agentloom.providers.local import LocalModelServer
 from agentloom.routing import (
     Breakers,
     BreakerSettings,
@@ -56,6 +55,7 @@ from agentloom.routing import (
 )
 from agentloom.routing._client import ProviderClient
 from agentloom.routing._providers import endpoint_from_config
+from agentloom.routing.local import LocalModelServer
 from agentloom.transport import HttpTimeout, Transport
 
 LOCAL = "local"
