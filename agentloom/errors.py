@@ -21,10 +21,7 @@ over modules and never on message text. Retry code reads `retryable` and nothing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
-
-if TYPE_CHECKING:
-    from agentloom.loop.summary import ConversationSummary
+from typing import Any, Literal, TypeAlias
 
 Phase: TypeAlias = Literal["connect", "tls", "proxy", "send", "read", "status", "body", "local"]
 """Where a call failed. `local` means before anything reached the network (e.g. an
@@ -175,8 +172,10 @@ class AgentLoopError(AgentLoomError):
     """A failed agent run. `.summary` is its ConversationSummary, so a handler needs no
     observer; `.__cause__` is the underlying error."""
 
-    def __init__(self, message: str, *, summary: ConversationSummary | None = None) -> None:
-        self.summary = summary
+    def __init__(self, message: str, *, summary: Any = None) -> None:
+        # A loop.summary.ConversationSummary; typed loosely because errors sit below the
+        # loop in the layers and may not import it.
+        self.summary: Any = summary
         super().__init__(message)
 
 
@@ -191,5 +190,3 @@ class LoopBudgetExceeded(AgentLoopError):
         self.actual = actual
         super().__init__(f"loop budget exceeded: {kind} (limit {limit}, actual {actual})")
 
-
-ErrorKind: TypeAlias = type[AgentLoomError]

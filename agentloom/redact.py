@@ -204,7 +204,3 @@ class Redactor:
                     changes[f.name] = new
             return dataclasses.replace(value, **changes) if changes else value
         return value
-
-
-NO_REDACTION = Redactor(patterns=False)
-"""A redactor that changes nothing (for tests that need raw artefacts)."""

@@ -80,7 +80,8 @@ async def run_aiohttp(base_url: str, n: int) -> Timing:
 async def run_provider(base_url: str, n: int) -> Timing:
     from agentloom.http import AiohttpTransport
     from agentloom.messages import Message, ModelRequest
-    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+    from agentloom.providers import get_protocol, vendor_endpoint
+    from agentloom.routing import ProviderClient
 
     transport = AiohttpTransport()
     client = ProviderClient(vendor_endpoint("openai", api_key="sk", base_url=base_url),
@@ -99,7 +100,8 @@ async def run_provider(base_url: str, n: int) -> Timing:
 async def run_agent_direct(base_url: str, n: int) -> Timing:
     from agentloom import Agent
     from agentloom.http import AiohttpTransport
-    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+    from agentloom.providers import get_protocol, vendor_endpoint
+    from agentloom.routing import ProviderClient
 
     transport = AiohttpTransport()
     client = ProviderClient(vendor_endpoint("openai", api_key="sk", base_url=base_url),

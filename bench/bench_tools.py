@@ -112,7 +112,8 @@ async def agent_loop(base: str, tool: Any = weather) -> tuple[Callable[[], Await
     from agentloom.http import AiohttpTransport
     from agentloom.loop import run_loop
     from agentloom.messages import Message, ModelRequest
-    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+    from agentloom.providers import get_protocol, vendor_endpoint
+    from agentloom.routing import ProviderClient
     from agentloom.tools import ToolSet
 
     transport = AiohttpTransport()

@@ -123,7 +123,8 @@ async def run_agentloom(urls: dict[str, str], n_seq: int, n_conc: int, conc: int
                         n_ttft: int) -> dict[str, Any]:
     from agentloom.http import AiohttpTransport
     from agentloom.messages import Message, ModelRequest, TextDelta
-    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+    from agentloom.providers import get_protocol, vendor_endpoint
+    from agentloom.routing import ProviderClient
 
     transport = AiohttpTransport()
     protocol = get_protocol("openai")
@@ -182,7 +183,8 @@ steps:
 def make_engine_call(urls: dict[str, str]) -> Any:
     """One `llm_call` workflow run per call, on the same ProviderClient path."""
     from agentloom.http import AiohttpTransport
-    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+    from agentloom.providers import get_protocol, vendor_endpoint
+    from agentloom.routing import ProviderClient
     from agentloom.workflow import arun_workflow, load_workflow_text
 
     transport = AiohttpTransport()

@@ -14,7 +14,6 @@ from aiohttp import web
 
 from agentloom.errors import ConfigError
 from agentloom.http import AiohttpTransport
-from agentloom.http._base import Transport
 from agentloom.http.netguard import AddressPolicy
 from agentloom.messages import AudioPart, DocumentPart, ImagePart
 from agentloom.providers import get_protocol
@@ -25,6 +24,7 @@ from agentloom.tools.attachments import (
     check_attachments,
     load_attachment,
 )
+from agentloom.transport import Transport
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 40
 LOCAL = AttachmentPolicy(addresses=AddressPolicy(allowed=("127.0.0.1",)))

@@ -17,7 +17,6 @@ from aiohttp import web
 
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.http._aiohttp import AiohttpTransport
-from agentloom.http._base import HttpRequest, TransportError
 from agentloom.recording import (
     Recorder,
     Recording,
@@ -30,6 +29,7 @@ from agentloom.recording import (
 )
 from agentloom.redact import Redactor
 from agentloom.testing.clock import FakeClock
+from agentloom.transport import HttpRequest, TransportError
 
 API_KEY = "sk-test-abcdefghijklmnopqrstuvwxyz0123"
 SECRET = "hunter2-very-private"

@@ -260,3 +260,21 @@ def test_pinned_local_always_answers_as_smollm2() -> None:
     rt = Runtime.from_env({"AGENTLOOM_LOCAL_MODEL_PATH": "/models/other.gguf"})
     assert rt.resolve("gpt-4o", "local") == [("local", "smollm2")]
     assert rt.local_model_path == "/models/other.gguf"
+
+
+class _ClosingTransport:
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def handle(self, request: object) -> object:
+        raise AssertionError("no request is sent")
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_given_transport_is_closed_only_when_handed_over() -> None:
+    kept, handed = _ClosingTransport(), _ClosingTransport()
+    await Runtime(transport=kept).aclose()  # type: ignore[arg-type]
+    await Runtime(transport=handed, owns_transport=True).aclose()  # type: ignore[arg-type]
+    assert (kept.closed, handed.closed) == (False, True)

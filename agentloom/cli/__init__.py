@@ -1,136 +1,50 @@
-"""The `agentloom` command.
+"""The `agentloom` command: the only layer that reads the environment.
 
-Startup is kept fast: this module imports only argparse; each command imports what it
-needs when it runs. Usage errors are one line on stderr and exit code 2; a failed run or
-an invalid workflow exits 1.
+One job: turn a command line (and `os.environ`) into calls on the library below it (it
+may import every other layer). Startup is kept fast: this module imports only argparse;
+each command imports what it needs when it runs. Usage errors are one line on stderr and
+exit code 2; a failed run or an invalid workflow exits 1.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from agentloom.cli._exit import EXIT_FAILED as EXIT_FAILED
+from agentloom.cli._exit import EXIT_OK as EXIT_OK
+from agentloom.cli._exit import EXIT_USAGE as EXIT_USAGE
+from agentloom.cli._exit import UsageError as UsageError
+from agentloom.cli._exit import _Parser as _Parser
+from agentloom.cli._parser import _COMMAND_MODULES, build_parser, command_module
+from agentloom.cli._parser import command_of as command_of
 
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
-class UsageError(Exception):
-    """A bad command line: reported as one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        message = " ".join(message.split())
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_USAGE)
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; with `only`, just that command's part (each command's
-    arguments cost imports and argparse work that a run of another command never uses)."""
-    parser = _Parser(prog="agentloom",
-                     description="Run LLM work reliably: YAML workflows and agents.")
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    if only is None or only == "run":
-        _add_run(sub)
-    if only is None or only == "validate":
-        validate = sub.add_parser("validate", help="check a workflow file and show its plan")
-        validate.add_argument("file", metavar="FILE")
-    if only is None or only == "schema":
-        sub.add_parser("schema", help="print the JSON Schema of the workflow format")
-    for command, module_name in _COMMAND_MODULES.items():
-        if only is None or only == command:
-            _command_module(module_name).add_parser(sub)
-    return parser
-
-
-def _add_run(sub: Any) -> None:
-    run = sub.add_parser("run", help="run a workflow file")
-    run.add_argument("file", metavar="FILE")
-    run.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
-                     help="set a state value (typed as YAML; dotted keys nest); repeatable")
-    run.add_argument("--state-file", metavar="FILE", help="a YAML or JSON mapping of state")
-    run.add_argument("--model", "-m", help="the model of steps that name none (config.model)")
-    run.add_argument("--provider", "-p", help="the provider of steps that name none")
-    run.add_argument("--json", action="store_true",
-                     help="print only the run result as JSON on stdout")
-    run.add_argument("--stream", action="store_true", help="print text as it arrives")
-    run.add_argument("--tools", action="append", default=[], metavar="FILE.py",
-                     help="register the @tool functions of a Python file; repeatable")
-    run.add_argument("--timeout", type=float, metavar="SECONDS",
-                     help="a deadline for the whole run (config.timeout)")
-    run.add_argument("--mock-responses", metavar="FILE",
-                     help="answer every model call from this mock responses file (the "
-                          "public AgentLoom's format); an unmatched call fails its step")
-    from agentloom.cli._common import add_limit_flags
-
-    add_limit_flags(run)
-    from agentloom.cli._durable import add_run_flags
-
-    add_run_flags(run)
-    from agentloom.cli._observe import add_trace_flags
-
-    add_trace_flags(run)
-
-
-_COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
-                                    "resume": "agentloom.cli.resume",
-                                    "runs": "agentloom.cli.runs",
-                                    "replay": "agentloom.cli.replay",
-                                    "visualize": "agentloom.cli.visualize",
-                                    "info": "agentloom.cli.info"}
-"""Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
-Their modules import only what building the parser needs; the rest loads in `run`."""
-
-
-_COMMANDS = frozenset({"run", "validate", "schema", *_COMMAND_MODULES})
-
-
-def _command_of(argv: Sequence[str]) -> str | None:
-    """The command named on the line, when it is a known one. Before it there can only be
-    the top-level flags (`--version`, `-h`), none of which takes a value; anything else
-    (no command, a misspelt one) gets the whole parser, for its usage and choices."""
-    for arg in argv:
-        if not arg.startswith("-"):
-            return arg if arg in _COMMANDS else None
-    return None
-
-
-def _command_module(name: str) -> Any:
-    import importlib
-
-    return importlib.import_module(name)
+_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "run": ("agentloom.cli.run", "command_run"),
+    "validate": ("agentloom.cli.validate", "command_validate"),
+    "schema": ("agentloom.cli.schema", "command_schema"),
+    **{name: (module, "run") for name, module in _COMMAND_MODULES.items()},
+}
+"""Each command's module and function, imported when the command runs."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command_of(argv))
+    parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)
     if args.version:
         from agentloom._version import __version__
 
         print(f"agentloom {__version__}")
         return EXIT_OK
+    target = _FUNCTIONS.get(args.command)
     try:
-        if args.command == "run":
-            from agentloom.cli.run import command_run
-
-            return command_run(args)
-        if args.command == "validate":
-            from agentloom.cli.validate import command_validate
-
-            return command_validate(args)
-        if args.command in _COMMAND_MODULES:
-            code: int = _command_module(_COMMAND_MODULES[args.command]).run(args)
+        if target is not None:
+            module, function = target
+            code: int = getattr(command_module(module), function)(args)
             return code
-        if args.command == "schema":
-            from agentloom.cli.schema import command_schema
-
-            return command_schema(args)
     except UsageError as exc:
         sys.stderr.write(f"agentloom: error: {exc}\n")
         return EXIT_USAGE

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloom.cli import UsageError
+from agentloom.cli._exit import UsageError
 
 if TYPE_CHECKING:
     from agentloom.workflow import Workflow

@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloom.cli import UsageError
+from agentloom.cli._exit import UsageError
 
 DEFAULT_RETENTION_DAYS = 30
 
@@ -54,11 +54,14 @@ def add_store_flag(parser: argparse.ArgumentParser) -> None:
                              "(default: .agentloom/runs.db)")
 
 
-def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) -> Any:
-    """The runtime from the environment, its transport recording or replaying if asked."""
+def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None, *,
+                  recording: Any = None) -> Any:
+    """The runtime from the environment, its transport recording or replaying if asked
+    (`recording`: the `--replay` file already loaded by `check_recording`)."""
     from agentloom.routing.runtime import Runtime
 
-    record, replay = getattr(args, "record", None), getattr(args, "replay", None)
+    record = getattr(args, "record", None)
+    replay = recording if recording is not None else getattr(args, "replay", None)
     if record and replay:
         raise UsageError("--record and --replay can't be used together")
     transport: Any = None
@@ -70,20 +73,16 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None) ->
         transport = ReplayTransport(replay, mode=getattr(args, "replay_mode", "strict"),
                                     redactor=redactor)
     elif record:
-        from agentloom.http._aiohttp import AiohttpTransport
+        from agentloom.http import AiohttpTransport
         from agentloom.recording import Recorder, RecordTransport
 
         transport = RecordTransport(AiohttpTransport(), Recorder(record, redactor=redactor))
     env: Mapping[str, str] = os.environ
     if replay:
         env = replay_env(replay, os.environ)
-    runtime = Runtime.from_env(env, **({"transport": transport} if transport else {}))
-    if transport is not None:
-        _SWAPPED[id(runtime)] = transport  # a runtime doesn't close a transport it was given
-    return runtime
-
-
-_SWAPPED: dict[int, Any] = {}
+    # The runtime owns (and closes) the recording or replaying transport made here.
+    extra = {"transport": transport, "owns_transport": True} if transport else {}
+    return Runtime.from_env(env, **extra)
 
 # The wire path each vendor's calls go to, and the key its endpoint needs.
 _VENDOR_PATHS = (("/chat/completions", "OPENAI_API_KEY"), ("/v1/messages", "ANTHROPIC_API_KEY"),
@@ -112,7 +111,8 @@ def replay_env(recording: Any, env: Mapping[str, str]) -> dict[str, str]:
 
 def check_recording(args: argparse.Namespace) -> Any:
     """Read `--replay FILE` before the run starts: a missing, corrupt or truncated file is
-    one clear error, not a failure of the first step that calls a model."""
+    one clear error, not a failure of the first step that calls a model. Returns the
+    loaded recording (None without `--replay`)."""
     replay = getattr(args, "replay", None)
     if not replay:
         return None
@@ -122,15 +122,7 @@ def check_recording(args: argparse.Namespace) -> Any:
 
     if not Path(replay).is_file():
         raise UsageError(f"recording not found: {replay}")
-    args.replay = Recording.load(replay)
-    return args.replay
-
-
-async def close_runtime(runtime: Any) -> None:
-    await runtime.aclose()
-    swapped = _SWAPPED.pop(id(runtime), None)
-    if swapped is not None:
-        await swapped.aclose()
+    return Recording.load(replay)
 
 
 def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
@@ -151,14 +143,16 @@ def workflow_hash_of(path: str | Path) -> str:
 
 
 async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, Any],
-                       redactor: Redactor) -> DurableRun | None:
-    """The durable run of `agentloom run`, or None (checkpoints off, or the default store
-    can't be opened: a warning says so)."""
-    prepared = getattr(args, "resume_durable", None)
+                       redactor: Redactor, *,
+                       resumed: DurableRun | None = None) -> DurableRun | None:
+    """The durable run of `agentloom run` (`resumed`: the one `agentloom resume`
+    prepared), or None (checkpoints off, or the default store can't be opened: a warning
+    says so)."""
+    prepared = resumed
     if prepared is not None:
         if prepared.redactor is None:
             prepared.redactor = redactor
-        return prepared  # type: ignore[no-any-return]
+        return prepared
     if not getattr(args, "checkpoint", True):
         return None
     import uuid

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from agentloom.cli import UsageError
+from agentloom.cli._exit import UsageError
 
 if TYPE_CHECKING:
     from agentloom.redact import Redactor
@@ -77,6 +77,10 @@ class CliObservers:
     run: RunObservers | None = None
     _closers: list[Any] = field(default_factory=list)
 
+    def close_later(self, close: Any) -> None:
+        """Call `close()` when these observers close (last added, first closed)."""
+        self._closers.append(close)
+
     def close(self) -> None:
         for close in reversed(self._closers):
             close()
@@ -101,7 +105,7 @@ def open_observers(args: argparse.Namespace, redactor: Redactor,
             observers.append(_otel_observer(env, redactor, content, out))
         if trace:
             file = TraceFile(trace)
-            out._closers.append(file.close)
+            out.close_later(file.close)
             observers.append(WorkflowTraceObserver(file.write, redactor=redactor,
                                                    capture_content=content))
     except BaseException:
@@ -136,9 +140,9 @@ def _otel_observer(env: Mapping[str, str], redactor: Redactor, content: bool,
         metric_names = _exporters(env, "OTEL_METRICS_EXPORTER", "otlp" if otlp else "none")
         if metric_names:
             meter_provider = _meter_provider(metric_names, env, resource)
-    out._closers.append(tracer_provider.shutdown)  # flushes what is batched
+    out.close_later(tracer_provider.shutdown)  # flushes what is batched
     if meter_provider is not None:
-        out._closers.append(meter_provider.shutdown)
+        out.close_later(meter_provider.shutdown)
     return WorkflowOTelObserver(tracer_provider, meter_provider, content, redactor=redactor,
                                 metrics=meter_provider is not None)
 

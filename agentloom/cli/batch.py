@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._common import existing_file, parse_state
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 
 EXIT_INTERRUPTED = 130
 _BATCH_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -112,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{output} already exists: pass --resume to finish it or "
                          f"--overwrite to start over")
     from agentloom.errors import ConfigError, WorkflowError
-    from agentloom.scale import WorkflowRunnerFactory, batch, choose_progress
-    from agentloom.scale._inputs import input_kind
+    from agentloom.scale import WorkflowRunnerFactory, batch, choose_progress, input_kind
     from agentloom.store import StoreError
 
     try:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from agentloom.cli import EXIT_OK
+from agentloom.cli._exit import EXIT_OK
 
 EXTRAS: dict[str, tuple[str, str]] = {
     # extra: (module to look for, distribution to read the version of)
@@ -63,7 +63,7 @@ def collect(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _providers(env: Mapping[str, str]) -> list[dict[str, Any]]:
-    from agentloom.providers._endpoints import endpoints_from_env
+    from agentloom.providers import endpoints_from_env
 
     out = []
     for endpoint in endpoints_from_env(env):
@@ -113,7 +113,7 @@ def _local_model(env: Mapping[str, str]) -> str | None:
     if custom:
         return custom if Path(custom).is_file() else None
     from agentloom.errors import ConfigError
-    from agentloom.providers.local import find_model_path
+    from agentloom.routing.local import find_model_path
 
     try:
         return str(find_model_path())

@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentloom.cli import build_parser
+    from agentloom.cli._parser import build_parser
     from agentloom.cli.run import command_run
 
     argv = ["run", args.workflow, "--replay", args.recording, "--replay-mode",

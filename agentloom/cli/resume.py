@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentloom.cli import EXIT_FAILED, UsageError
+from agentloom.cli._exit import EXIT_FAILED, UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -49,8 +49,9 @@ class _Refused(Exception):
     pass
 
 
-async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
-    """The `run` arguments to continue with, or _Refused with the reason."""
+async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
+    """The `run` arguments and the durable run to continue with, or _Refused with the
+    reason."""
     from agentloom.cli._durable import LEASE_SECONDS, claim, worker_id, workflow_hash_of
     from agentloom.store import FINISHED_STATUSES, open_store
     from agentloom.workflow.durable.run import Decision, DurableRun, coerce_answer
@@ -104,7 +105,7 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
             await store.release_claim(args.run_id, me)  # type: ignore[attr-defined]
         await store.close()
         raise
-    from agentloom.cli import build_parser
+    from agentloom.cli._parser import build_parser
 
     # `run`'s own defaults for every flag, then what the run started with.
     run_args = build_parser().parse_args(["run", str(path)])
@@ -114,12 +115,11 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
         tools=list(meta.get("tools") or []), replay=args.replay,
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
         trace=args.trace, trace_content=args.trace_content, otel=args.otel,
-        resume_durable=DurableRun(store=store, run_id=args.run_id,
-                                  workflow_hash=record.workflow_hash, meta=meta, resumed=cp,
-                                  decision=decision, worker_id=me,
-                                  lease_seconds=LEASE_SECONDS),
     )
-    return run_args
+    durable = DurableRun(store=store, run_id=args.run_id, workflow_hash=record.workflow_hash,
+                         meta=meta, resumed=cp, decision=decision, worker_id=me,
+                         lease_seconds=LEASE_SECONDS)
+    return run_args, durable
 
 
 def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from agentloom.errors import AgentLoomError
 
     try:
-        run_args = asyncio.run(_prepare(args))
+        run_args, durable = asyncio.run(_prepare(args))
     except _Refused as exc:
         sys.stderr.write(f"agentloom resume: {exc}\n")
         return EXIT_FAILED
@@ -160,4 +160,4 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(run_args.file).is_file():
         raise UsageError(f"workflow file not found: {run_args.file}")
-    return command_run(run_args)
+    return command_run(run_args, resumed=durable)

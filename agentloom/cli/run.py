@@ -13,24 +13,44 @@ import asyncio
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._common import (
     existing_file,
     limit_overrides,
     load_or_report,
     parse_state,
 )
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._gc import loading, start_running
 
 if TYPE_CHECKING:
     from agentloom.messages import StreamEvent
+    from agentloom.recording import Recording
+    from agentloom.redact import Redactor
     from agentloom.workflow import RunResult, Workflow
+    from agentloom.workflow.durable.run import DurableRun
+
+
+@dataclass(slots=True, kw_only=True)
+class _Session:
+    """What one `agentloom run` sets up around the workflow, passed explicitly (the
+    parsed arguments stay what the command line said)."""
+
+    redactor: Redactor
+    observers: Any = None
+    """The run's RunObservers (trace file, OTel), or None."""
+    recording: Recording | None = None
+    """The loaded `--replay` file."""
+    resumed: DurableRun | None = None
+    """The durable run `agentloom resume` prepared."""
+    durable: DurableRun | None = None
 
 
 @loading
-def command_run(args: argparse.Namespace) -> int:
+def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) -> int:
+    """Run `args.file`; `resumed` is the durable run `agentloom resume` continues."""
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     state = parse_state(args.state, args.state_file)
@@ -45,21 +65,21 @@ def command_run(args: argparse.Namespace) -> int:
     from agentloom.cli._durable import check_recording, redactor_for, report_pause
     from agentloom.errors import AgentLoomError
 
-    args.redactor = redactor_for(wf, state)
+    session = _Session(redactor=redactor_for(wf, state), resumed=resumed)
     from agentloom.cli._observe import open_observers
 
     # Traces and spans: a file or exporter that can't be set up stops the run before it
     # starts; what they buffered is flushed after it, whatever its outcome.
-    observers = open_observers(args, args.redactor, os.environ)
-    args.observers = observers.run
+    observers = open_observers(args, session.redactor, os.environ)
+    session.observers = observers.run
     try:
-        check_recording(args)
+        session.recording = check_recording(args)
         # Every run sends its calls through aiohttp: load it while the collector is still
         # paused, as the rest of the load path was.
-        import agentloom.http._aiohttp  # noqa: F401
+        from agentloom.http import AiohttpTransport  # noqa: F401
 
         start_running()
-        result = asyncio.run(_run(wf, state, args))
+        result = asyncio.run(_run(wf, state, args, session))
     except AgentLoomError as exc:
         sys.stderr.write(f"agentloom: {exc}\n")
         return EXIT_FAILED
@@ -67,24 +87,26 @@ def command_run(args: argparse.Namespace) -> int:
         observers.close()
     if args.json:
         # Secrets of state_schema (and API keys) never reach --json output.
-        data = args.redactor.redact_state(result.to_dict())
+        data = session.redactor.redact_state(result.to_dict())
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     else:
         _print_human(result, streamed=args.stream)
     if result.status.value in ("paused", "needs_decision"):
-        report_pause(result, args, args.durable)
+        report_pause(result, args, session.durable)
         return EXIT_OK
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) -> RunResult:
-    from agentloom.cli._durable import build_runtime, close_runtime, open_durable
+async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
+               session: _Session) -> RunResult:
+    from agentloom.cli._durable import build_runtime, open_durable
     from agentloom.workflow import arun_workflow
 
-    runtime = build_runtime(args, getattr(args, "redactor", None))
-    args.durable = durable = None
+    runtime = build_runtime(args, session.redactor, recording=session.recording)
+    durable = None
     try:
-        args.durable = durable = await open_durable(args, wf, state, args.redactor)
+        session.durable = durable = await open_durable(args, wf, state, session.redactor,
+                                                       resumed=session.resumed)
         runtime.add_providers({
             name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
             for name, p in wf.definition.providers.items()
@@ -102,9 +124,9 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace) ->
                                    responses_file=mock_file)
         return await arun_workflow(wf, clients=clients, state=state, tools=tools,
                                    on_event=on_event, transport=_transport(wf, runtime),
-                                   durable=durable, observers=getattr(args, "observers", None))
+                                   durable=durable, observers=session.observers)
     finally:
-        await close_runtime(runtime)
+        await runtime.aclose()
         if durable is not None:
             await durable.store.close()
 

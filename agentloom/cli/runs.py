@@ -15,7 +15,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from agentloom.cli import EXIT_OK, UsageError
+from agentloom.cli._exit import EXIT_OK, UsageError
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from agentloom.cli import EXIT_OK
+from agentloom.cli._exit import EXIT_OK
 
 
 def workflow_json_schema() -> dict[str, Any]:

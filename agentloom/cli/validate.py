@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentloom.cli import EXIT_FAILED, EXIT_OK
 from agentloom.cli._common import load_or_report
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK
 
 
 def command_validate(args: argparse.Namespace) -> int:

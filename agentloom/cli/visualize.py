@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agentloom.cli import EXIT_FAILED, EXIT_OK
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
     from agentloom.workflow import Workflow

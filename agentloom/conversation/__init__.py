@@ -1,5 +1,8 @@
 """Conversations kept in the run's state: several steps continue one list of messages.
 
+Job: conversation turns kept in state, and their trimming; pure. May import: types and
+the layers up to `recording` (tests/test_layers.py holds the rule).
+
 `Conversation.from_state` reads a state key; `prepare_turn` plans a turn in the spec's
 order (system prompt, user turn, trim to the budget) and `commit_turn` adds the reply;
 `apply_speaker_style` shapes speaker names per provider. `conflicting_conversation_steps`

@@ -1,14 +1,19 @@
 """HTTP for AgentLoom: the `Transport` seam and its implementations.
 
+Job: moves bytes: the `Transport` implementations (aiohttp, mock, fault) and the address
+guard; knows no vendor. May import: the types layer (`transport`, `errors`, `_clock`,
+...) (tests/test_layers.py holds the rule).
+
 `AiohttpTransport` is imported lazily (aiohttp takes well over 100 ms to import), and so are
 the wrappers, so importing this package stays cheap.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agentloom.http._base import (
+from agentloom._lazy import lazy_getattr
+from agentloom.transport import (
     BufferedResponse,
     HttpRequest,
     HttpResponse,
@@ -43,9 +48,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import aiohttp
 from aiohttp import client_exceptions as cx
 
-from agentloom.http._base import BufferedResponse, HttpRequest, HttpTimeout, TransportError
+from agentloom.transport import BufferedResponse, HttpRequest, HttpTimeout, TransportError
 
 if TYPE_CHECKING:
-    from agentloom.http._base import HttpResponse
+    from agentloom.transport import HttpResponse
 
 _DEFAULT_TIMEOUT = HttpTimeout()
 # After the request went out: a read timeout, a hang-up, a truncated or malformed reply.

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentloom.http._base import (
+from agentloom.transport import (
     BufferedResponse,
     HttpRequest,
     HttpResponse,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 
-from agentloom.http._base import BufferedResponse, HttpRequest
+from agentloom.transport import BufferedResponse, HttpRequest
 
 Handler = Callable[[HttpRequest], BufferedResponse | Awaitable[BufferedResponse]]
 

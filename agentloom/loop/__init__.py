@@ -1,13 +1,14 @@
-"""The agent loop and its API: run_loop, transcripts, summaries, observers."""
+"""The agent loop and its API: run_loop, transcripts, summaries, observers.
 
+Job: THE agent loop and the one `Agent`, the one deadline helper (`Deadline`),
+summaries, observers. May import: the layers up to `tools` (tests/test_layers.py holds
+the rule).
+"""
+
+from agentloom.loop._budget import Deadline as Deadline
+from agentloom.loop._budget import no_deadline as no_deadline
 from agentloom.loop._contracts import (
     OutputValidator as OutputValidator,
-)
-from agentloom.loop._contracts import (
-    ToolBox as ToolBox,
-)
-from agentloom.loop._contracts import (
-    ToolContext as ToolContext,
 )
 from agentloom.loop._loop import (
     LoopOptions as LoopOptions,
@@ -51,3 +52,5 @@ from agentloom.loop.summary import (
     TurnRecord as TurnRecord,
 )
 from agentloom.loop.transcript import Transcript as Transcript
+from agentloom.tools.contracts import ToolBox as ToolBox
+from agentloom.tools.contracts import ToolContext as ToolContext

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentloom.loop._agent_tools import ToolPlan
-    from agentloom.loop._contracts import ToolBox
     from agentloom.loop._sync import Portal
+    from agentloom.tools.contracts import ToolBox
 
 _CLOSING: set[asyncio.Task[None]] = set()
 """Closes started by `abandon`, kept alive until they finish."""

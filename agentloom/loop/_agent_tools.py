@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
+from agentloom.tools import ToolSet, as_tool
 
 if TYPE_CHECKING:
-    from agentloom.http._base import Transport
-    from agentloom.loop._contracts import ToolBox
-    from agentloom.tools._sandbox import SandboxPolicy
+    from agentloom.tools import SandboxPolicy
+    from agentloom.tools.contracts import ToolBox
+    from agentloom.transport import Transport
 
 
 @dataclass(slots=True)
@@ -48,7 +49,6 @@ class ToolPlan:
         items = [*self.tools, *source_tools]
         if not items:
             return None
-        from agentloom.tools._toolset import ToolSet
 
         return ToolSet.of(items)
 
@@ -62,7 +62,6 @@ def plan_tools(tools: ToolBox | Iterable[Any] | None, *,
     if hasattr(tools, "specs") and hasattr(tools, "call"):
         plan.toolbox = tools  # type: ignore[assignment]
         return plan
-    from agentloom.tools._decorator import as_tool
 
     named: dict[str, Any] | None = None
     for item in tools:
@@ -81,7 +80,7 @@ def plan_tools(tools: ToolBox | Iterable[Any] | None, *,
         elif _is_mcp_source(item):
             plan.sources.append(item)
         elif _is_mcp_config(item):
-            from agentloom.tools._mcp import MCPToolSource
+            from agentloom.tools import MCPToolSource
 
             plan.sources.append(MCPToolSource([item]))
         else:
@@ -106,7 +105,7 @@ def _is_mcp_source(item: Any) -> bool:
     # Checked by type name first so that plain tool lists never import the MCP module.
     if type(item).__name__ != "MCPToolSource":
         return False
-    from agentloom.tools._mcp import MCPToolSource
+    from agentloom.tools import MCPToolSource
 
     return isinstance(item, MCPToolSource)
 
@@ -114,6 +113,6 @@ def _is_mcp_source(item: Any) -> bool:
 def _is_mcp_config(item: Any) -> bool:
     if type(item).__name__ != "MCPServerConfig":
         return False
-    from agentloom.tools._mcp import MCPServerConfig
+    from agentloom.tools import MCPServerConfig
 
     return isinstance(item, MCPServerConfig)

@@ -23,21 +23,31 @@ from agentloom.errors import LoopBudgetExceeded
 
 
 class Deadline:
-    """An absolute deadline on `clock`, with the total it started from (for warnings)."""
+    """An absolute deadline on `clock`, with the total it started from (for warnings).
 
-    __slots__ = ("at", "clock", "started", "total")
+    The one deadline helper of the library: the agent loop's run deadline and the
+    workflow engine's run and step deadlines are all one of these.
 
-    def __init__(self, clock: Clock, at: float, started: float) -> None:
+        deadline = Deadline(clock, clock.now() + 30, clock.now())
+        async with deadline.scope():        # cancels the work inside at `at`
+            ...
+        Deadline(clock, at, started, error=lambda d: DeadlineExceeded(scope="step"))
+    """
+
+    __slots__ = ("_error", "at", "clock", "started", "total")
+
+    def __init__(self, clock: Clock, at: float, started: float, *,
+                 error: Callable[[Deadline], Exception] | None = None) -> None:
         self.clock = clock
         self.at = at
         self.started = started
         self.total = max(0.0, at - started)
+        # What an expiry raises; by default the loop's LoopBudgetExceeded("deadline").
+        self._error = error
 
     def check(self) -> None:
-        now = self.clock.now()
-        if now >= self.at:
-            raise LoopBudgetExceeded("deadline", round(self.total, 6),
-                                     round(now - self.started, 6))
+        if self.clock.now() >= self.at:
+            raise self.expired()
 
     def scope(self) -> AbstractAsyncContextManager[None]:
         """Cancel whatever runs inside when the deadline passes; raise LoopBudgetExceeded.
@@ -49,7 +59,10 @@ class Deadline:
             return _TimerScope(self)
         return self._watched()
 
-    def _expired(self) -> LoopBudgetExceeded:
+    def expired(self) -> Exception:
+        """The error an expiry raises (built, not raised)."""
+        if self._error is not None:
+            return self._error(self)
         return LoopBudgetExceeded("deadline", round(self.total, 6),
                                   round(self.clock.now() - self.started, 6))
 
@@ -73,7 +86,7 @@ class Deadline:
             # Only our own cancellation becomes a budget error; one from outside (the
             # caller cancelled the run) stays a cancellation.
             if fired and host.uncancel() == 0:
-                raise self._expired() from exc
+                raise self.expired() from exc
             raise
         else:
             if fired:
@@ -119,7 +132,7 @@ class _TimerScope:
             return False
         if isinstance(exc, asyncio.CancelledError) and self._fired and \
                 self._host.uncancel() == 0:
-            raise self._deadline._expired() from exc
+            raise self._deadline.expired() from exc
         return False
 
 

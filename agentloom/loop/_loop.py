@@ -24,9 +24,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.errors import AgentLoopError, LoopBudgetExceeded, StructuredOutputError
+from agentloom.errors import (
+    AgentLoopError,
+    LoopBudgetExceeded,
+    ProviderError,
+    StructuredOutputError,
+)
 from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
-from agentloom.loop._contracts import OutputValidator, ToolBox, ToolContext
+from agentloom.loop._contracts import OutputValidator
 from agentloom.loop._journal import LoopJournal, current_journal
 from agentloom.loop.collector import SummaryCollector, SummaryRecord
 from agentloom.loop.observer import (
@@ -51,8 +56,9 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
 )
-from agentloom.providers._base import AttemptRecord, ModelClient
+from agentloom.providers import AttemptRecord, ModelClient
 from agentloom.recording import CallContext, current_call_context
+from agentloom.tools.contracts import ToolBox, ToolContext
 
 FINISH_MAX_ITERATIONS = "max_tool_iterations"
 FINISH_MAX_ITERATIONS_NO_ANSWER = "max_tool_iterations_no_answer"
@@ -119,6 +125,12 @@ class LoopResult:
     @summary.setter
     def summary(self, value: ConversationSummary | SummaryRecord | None) -> None:
         self._summary = value
+
+    def summary_source(self) -> ConversationSummary | SummaryRecord:
+        """The summary, or the record that builds it when first read (for holders that
+        keep it lazily, as `ConversationResult` does)."""
+        assert self._summary is not None
+        return self._summary
 
 
 class _Run:
@@ -305,7 +317,6 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
 def status_for_error(exc: BaseException) -> ConversationStatus:
     """The status of a conversation that ended with `exc` (attributes, not class names
     spread over modules: a pause signal says `pause = True`)."""
-    from agentloom.errors import ProviderError
 
     if isinstance(exc, AgentLoopError) and exc.__cause__ is not None and not isinstance(
             exc, LoopBudgetExceeded):

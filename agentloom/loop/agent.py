@@ -38,19 +38,22 @@ from agentloom._clock import Clock
 from agentloom.errors import ConfigError
 from agentloom.loop._agent_resources import AgentResources, abandon
 from agentloom.loop._agent_tools import give_transport, plan_tools
-from agentloom.loop._contracts import ToolBox
 from agentloom.loop._loop import LoopOptions, run_loop
 from agentloom.loop._sync import Portal
+from agentloom.loop.observer import MultiObserver
 from agentloom.loop.result import ConversationResult
 from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
 from agentloom.messages import Message, ModelRequest, ToolChoice
-from agentloom.providers._base import ModelClient
+from agentloom.providers import ModelClient
+from agentloom.routing.runtime import Runtime
+from agentloom.structured import output_spec, plan_output
+from agentloom.tools.contracts import ToolBox
 
 if TYPE_CHECKING:
-    from agentloom.http._base import Transport
     from agentloom.structured import OutputPlan, ResponseSchemaSpec
-    from agentloom.tools._sandbox import SandboxPolicy
+    from agentloom.tools import SandboxPolicy
+    from agentloom.transport import Transport
 
 DEFAULT_MAX_ITERATIONS = 20
 DEFAULT_DEADLINE_SECONDS = 600.0
@@ -114,15 +117,13 @@ class Agent:
         self._res = AgentResources(plan)
         if plan.needs_transport:
             if transport is None:
-                from agentloom.http import AiohttpTransport
+                from agentloom.http import AiohttpTransport  # aiohttp loads on first use
 
                 transport = AiohttpTransport()
                 self._res.transports.append(transport)
             give_transport(plan, transport)
             self._res.toolbox = plan.build()
         if isinstance(observer, list | tuple):
-            from agentloom.loop.observer import MultiObserver
-
             observer = MultiObserver(*observer)
         self.observer = observer
         self.summary_options = summary_options
@@ -139,8 +140,6 @@ class Agent:
         self.clock = clock
         self._output: OutputPlan | None = None
         if output_schema is not None:
-            from agentloom.structured import output_spec, plan_output
-
             self._output = plan_output(output_spec(output_schema), name or "output",
                                        with_tools=not plan.empty)
         self._portal = Portal()
@@ -162,7 +161,6 @@ class Agent:
         never reads the process environment itself. Keys: OPENAI_API_KEY,
         OPENAI_BASE_URL, ANTHROPIC_API_KEY, ..., AGENTLOOM_PROVIDER, AGENTLOOM_MODEL.
         Close it (`with`, `async with` or `close()`) to close what it opened."""
-        from agentloom.routing.runtime import Runtime
 
         runtime = Runtime.from_env(env)
         try:
@@ -263,9 +261,8 @@ class Agent:
             correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
         )
         result = await run_loop(self.client, request, tools=tools, options=options)
-        assert result.summary is not None
         return ConversationResult(transcript=transcript.append(*result.new_messages),
-                                  summary=result.summary, output=result.output)
+                                  summary=result.summary_source(), output=result.output)
 
     async def arun_result(self, prompt: str, *, correlation_id: str | None = None,
                           parent_id: str | None = None, conversation_id: str | None = None

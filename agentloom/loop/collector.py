@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentloom.errors import AgentLoopError
 from agentloom.loop.observer import ConversationInfo, NullObserver
 from agentloom.loop.summary import (
     ConversationStatus,
@@ -21,7 +22,7 @@ from agentloom.loop.summary import (
     cache_hit_rate,
 )
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
-from agentloom.providers._base import AttemptRecord
+from agentloom.providers import AttemptRecord
 
 _NO_USAGE = Usage()
 
@@ -128,11 +129,6 @@ class SummaryCollector(NullObserver):
         if self._turns and result.is_error:
             self._turns[-1].tool_errors.append(call.name)
 
-    def mark_discarded(self) -> None:
-        """The last reply was truncated and dropped from the conversation."""
-        if self._turns:
-            self._turns[-1].discarded = True
-
     # --- the summary -----------------------------------------------------------------
     def timeline(self) -> tuple[TurnRecord, ...]:
         out = []
@@ -194,7 +190,7 @@ class SummaryCollector(NullObserver):
                              finish_reason, max_repeated_tool_calls, stalled, error_fields,
                              _attr(error, "provider"))
 
-    def _build(self, r: SummaryRecord) -> ConversationSummary:
+    def build_summary(self, r: SummaryRecord) -> ConversationSummary:
         info = r.info
         usage = UsageSummary.from_usage(self.usage)
         fields: dict[str, Any] = r.error_fields or {}
@@ -265,7 +261,7 @@ class SummaryRecord:
         built = self._built
         if built is None:
             assert self._collector is not None
-            built = self._built = self._collector._build(self)
+            built = self._built = self._collector.build_summary(self)
             self._collector = None  # its counters are in the summary now
         return built
 
@@ -291,7 +287,6 @@ def _attr(obj: object, name: str) -> Any:
 
 def _error_fields(error: BaseException, attempts: list[AttemptRecord]) -> dict[str, Any]:
     """Facts about the error, never its text. The cause of a wrapped error is what failed."""
-    from agentloom.errors import AgentLoopError
 
     root: BaseException = error
     if isinstance(error, AgentLoopError) and error.__cause__ is not None:

@@ -21,13 +21,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
-from agentloom.providers._base import AttemptRecord
+from agentloom.providers import AttemptRecord
 
 if TYPE_CHECKING:
-    from agentloom.loop.collector import SummaryRecord
     from agentloom.loop.summary import ConversationSummary
 
 log = logging.getLogger("agentloom.observer")
+
+
+class SummarySource(Protocol):
+    """What `Dispatch.end` takes: a record whose summary is built when first read
+    (`loop.collector.SummaryRecord`)."""
+
+    @property
+    def summary(self) -> ConversationSummary: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,7 +180,7 @@ class Dispatch:
                               type(observer).__name__, name)
 
 
-    def end(self, record: SummaryRecord) -> None:
+    def end(self, record: SummarySource) -> None:
         """`on_conversation_end(record.summary)` for every observer, building the summary
         only if one of them takes it: an observer with `on_summary_record` (a workflow
         step's summary keeper) gets the record instead, to read the summary later if ever,

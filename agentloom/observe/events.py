@@ -18,7 +18,7 @@ from typing import Any
 from agentloom.loop.observer import ConversationInfo, NullObserver, current_conversation
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
-from agentloom.providers._base import AttemptRecord
+from agentloom.providers import AttemptRecord
 
 
 class EventTraceObserver(NullObserver):

@@ -14,7 +14,7 @@ from agentloom.loop.observer import NullObserver, current_conversation
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.observe import semconv as sc
-from agentloom.providers._base import AttemptRecord
+from agentloom.providers import AttemptRecord
 
 _SCOPE = "agentloom"
 

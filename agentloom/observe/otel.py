@@ -25,7 +25,7 @@ from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.observe import semconv as sc
 from agentloom.observe.metrics import MetricsObserver
-from agentloom.providers._base import AttemptRecord
+from agentloom.providers import AttemptRecord
 
 _SCOPE = "agentloom"
 

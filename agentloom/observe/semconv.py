@@ -46,7 +46,6 @@ METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
 METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
 
 # --- ours --------------------------------------------------------------------------------
-CONVERSATION_PREFIX = "agentloom.conversation."
 AL_STATUS = "agentloom.conversation.status"
 AL_ITERATIONS = "agentloom.conversation.iterations"
 AL_ITERATION_LIMIT = "agentloom.conversation.iteration_limit"

@@ -1,5 +1,8 @@
 """What a call cost, from its usage and a price table.
 
+Job: the price table as data and `cost(usage, model)`. May import: the types layer
+(tests/test_layers.py holds the rule).
+
 `cost(usage, provider=..., model=...)` is exact `Decimal` USD, or None when the model has
 no price or the usage is incomplete: None means unknown, never zero, so a cost budget can
 fail closed instead of silently letting an unpriced model through.

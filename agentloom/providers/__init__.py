@@ -1,5 +1,10 @@
-"""Providers: wire protocols (pure encode/decode), endpoints (data) and the client that
-joins them to a transport.
+"""Providers: wire protocols that turn requests into bytes and back, with no I/O.
+
+One job: encode a `ModelRequest` for a vendor's wire format and decode its replies (whole
+bodies, SSE/NDJSON streams) into `ModelResponse`s and stream events, through one response
+assembler; endpoints are data and model capability facts live in `profiles`. May import
+only the bottom types layer (`messages`, `errors`, `transport`, `_clock`, `redact`).
+Sending bytes is `agentloom.http`'s job; retries and fallbacks are `agentloom.routing`'s.
 
 Protocol modules load on first use through `get_protocol(name)`, so `import agentloom`
 pays for none of them.
@@ -8,37 +13,22 @@ pays for none of them.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
-from agentloom.providers._base import (
-    AttemptRecord as AttemptRecord,
-)
-from agentloom.providers._base import (
-    Capabilities as Capabilities,
-)
-from agentloom.providers._base import (
-    Endpoint as Endpoint,
-)
-from agentloom.providers._base import (
-    ModelClient as ModelClient,
-)
-from agentloom.providers._base import (
-    StreamDecoder as StreamDecoder,
-)
-from agentloom.providers._base import (
-    WireProtocol as WireProtocol,
-)
-
-if TYPE_CHECKING:
-    from agentloom.providers._endpoints import (
-        endpoints_from_env as endpoints_from_env,
-    )
-    from agentloom.providers._endpoints import (
-        vendor_endpoint as vendor_endpoint,
-    )
-    from agentloom.providers.local import LocalModelServer as LocalModelServer
-    from agentloom.routing._client import ProviderClient as ProviderClient
+from agentloom.providers._assemble import ResponseBuilder as ResponseBuilder
+from agentloom.providers._base import AttemptRecord as AttemptRecord
+from agentloom.providers._base import AttemptSink as AttemptSink
+from agentloom.providers._base import Capabilities as Capabilities
+from agentloom.providers._base import Endpoint as Endpoint
+from agentloom.providers._base import EventSink as EventSink
+from agentloom.providers._base import ModelClient as ModelClient
+from agentloom.providers._base import ReasoningStyle as ReasoningStyle
+from agentloom.providers._base import StreamDecoder as StreamDecoder
+from agentloom.providers._base import WireProtocol as WireProtocol
+from agentloom.providers._endpoints import VENDORS as VENDORS
+from agentloom.providers._endpoints import endpoints_from_env as endpoints_from_env
+from agentloom.providers._endpoints import vendor_endpoint as vendor_endpoint
+from agentloom.providers.profiles import check_attachments as check_attachments
 
 PROTOCOLS: dict[str, str] = {
     "openai": "agentloom.providers.openai",
@@ -48,27 +38,21 @@ PROTOCOLS: dict[str, str] = {
     "llamacpp": "agentloom.providers.llamacpp",
 }
 
-_LAZY = {
-    "ProviderClient": "agentloom.routing._client",
-    "vendor_endpoint": "agentloom.providers._endpoints",
-    "endpoints_from_env": "agentloom.providers._endpoints",
-    "LocalModelServer": "agentloom.providers.local",
-}
+_LOADED: dict[str, WireProtocol] = {}
 
 
 def get_protocol(name: str) -> WireProtocol:
     """The wire protocol called `name` (`openai`, `anthropic`, `gemini`, `ollama`)."""
+    protocol = _LOADED.get(name)
+    if protocol is not None:
+        return protocol  # routing asks on every client it builds: no import machinery
     module = PROTOCOLS.get(name)
     if module is None:
         raise ConfigError(
             f"unknown wire protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
         )
-    protocol: WireProtocol = importlib.import_module(module).PROTOCOL
-    return protocol
+    loaded: WireProtocol = importlib.import_module(module).PROTOCOL
+    _LOADED[name] = loaded
+    return loaded
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    return getattr(importlib.import_module(module), name)

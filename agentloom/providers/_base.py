@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from agentloom.http._base import HttpRequest, HttpTimeout
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent
+from agentloom.transport import HttpRequest, HttpTimeout
 
 ReasoningStyle = Literal["effort", "budget", "thinking_config", "think", "none"]
 

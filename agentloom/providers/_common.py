@@ -13,13 +13,13 @@ import hashlib
 import json
 from typing import Any
 
-from agentloom.http._base import HttpRequest
 from agentloom.messages import (
     Message,
     ModelRequest,
     TextPart,
 )
 from agentloom.providers._base import Endpoint
+from agentloom.transport import HttpRequest
 
 
 def join_url(base_url: str, version: str, path: str) -> str:

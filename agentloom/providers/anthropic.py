@@ -23,7 +23,6 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, ProviderError
-from agentloom.http._base import HttpRequest
 from agentloom.messages import (
     AudioPart,
     DocumentPart,
@@ -57,6 +56,9 @@ from agentloom.providers._common import (
     schema_instruction,
     system_text,
 )
+from agentloom.providers._sse import SSEParser
+from agentloom.providers.profiles import ANTHROPIC as _CAPS
+from agentloom.transport import HttpRequest
 
 if TYPE_CHECKING:
     from agentloom.providers._sse import SSEEvent
@@ -66,11 +68,6 @@ DEFAULT_MAX_TOKENS = 4096
 MIN_BUDGET = 1024
 _RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
-_CAPS = Capabilities(
-    tools=True, forced_tool_choice=True, native_json_schema=False, image=True,
-    image_url=True, pdf=True, audio_types=frozenset(), reasoning="budget",
-    speaker_names=False,
-)
 
 
 # --- load-time rules ----------------------------------------------------------------------
@@ -303,8 +300,6 @@ class AnthropicStreamDecoder:
     once, in front of the first text."""
 
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-        from agentloom.providers._sse import SSEParser
-
         self._sse = SSEParser()
         self._provider = endpoint.name
         self._model = request.model

@@ -23,7 +23,6 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, ProviderError
-from agentloom.http._base import HttpRequest
 from agentloom.messages import (
     AudioPart,
     DocumentPart,
@@ -56,19 +55,13 @@ from agentloom.providers._common import (
     stable_call_id,
     system_text,
 )
+from agentloom.providers._sse import SSEParser
+from agentloom.providers.profiles import GEMINI as _CAPS
+from agentloom.transport import HttpRequest
 
 if TYPE_CHECKING:
     from agentloom.providers._sse import SSEEvent
 
-GEMINI_AUDIO_TYPES = frozenset({
-    "audio/wav", "audio/x-wav", "audio/mp3", "audio/mpeg", "audio/aiff", "audio/aac",
-    "audio/ogg", "audio/flac", "wav", "mp3", "aiff", "aac", "ogg", "flac",
-})
-_CAPS = Capabilities(
-    tools=True, forced_tool_choice=True, native_json_schema=True, image=True,
-    image_url=False, pdf=True, audio_types=GEMINI_AUDIO_TYPES, reasoning="thinking_config",
-    speaker_names=False,
-)
 _RETRYABLE_STATUS = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL",
                                "DEADLINE_EXCEEDED"})
 
@@ -298,8 +291,6 @@ class GeminiStreamDecoder:
     """SSE `data:` lines, each a whole `GenerateContentResponse` chunk."""
 
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-        from agentloom.providers._sse import SSEParser
-
         self._sse = SSEParser()
         self._chunks = _Chunks(endpoint.name, request.model)
 

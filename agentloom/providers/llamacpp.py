@@ -22,7 +22,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from agentloom.http._base import HttpRequest
 from agentloom.messages import (
     FinishEvent,
     Message,
@@ -42,6 +41,7 @@ from agentloom.messages import (
 from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers.openai import PROTOCOL as CHAT_COMPLETIONS
 from agentloom.providers.openai import OpenAIStreamDecoder
+from agentloom.transport import HttpRequest
 
 DEFAULT_MAX_TOKENS = 512
 """A small model left unbounded runs on until its context fills (tens of seconds)."""

@@ -23,7 +23,6 @@ import json
 from typing import Any
 
 from agentloom.errors import ConfigError, ProviderError
-from agentloom.http._base import HttpRequest
 from agentloom.messages import (
     AudioPart,
     DocumentPart,
@@ -52,12 +51,10 @@ from agentloom.providers._common import (
     loads_object,
     stable_call_id,
 )
+from agentloom.providers._sse import NDJSONParser
+from agentloom.providers.profiles import OLLAMA as _CAPS
+from agentloom.transport import HttpRequest
 
-_CAPS = Capabilities(
-    tools=True, forced_tool_choice=False, native_json_schema=True, image=True,
-    image_url=False, pdf=False, audio_types=frozenset(), reasoning="think",
-    speaker_names=False,
-)
 LOCAL_FAMILIES = (
     "llama", "qwen", "mistral", "mixtral", "gemma", "phi", "deepseek", "codellama",
     "llava", "smollm", "granite", "command-r", "olmo", "tinyllama", "starcoder", "nomic",
@@ -198,8 +195,6 @@ def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelRespo
 
 class OllamaStreamDecoder:
     def __init__(self, request: ModelRequest, endpoint: Endpoint) -> None:
-        from agentloom.providers._sse import NDJSONParser
-
         self._lines = NDJSONParser()
         self._chunks = _Chunks(endpoint.name, request.model)
 

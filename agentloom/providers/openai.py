@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 from agentloom.errors import ConfigError, ProviderError
-from agentloom.http._base import HttpRequest
 from agentloom.messages import (
     AudioPart,
     DocumentPart,
@@ -38,6 +37,8 @@ from agentloom.messages import (
 )
 from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._sse import SSEParser
+from agentloom.providers.profiles import OPENAI as _CAPS
+from agentloom.transport import HttpRequest
 
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _AUDIO_FORMATS = {
@@ -62,11 +63,6 @@ def is_reasoning_model(model: str) -> bool:
     return len(name) == 2 or name[2] == "-"
 
 
-_CAPS = Capabilities(
-    tools=True, forced_tool_choice=True, native_json_schema=True, image=True, image_url=True,
-    pdf=False, audio_types=frozenset({"audio/wav", "audio/mpeg"}), reasoning="effort",
-    speaker_names=True,
-)
 
 
 # --- encode ------------------------------------------------------------------------------

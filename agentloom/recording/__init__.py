@@ -1,13 +1,15 @@
 """Recordings of model exchanges: the file format, the record and replay transports that
 sit on the `Transport` seam, and the public AgentLoom's mock-response files.
 
-Imports `http/` (the seam it wraps), `redact`, `errors` and `messages`; nothing above.
+Job: recordings of model exchanges and the record/replay transports. May import: types,
+`http`, `providers`, `pricing`, `routing` (tests/test_layers.py holds the rule).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentloom._lazy import lazy_getattr
 from agentloom.recording._format import (
     FORMAT,
     VERSION,
@@ -60,9 +62,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError, ReplayMismatch
+from agentloom.messages import message_to_dict
+from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
-    from agentloom.http._base import HttpRequest
     from agentloom.redact import Redactor
+    from agentloom.transport import HttpRequest
 
 FORMAT = "agentloom-recording"
 VERSION = 1
@@ -109,7 +111,6 @@ def model_request_hash(request: Any) -> str:
     keys) and `stream` (same reply either way) are left out."""
     import dataclasses
 
-    from agentloom.messages import message_to_dict
 
     def plain(value: Any) -> Any:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -222,8 +223,6 @@ class Recorder:
 
     def __init__(self, path: str | Path | None = None, *,
                  redactor: Redactor | None = None) -> None:
-        from agentloom.redact import Redactor
-
         self.recording = Recording(path=Path(path) if path else None)
         self.redactor: Redactor = redactor or Redactor()
         """Always on: without one given, API keys and auth headers are still removed."""

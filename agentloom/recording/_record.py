@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.http._base import BufferedResponse, HttpRequest, HttpResponse, TransportError
 from agentloom.recording._format import (
     CallContext,
     Recorder,
@@ -22,6 +21,7 @@ from agentloom.recording._format import (
     encode_bytes,
     request_hash,
 )
+from agentloom.transport import BufferedResponse, HttpRequest, HttpResponse, TransportError
 
 
 def _redacted_url(recorder: Recorder, url: str) -> str:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.http._base import BufferedResponse, HttpRequest, HttpResponse, TransportError
 from agentloom.recording._format import (
     Matcher,
     Recording,
@@ -25,6 +24,7 @@ from agentloom.recording._format import (
     decode_bytes,
 )
 from agentloom.redact import Redactor
+from agentloom.transport import BufferedResponse, HttpRequest, HttpResponse, TransportError
 
 
 class _ReplayedStream:

@@ -15,7 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentloom._clock import SYSTEM_CLOCK
 from agentloom.errors import ConfigError, ReplayMismatch
+from agentloom.messages import (
+    FinishEvent,
+    ModelResponse,
+    Part,
+    TextDelta,
+    TextPart,
+    ToolCallPart,
+    Usage,
+    UsageEvent,
+    message_to_dict,
+)
+from agentloom.providers import AttemptRecord
 from agentloom.recording._format import (
     CallContext,
     RecordingError,
@@ -48,7 +61,6 @@ def _is_hash_key(key: str) -> bool:
 def _mock_reply(raw: Any, where: str) -> MockReply:
     from decimal import Decimal
 
-    from agentloom.messages import ModelResponse, Part, TextPart, ToolCallPart, Usage
 
     if isinstance(raw, str):
         raw = {"content": raw}
@@ -113,7 +125,6 @@ def mock_prompt_hash(request: Any) -> str:
     """Our hash of a ModelRequest for hash-keyed mock files: messages, model, temperature,
     max_tokens and extra, as canonical JSON. (The public project's own hash function is
     not reproduced; files keyed by it match only by step id.)"""
-    from agentloom.messages import message_to_dict
 
     value = {"messages": [message_to_dict(m) for m in request.messages],
              "model": request.model, "temperature": request.temperature,
@@ -136,7 +147,6 @@ class MockResponsesModel:
                  latency_ms: float = 0.0, clock: Any = None, seed: int = 0) -> None:
         import random
 
-        from agentloom._clock import SYSTEM_CLOCK
 
         if latency_model not in ("constant", "normal", "replay"):
             raise ConfigError(f"latency_model must be constant, normal or replay, "
@@ -183,9 +193,6 @@ class MockResponsesModel:
 
     async def complete(self, request: Any, *, on_event: Any = None,
                        on_attempt: Any = None) -> Any:
-        from agentloom.messages import FinishEvent, TextDelta, UsageEvent
-        from agentloom.providers._base import AttemptRecord
-
         self.requests.append(request)
         reply = self._pick(request)
         delay = self._delay(reply)

@@ -9,22 +9,22 @@ Streaming is the primitive; a non-streaming call decodes the whole body at once.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import time
 from typing import Any
 
 from agentloom.errors import ConfigError, ProviderError
-from agentloom.http._base import HttpResponse, Transport, TransportError
 from agentloom.messages import ModelRequest, ModelResponse
-from agentloom.providers._assemble import ResponseBuilder
-from agentloom.providers._base import (
+from agentloom.providers import (
     AttemptRecord,
     AttemptSink,
     Endpoint,
     EventSink,
+    ResponseBuilder,
     WireProtocol,
 )
+from agentloom.routing._retry import retry_after_seconds
+from agentloom.transport import HttpResponse, Transport, TransportError
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "cf-ray")
@@ -33,39 +33,6 @@ _BODY_EXCERPT = 500
 _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 
 _perf = time.perf_counter
-
-
-def parse_retry_after(headers: dict[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date).
-
-    Anything unreadable is None: a malformed header must not stall a retry loop.
-    """
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            value = float(ms) / 1000.0
-        except ValueError:
-            value = -1.0
-        if value >= 0 and value == value:  # not negative, not NaN
-            return value
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-        return max(0.0, seconds)
-    if seconds != seconds or seconds < 0 or seconds == float("inf"):
-        return None
-    return seconds
 
 
 def _error_message(body: bytes) -> str:
@@ -207,7 +174,7 @@ class ProviderClient:
             f"{name} returned HTTP {status} for model {request.model}: {_error_message(body)}",
             provider=name, model=request.model, status=status, phase="status",
             request_sent=True, retryable=status in RETRYABLE_STATUSES, headers=headers,
-            retry_after=parse_retry_after(headers),
+            retry_after=retry_after_seconds(headers, now_wall=time.time()),
             body=body[:_BODY_EXCERPT].decode("utf-8", "replace"), request_id=_request_id(headers),
         )
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentloom.errors import ConfigError
-from agentloom.providers._base import Endpoint
+from agentloom.providers import VENDORS, Endpoint, vendor_endpoint
 
 PROVIDER_FIELDS = frozenset(
     {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models"}
@@ -32,7 +32,6 @@ def endpoint_from_config(
     """The endpoint of `providers.<name>`. A key named by `api_key_env` but missing from
     `env` leaves the key empty with `api_key_env` set, so the first call fails naming
     the variable (a workflow may list providers it does not use)."""
-    from agentloom.providers._endpoints import VENDORS, vendor_endpoint
 
     where = f"providers.{name}"
     if not isinstance(config, Mapping):

@@ -1,16 +1,21 @@
 """When to try a call again, and how long to wait first.
 
-One `RetryPolicy` decides for every provider: retry a status in
+One `RetryPolicy` decides for every provider call and every workflow step: retry a status in
 `retryable_status_codes` (429, 500, 502, 503, 504 by default) and failures that got no
 status (a dropped connection, a read timeout, a garbled body); fail at once on anything
 else (400, 401, 403, 404, a request no provider can take). Waits grow exponentially with
 jitter, and a server's `Retry-After` (seconds or an HTTP date) is honoured up to
 `max_retry_after`: a server asking for longer is not waited for, the call moves on.
+
+The router asks `is_retryable` and `wait_before_retry` per attempt of one candidate; a
+caller that retries a whole operation (the workflow engine's step retries) asks
+`should_retry` and `delay`, which take any exception and read only its attributes.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentloom.errors import ProviderError
@@ -87,13 +92,43 @@ class RetryPolicy:
         return self.backoff(retry_number, rng)
 
 
+    def should_retry(self, error: BaseException, attempt: int) -> bool:
+        """Whether to try a whole operation again after `error`; `attempt` is the number
+        of attempts made so far (1 after the first). A `ProviderError` goes by
+        `is_retryable`; any other error by its `.retryable` attribute (a step attempt's
+        timeout is retryable, a template or configuration error is not)."""
+        if attempt > self.max_retries:
+            return False
+        if isinstance(error, ProviderError):
+            return self.is_retryable(error)
+        return bool(getattr(error, "retryable", False))
+
+    def delay(self, attempt: int, error: BaseException | None = None,
+              rng: random.Random | None = None, *, now_wall: float | None = None) -> float:
+        """The wait before attempt `attempt + 1`: the jittered backoff, or the server's
+        `Retry-After` when that is longer, bounded by `max_retry_after` (a hostile or
+        confused server cannot stall the caller). `now_wall` reads an HTTP-date header
+        against an injected clock."""
+        wait = self.backoff(attempt, rng)
+        asked: float | None = None
+        if isinstance(error, ProviderError) and now_wall is not None:
+            asked = retry_after_of(error, now_wall=now_wall)
+        else:
+            value = getattr(error, "retry_after", None)
+            asked = float(value) if isinstance(value, int | float) else None
+        if asked is not None and asked > wait:
+            wait = min(asked, self.max_retry_after)
+        return max(0.0, wait)
+
+
 NO_RETRY = RetryPolicy(max_retries=0)
 """One attempt per candidate: for callers that retry at a higher level themselves."""
 
 
 def parse_retry_after(value: str | None, *, now_wall: float) -> float | None:
-    """`Retry-After` as seconds from now: a number of seconds or an HTTP date. Garbage,
-    negative or NaN gives None (the caller falls back to its own backoff)."""
+    """One `Retry-After` value as seconds from now: a number of seconds or an HTTP date
+    (read against `now_wall`, so an injected clock measures it). Garbage, negative, NaN,
+    infinite or a date without a zone gives None (the caller falls back to its backoff)."""
     if value is None:
         return None
     text = value.strip()
@@ -113,23 +148,26 @@ def parse_retry_after(value: str | None, *, now_wall: float) -> float | None:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
-    if when is None:
+    if when is None or when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - now_wall)
 
 
-def retry_after_of(error: ProviderError, *, now_wall: float) -> float | None:
-    """The wait a failed call asked for: the raw header read against our clock (so an
-    HTTP date is measured from the injected wall time), else what the provider parsed."""
-    headers = error.headers or {}
-    millis = headers.get("retry-after-ms")  # OpenAI's finer-grained variant
+def retry_after_seconds(headers: Mapping[str, str] | None, *, now_wall: float) -> float | None:
+    """The wait a response asks for: OpenAI's finer `retry-after-ms` when it reads, else
+    `Retry-After`; None when neither does. Header keys are lowercased."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
     if millis is not None:
         parsed_ms = parse_retry_after(millis, now_wall=now_wall)
         if parsed_ms is not None:
             return parsed_ms / 1000.0
-    raw = headers.get("retry-after")
-    if raw is not None:
-        parsed = parse_retry_after(raw, now_wall=now_wall)
-        if parsed is not None:
-            return parsed
-    return error.retry_after
+    return parse_retry_after(headers.get("retry-after"), now_wall=now_wall)
+
+
+def retry_after_of(error: ProviderError, *, now_wall: float) -> float | None:
+    """The wait a failed call asked for: its headers read against our clock (so an HTTP
+    date is measured from the injected wall time), else what the client recorded."""
+    parsed = retry_after_seconds(error.headers, now_wall=now_wall)
+    return parsed if parsed is not None else error.retry_after

@@ -23,20 +23,21 @@ from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import AgentLoomError, ProviderError
-from agentloom.http._base import TransportError
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent, Usage
 from agentloom.pricing import Price, PriceTable, price_usage
-from agentloom.providers._base import (
+from agentloom.providers import (
     AttemptRecord,
     AttemptSink,
     Capabilities,
     EventSink,
     ModelClient,
+    check_attachments,
 )
 from agentloom.routing._breaker import CircuitBreaker, Outcome
 from agentloom.routing._budget import RunBudget, estimate_prompt_tokens, output_bound
 from agentloom.routing._limiter import RateLimiter
 from agentloom.routing._retry import RetryPolicy, retry_after_of
+from agentloom.transport import TransportError
 
 CheckHook = Callable[[ModelRequest, Capabilities], "str | None"]
 """Returns why a provider cannot take a request, or None if it can."""
@@ -113,11 +114,9 @@ def check_tools(request: ModelRequest, capabilities: Capabilities) -> str | None
 
 
 def check_media(request: ModelRequest, capabilities: Capabilities) -> str | None:
-    """Attachments (images, PDFs, audio), by the media module's rules."""
+    """Attachments (images, PDFs, audio), by the providers' capability facts."""
     if not _has_media(request.messages):
-        return None  # the common case: nothing to check, nothing to import
-    from agentloom.tools.attachments import check_attachments
-
+        return None  # the common case: nothing to check
     try:
         reason = check_attachments([p for m in request.messages for p in m.parts], capabilities)
     except AgentLoomError as exc:

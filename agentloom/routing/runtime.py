@@ -5,7 +5,6 @@ first use), one embedded local model server (started on first use of `local`), a
 circuit breakers and rate limiters, so a batch of many runs sees one breaker per endpoint.
 
 Resolution, in order:
-
 - A pinned provider (the call's, else `default_provider`) is used as is: an unknown name
   is a ConfigError listing the configured ones; a known vendor without its key names the
   environment variable to set.
@@ -27,14 +26,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import ConfigError
-from agentloom.http._base import HttpTimeout, Transport
 from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.pricing import PriceTable
-from agentloom.providers._base import AttemptSink, Endpoint, EventSink, ModelClient
+from agentloom.providers import (
+    AttemptSink,
+    Endpoint,
+    EventSink,
+    ModelClient,
+    endpoints_from_env,
+    get_protocol,
+    vendor_endpoint,
+)
 from agentloom.routing import (
     Breakers,
     BreakerSettings,
@@ -47,10 +53,10 @@ from agentloom.routing import (
     Router,
     RunBudget,
 )
+from agentloom.routing._client import ProviderClient
 from agentloom.routing._providers import endpoint_from_config
-
-if TYPE_CHECKING:
-    from agentloom.providers.local import LocalModelServer
+from agentloom.routing.local import LocalModelServer
+from agentloom.transport import HttpTimeout, Transport
 
 LOCAL = "local"
 LOCAL_MODEL = "smollm2"
@@ -80,7 +86,8 @@ class Runtime:
 
     Args:
         endpoints: configured providers, in priority order.
-        transport: an HTTP transport to use; the runtime closes only one it created.
+        transport: an HTTP transport to use; the runtime closes only one it created,
+            unless `owns_transport=True` hands it over.
         prices: the price table (default: the packaged one).
         breaker: circuit breaker settings for every endpoint.
         rate_limits: `{provider: RateLimit}`; providers not named are not limited.
@@ -96,6 +103,7 @@ class Runtime:
         default_model: str | None = None,
         default_provider: str | None = None,
         transport: Transport | None = None,
+        owns_transport: bool | None = None,
         clock: Clock = SYSTEM_CLOCK,
         local_model_path: str | None = None,
         prices: PriceTable | None = None,
@@ -114,7 +122,7 @@ class Runtime:
             _ALIASES.get(default_provider, default_provider) if default_provider else None
         )
         self._transport = transport
-        self._owns_transport = transport is None
+        self._owns_transport = transport is None if owns_transport is None else owns_transport
         self.clock = clock
         self.local_model_path = local_model_path
         self.prices = prices
@@ -137,7 +145,6 @@ class Runtime:
         ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GEMINI_API_KEY/GOOGLE_API_KEY, OLLAMA_HOST)
         and AGENTLOOM_PROVIDER, AGENTLOOM_MODEL, AGENTLOOM_LOCAL_MODEL_PATH. Keyword
         arguments win over what the mapping says."""
-        from agentloom.providers._endpoints import endpoints_from_env
 
         kw.setdefault("endpoints", endpoints_from_env(env))
         kw.setdefault("default_model", env.get("AGENTLOOM_MODEL") or None)
@@ -252,8 +259,6 @@ class Runtime:
         if name in _KEY_HINTS:
             raise ConfigError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}")
         if name == "ollama":
-            from agentloom.providers._endpoints import vendor_endpoint
-
             return self._implicit.setdefault("ollama", vendor_endpoint("ollama"))
         configured = ", ".join(self._endpoints) or "none"
         hint = (
@@ -271,7 +276,6 @@ class Runtime:
             return model in endpoint.models
         if endpoint.name not in _VENDOR_FAMILIES or endpoint.protocol != endpoint.name:
             return False  # generic/custom endpoints serve only models they list
-        from agentloom.providers import get_protocol
 
         return get_protocol(endpoint.protocol).serves(model)
 
@@ -388,8 +392,6 @@ class Runtime:
         max_tokens: int | None,
         price: Any,
     ) -> Candidate:
-        from agentloom.providers import get_protocol
-
         endpoint = self._pinned(provider)
         protocol = endpoint.protocol if endpoint is not None else LOCAL_PROTOCOL
         return Candidate(
@@ -413,7 +415,7 @@ class Runtime:
     def transport(self) -> Transport:
         """The runtime's one HTTP transport, created on first use."""
         if self._transport is None:
-            from agentloom.http._aiohttp import AiohttpTransport
+            from agentloom.http import AiohttpTransport  # aiohttp loads on first use
 
             self._transport = AiohttpTransport()
         return self._transport
@@ -424,10 +426,28 @@ class Runtime:
             self._local_lock = asyncio.Lock()
         async with self._local_lock:
             if self._local is None:
-                from agentloom.providers.local import LocalModelServer
-
                 self._local = LocalModelServer(self.local_model_path)
             return await self._local.start()
+
+    async def provider_client(
+        self, endpoint: Endpoint | None, timeout: HttpTimeout | None
+    ) -> ModelClient:
+        """The one `ProviderClient` of an endpoint (None: the embedded model) and timeout,
+        over the runtime's transport. Clients are stateless, so one serves every run;
+        one is rebuilt only when what it was built from changed (a provider re-added
+        under the same name, a transport swapped for recording or replay)."""
+        resolved = endpoint or await self.local_endpoint()
+        transport = self.transport
+        key = (endpoint.name if endpoint is not None else None, timeout)
+        cached = self._provider_clients.get(key)
+        if cached is not None and cached[0] is resolved and cached[1] is transport:
+            return cached[2]
+        configured = resolved
+        if timeout is not None:
+            resolved = dataclasses.replace(resolved, timeout=timeout)
+        client = ProviderClient(resolved, get_protocol(resolved.protocol), transport)
+        self._provider_clients[key] = (configured, transport, client)
+        return client
 
     async def aclose(self) -> None:
         self._closed = True
@@ -479,21 +499,4 @@ class _LazyClient:
         return await client.complete(request, on_event=on_event, on_attempt=on_attempt)
 
     async def _build(self) -> ModelClient:
-        from agentloom.providers import get_protocol
-        from agentloom.routing._client import ProviderClient
-
-        runtime = self._runtime
-        endpoint = self._endpoint or await runtime.local_endpoint()
-        transport = runtime.transport
-        key = (self._endpoint.name if self._endpoint is not None else None, self._timeout)
-        cached = runtime._provider_clients.get(key)
-        # Reused only while nothing it was built from changed (a provider re-added under
-        # the same name, or a transport swapped for recording or replay).
-        if cached is not None and cached[0] is endpoint and cached[1] is transport:
-            return cached[2]
-        configured = endpoint
-        if self._timeout is not None:
-            endpoint = dataclasses.replace(endpoint, timeout=self._timeout)
-        client = ProviderClient(endpoint, get_protocol(endpoint.protocol), transport)
-        runtime._provider_clients[key] = (configured, transport, client)
-        return client
+        return await self._runtime.provider_client(self._endpoint, self._timeout)

@@ -1,5 +1,8 @@
 """Batch runs: one workflow over many inputs, in this process or on a Ray cluster.
 
+Job: batch runs: local and Ray executors. May import: the layers up to `testing`
+(tests/test_layers.py holds the rule).
+
     b = batch("flow.yaml", "inputs.jsonl", output="out.jsonl", concurrency=32,
               env=os.environ)
     async for result in b:          # BatchItemResult, as runs finish
@@ -17,13 +20,15 @@ beyond workflows plugs in through `RunnerFactory`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentloom._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from agentloom.scale._batch import Batch as Batch
     from agentloom.scale._batch import batch as batch
     from agentloom.scale._inputs import InputProblem as InputProblem
+    from agentloom.scale._inputs import input_kind as input_kind
     from agentloom.scale._inputs import read_inputs as read_inputs
     from agentloom.scale._local import LocalExecutor as LocalExecutor
     from agentloom.scale._progress import JsonProgress as JsonProgress
@@ -43,6 +48,7 @@ _LAZY: dict[str, str] = {
     "Batch": "agentloom.scale._batch",
     "batch": "agentloom.scale._batch",
     "InputProblem": "agentloom.scale._inputs",
+    "input_kind": "agentloom.scale._inputs",
     "read_inputs": "agentloom.scale._inputs",
     "LocalExecutor": "agentloom.scale._local",
     "JsonProgress": "agentloom.scale._progress",
@@ -62,10 +68,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentloom.scale' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentloom.errors import ConfigError
+from agentloom.scale._durable import derive_batch_id
 from agentloom.scale._inputs import InputProblem, InputRecord, count_inputs, read_inputs
+from agentloom.scale._local import LocalExecutor
 from agentloom.scale._output import ResultWriter
 from agentloom.scale._progress import BatchProgress, NullProgress
 from agentloom.scale._resume import ResumeState, read_finished
@@ -34,6 +36,7 @@ from agentloom.scale._types import (
     BatchItemResult,
     RunnerFactory,
 )
+from agentloom.scale._workflow_adapter import WorkflowRunnerFactory
 
 _CHUNK = 256
 
@@ -265,7 +268,6 @@ def batch(
     if runner_factory is None and isinstance(executor, str):
         if workflow is None:
             raise ConfigError("batch() needs a workflow file or a runner_factory")
-        from agentloom.scale._workflow_adapter import WorkflowRunnerFactory
 
         runner_factory = WorkflowRunnerFactory.from_file(workflow, env=env, state=state,
                                                          overrides=overrides)
@@ -277,7 +279,6 @@ def batch(
     ex: Executor
     if executor == "local":
         assert runner_factory is not None
-        from agentloom.scale._local import LocalExecutor
 
         ex = LocalExecutor(runner_factory, concurrency=concurrency)
     elif executor == "ray":
@@ -298,9 +299,6 @@ def batch(
 def _with_store(factory: RunnerFactory | None, store: str, batch_id: str | None,
                 lease_seconds: float, anchor: str | os.PathLike[str], *,
                 retry_failed: bool) -> RunnerFactory:
-    from agentloom.scale._durable import derive_batch_id
-    from agentloom.scale._workflow_adapter import WorkflowRunnerFactory
-
     if not isinstance(factory, WorkflowRunnerFactory):
         raise ConfigError("store= needs a workflow (or a WorkflowRunnerFactory); a custom "
                           "runner_factory keeps its own state")

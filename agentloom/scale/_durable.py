@@ -27,7 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from agentloom.redact import REDACTED, Redactor
 from agentloom.scale._types import DEFERRED, ERROR, BatchInput, BatchItemResult
+from agentloom.store import FINISHED_STATUSES, RunExists
+from agentloom.workflow import arun_workflow
+from agentloom.workflow.durable.run import DurableRun
 
 if TYPE_CHECKING:
     from agentloom.store import CheckpointStore, RunRecord
@@ -158,7 +162,6 @@ class DurableBatchRunner:
     async def _current_run(self, input_id: str) -> tuple[str, RunRecord | None]:
         """The id (and row, if any) of the input's newest run. A failed run stays as it
         is; with `retry_failed` the next attempt runs under `<id>~2`, `~3`..."""
-        from agentloom.store import FINISHED_STATUSES
 
         attempt = 1
         run_id = run_id_for(self.batch_id, input_id, attempt)
@@ -175,8 +178,6 @@ class DurableBatchRunner:
 
     async def _record(self, run_id: str, inp: BatchInput, state: dict[str, Any],
                       redactor: Any) -> RunRecord:
-        from agentloom.store import RunExists
-
         record = await self.store.get_run(run_id)
         if record is not None:
             return record
@@ -267,10 +268,6 @@ class DurableBatchRunner:
 
     async def _run_claimed(self, run_id: str, inp: BatchInput, state: dict[str, Any],
                            redactor: Any) -> BatchItemResult:
-        from agentloom.redact import REDACTED
-        from agentloom.workflow import arun_workflow
-        from agentloom.workflow.durable.run import DurableRun
-
         record = await self.store.get_run(run_id)
         cp = await self.store.load_latest(run_id)
         assert record is not None and cp is not None
@@ -311,8 +308,6 @@ class DurableBatchRunner:
         await self.store.save_checkpoint(run_id, cp)
 
     def _redactor(self, state: dict[str, Any]) -> Any:
-        from agentloom.redact import Redactor
-
         schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
                   for k, v in (getattr(self.workflow.definition, "state_schema", None)
                                or {}).items()}

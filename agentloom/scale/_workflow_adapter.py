@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentloom.errors import ConfigError
+from agentloom.routing.runtime import Runtime
+from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
 from agentloom.scale._types import BatchInput, BatchItemResult, RunOne
+from agentloom.store import open_store
+from agentloom.workflow import arun_workflow, load_workflow_text
+from agentloom.workflow.durable.run import workflow_hash
 
 ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "OLLAMA_", "AGENTLOOM_")
 """The variables `Runtime.from_env` reads; only these are shipped to Ray workers."""
@@ -56,10 +62,10 @@ class WorkflowRunnerFactory:
 
     def check(self) -> None:
         """Load the workflow here and now, so a broken file fails before any run."""
-        self._load()
+        self.load()
 
-    def _load(self) -> Any:
-        from agentloom.workflow import load_workflow_text
+    def load(self) -> Any:
+        """The workflow, loaded from `text` (with the overrides applied)."""
 
         wf = load_workflow_text(self.text, filename=self.filename,
                                 base_dir=Path(self.base_dir) if self.base_dir else None)
@@ -70,8 +76,6 @@ class WorkflowRunnerFactory:
 
     @property
     def workflow_hash(self) -> str:
-        from agentloom.workflow.durable.run import workflow_hash
-
         return workflow_hash(self.text.encode("utf-8"))
 
     @property
@@ -88,10 +92,7 @@ def runtime_env(env: Mapping[str, str]) -> dict[str, str]:
 
 @asynccontextmanager
 async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
-    from agentloom.routing.runtime import Runtime
-    from agentloom.workflow import arun_workflow
-
-    wf = factory._load()
+    wf = factory.load()
     runtime = Runtime.from_env(factory.env)
     try:
         providers = getattr(wf.definition, "providers", None) or {}
@@ -125,10 +126,6 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
 @asynccontextmanager
 async def _durable_runner(factory: WorkflowRunnerFactory, wf: Any,
                           runtime: Any) -> AsyncIterator[RunOne]:
-    from agentloom.errors import ConfigError
-    from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
-    from agentloom.store import open_store
-
     assert factory.store is not None
     store = open_store(factory.store)
     await store.__aenter__()  # type: ignore[attr-defined]

@@ -1,6 +1,9 @@
 """Structured output: a step's `response_schema`, checked at load, sent in each provider's
 form, and its reply parsed and validated with errors the model can fix.
 
+Job: response schemas, validation and re-ask text; pure. May import: types and the
+layers up to `recording` (tests/test_layers.py holds the rule).
+
 `ResponseSchemaSpec.from_dict` reads the YAML block; `build_response_format` gives the
 request's `ResponseFormat` (OpenAI's strict form when `strict`); `SchemaValidator` is the
 loop's `OutputValidator`. The forced-tool mode (spec 004 `outputFormat: structured`) uses

@@ -24,7 +24,7 @@ from agentloom.structured._spec import ResponseSchemaSpec, schema_name
 from agentloom.structured._strict import drop_optional_nulls
 
 if TYPE_CHECKING:
-    from agentloom.providers._base import Capabilities
+    from agentloom.providers import Capabilities
 
 MAX_ERRORS = 5
 """Errors listed in one re-ask; more are counted, not shown."""

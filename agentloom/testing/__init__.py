@@ -1,13 +1,16 @@
 """Test kit shipped with AgentLoom, for our tests and yours: in-process scripted models,
 loopback fake servers that speak each provider's wire protocol, a fake clock.
 
+Job: the test kit shipped for users: fake provider servers on loopback, scripted models,
+a fake clock, the store conformance kit. May import: the layers up to `workflow`
+(tests/test_layers.py holds the rule).
+
 Not imported by `import agentloom`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentloom._lazy import lazy_getattr
 
 _LAZY: dict[str, str] = {
     "ScriptedModel": "agentloom.testing.scripted",
@@ -26,8 +29,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

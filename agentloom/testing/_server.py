@@ -170,9 +170,7 @@ class FakeServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, reuse_address=True)
         await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        self._port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._port = self._runner.addresses[0][1]
         return self
 
     async def stop(self) -> None:

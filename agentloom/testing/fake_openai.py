@@ -10,6 +10,7 @@ or a compatible server can be pointed at `server.base_url + "/v1"` and run offli
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -21,6 +22,9 @@ from agentloom.testing._server import (
     FakeServer,
     split_text,
 )
+
+_COMPLETION_IDS = itertools.count(1)
+"""Completion ids stay unique across every fake server of a process."""
 
 
 def _usage(reply: FakeReply) -> dict[str, Any]:
@@ -39,11 +43,9 @@ def _usage(reply: FakeReply) -> dict[str, Any]:
 def _arguments(args: dict[str, Any] | str) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
-
 class FakeOpenAIServer(FakeServer):
     """Serves POST /v1/chat/completions (and /chat/completions) and GET /v1/models."""
 
-    _counter = 0
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -64,9 +66,8 @@ class FakeOpenAIServer(FakeServer):
         )
 
     def _ids(self, body: Any, reply: FakeReply) -> tuple[str, str, int]:
-        FakeOpenAIServer._counter += 1
         model = reply.model or (body.get("model") if isinstance(body, dict) else None)
-        return f"chatcmpl-fake{FakeOpenAIServer._counter}", model or "gpt-4o-mini", int(
+        return f"chatcmpl-fake{next(_COMPLETION_IDS)}", model or "gpt-4o-mini", int(
             time.time()
         )
 

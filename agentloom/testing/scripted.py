@@ -21,7 +21,7 @@ from agentloom.messages import (
     Usage,
     UsageEvent,
 )
-from agentloom.providers._base import AttemptRecord, AttemptSink, EventSink
+from agentloom.providers import AttemptRecord, AttemptSink, EventSink
 
 Reply = str | ModelResponse | BaseException | Sequence[Part]
 

@@ -1,6 +1,10 @@
 """Tools the model can call: the protocol, `@tool`, the registry and per-step `ToolSet`,
 the sandbox and the built-ins, MCP servers, workflow functions and vendor tools.
 
+Job: the Tool protocol and its seams for the loop (`tools.contracts`), the registry,
+built-ins, sandbox, MCP and vendor tools. May import: the layers up to
+`structured`/`conversation` (tests/test_layers.py holds the rule).
+
 Only light modules load with this package; the built-ins, MCP (which imports the `mcp`
 SDK) and the loaders are imported on first use of their names.
 """
@@ -23,7 +27,6 @@ from agentloom.tools._toolset import DeclaredTool as DeclaredTool
 from agentloom.tools._toolset import ToolSet as ToolSet
 
 if TYPE_CHECKING:
-    from agentloom.http._base import Transport
     from agentloom.tools._functions import ArgSpec as ArgSpec
     from agentloom.tools._functions import FunctionTool as FunctionTool
     from agentloom.tools._loading import load_entry_point_tools as load_entry_point_tools
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from agentloom.tools._mcp import MCPToolSource as MCPToolSource
     from agentloom.tools._vendor import normalize_vendor_tools as normalize_vendor_tools
     from agentloom.tools.builtins import builtin_tools as builtin_tools
+    from agentloom.transport import Transport
 
 _LAZY = {
     "ArgSpec": "agentloom.tools._functions",

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any, get_type_hints, overload
 
 from agentloom.errors import ConfigError, ToolError
-from agentloom.loop._contracts import ToolContext
-from agentloom.tools._tool import check_tool_name
+from agentloom.tools._tool import Tool, check_tool_name
+from agentloom.tools.contracts import ToolContext
 
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?|"
@@ -238,7 +238,6 @@ def tool(
 
 def as_tool(obj: Any) -> Any:
     """A Tool as is; a plain function wrapped as `@tool` would."""
-    from agentloom.tools._tool import Tool
 
     if isinstance(obj, PythonTool):
         return obj

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentloom.errors import ConfigError, ToolError
-from agentloom.loop._contracts import ToolContext
 from agentloom.tools._tool import BaseTool, check_tool_name
+from agentloom.tools.contracts import ToolContext
 
 ArgType = Literal["str", "int", "float", "bool", "list", "object"]
 _JSON_TYPES: dict[str, str] = {

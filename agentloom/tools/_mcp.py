@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from agentloom.errors import ConfigError, ToolError
-from agentloom.loop._contracts import ToolContext
 from agentloom.tools._tool import BaseTool
+from agentloom.tools.contracts import ToolContext
 
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 

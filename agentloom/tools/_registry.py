@@ -17,6 +17,7 @@ from agentloom.messages import ToolSpec
 from agentloom.tools._decorator import as_tool
 from agentloom.tools._tool import Tool, check_parameters, check_tool_name
 from agentloom.tools._toolset import DeclaredTool, ToolSet
+from agentloom.tools.builtins._base import SandboxedTool
 
 
 class ToolRegistry:
@@ -97,7 +98,6 @@ class ToolRegistry:
             max_tools: the profile's limit on tools per call; above it is a ConfigError.
             error_prompt: appended to every failing tool result.
         """
-        from agentloom.tools.builtins._base import SandboxedTool
 
         entries: list[tuple[Tool, ToolSpec]] = []
         seen: set[str] = set()

@@ -12,7 +12,7 @@ import re
 from typing import Any, Protocol, runtime_checkable
 
 from agentloom.errors import ConfigError
-from agentloom.loop._contracts import ToolContext
+from agentloom.tools.contracts import ToolContext
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentloom.errors import ToolError
-from agentloom.loop._contracts import ToolContext
 from agentloom.messages import ToolCallPart, ToolResultPart, ToolSpec
+from agentloom.tools._decorator import as_tool
 from agentloom.tools._tool import Tool, encode_result
+from agentloom.tools.contracts import ToolContext
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -94,7 +95,6 @@ class ToolSet:
     @classmethod
     def of(cls, tools: Sequence[Any], **kwargs: Any) -> ToolSet:
         """A ToolSet of tools (or plain functions) as they describe themselves."""
-        from agentloom.tools._decorator import as_tool
 
         made = [as_tool(t) for t in tools]
         return cls(

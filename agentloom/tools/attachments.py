@@ -8,8 +8,8 @@ loopback or link-local address, on every redirect hop, which we follow ourselves
 transport never does). The sandbox's network and path rules apply too. Everything fails
 with a `ConfigError` a person can act on, before any model request is sent.
 
-`check_attachments` tells routing whether a provider's capabilities can take the parts,
-so a call moves on to the next provider without sending anything.
+Whether a provider's capabilities can take the parts is `check_attachments`, a
+capability fact kept in `agentloom.providers.profiles` (re-exported here).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import binascii
 import ipaddress
 import re
 import socket
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
@@ -29,10 +28,11 @@ from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 from agentloom.errors import ConfigError
 from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url, host_matches
 from agentloom.messages import AudioPart, DocumentPart, ImagePart, MediaPart
+from agentloom.providers import check_attachments as check_attachments
+from agentloom.transport import HttpRequest, HttpTimeout, TransportError
 
 if TYPE_CHECKING:
-    from agentloom.http._base import Transport
-    from agentloom.providers._base import Capabilities
+    from agentloom.transport import Transport
 
 AttachmentType = Literal["image", "pdf", "audio"]
 
@@ -118,38 +118,6 @@ async def load_attachment(
         path = await _read_file(source, base_dir, policy)
         data, media = path[0], _media_type(spec, _extension_type(path[1]), None)
     return _part(spec.type, media, data=data)
-
-
-def check_attachments(parts: Iterable[object], caps: Capabilities) -> str | None:
-    """None when a provider with these capabilities takes every part, else the reason."""
-    for part in parts:
-        if isinstance(part, ImagePart):
-            if not caps.image:
-                return "it does not take images"
-            if part.data is None and part.url is not None and not caps.image_url:
-                return "it does not fetch images by URL (use fetch: local)"
-        elif isinstance(part, DocumentPart):
-            if not caps.pdf:
-                return "it does not take PDF documents"
-            if part.data is None and not caps.image_url:
-                return "it does not fetch documents by URL (use fetch: local)"
-        elif isinstance(part, AudioPart) and not _audio_ok(part.media_type, caps.audio_types):
-            if not caps.audio_types:
-                return "it does not take audio"
-            return f"it does not take {part.media_type} audio"
-    return None
-
-
-def _audio_ok(media_type: str, accepted: frozenset[str]) -> bool:
-    if not accepted:
-        return False
-    subtype = media_type.split("/", 1)[-1].lower()
-    aliases = {subtype, media_type.lower()}
-    if subtype in ("mpeg", "mp3", "x-mp3"):
-        aliases |= {"mp3", "audio/mpeg", "audio/mp3"}
-    if subtype in ("wav", "x-wav", "wave", "vnd.wave"):
-        aliases |= {"wav", "audio/wav", "audio/x-wav"}
-    return bool(aliases & {a.lower() for a in accepted})
 
 
 # --- media types ----------------------------------------------------------------------------
@@ -333,8 +301,6 @@ async def _by_url(spec: AttachmentSpec, url: str, policy: AttachmentPolicy) -> M
 async def _download(url: str, transport: Transport, policy: AttachmentPolicy) -> tuple[
     bytes, str | None
 ]:
-    from agentloom.http._base import HttpRequest, HttpTimeout, TransportError
-
     limit = policy.max_bytes
     current = url
     try:

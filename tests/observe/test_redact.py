@@ -97,9 +97,9 @@ def test_headers_and_sensitive_field_names() -> None:
 async def test_no_artefact_of_a_run_holds_the_secret(tmp_path: Path) -> None:
     """Checkpoints (SQLite file, WAL included), a recording and a --json-like dump, all
     written through the redactor, contain neither the key nor the state secret."""
-    from agentloom.http._base import HttpRequest
     from agentloom.recording import Recorder, RecordTransport, call_context
     from agentloom.store import Checkpoint, SqliteStore
+    from agentloom.transport import HttpRequest
 
     state = {"api_token": "tok-SECRET-42", "question": "use tok-SECRET-42 to log in"}
     r = Redactor.from_state_schema(SCHEMA, state=state, secrets=[OPENAI_KEY])

@@ -23,7 +23,8 @@ from agentloom.messages import (
     ToolResultPart,
     ToolSpec,
 )
-from agentloom.providers import Endpoint, ProviderClient, get_protocol
+from agentloom.providers import Endpoint, get_protocol
+from agentloom.routing import ProviderClient
 from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
 from agentloom.testing.fake_anthropic import FakeAnthropicServer
 

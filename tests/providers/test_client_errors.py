@@ -13,9 +13,9 @@ import pytest
 from agentloom.errors import ConfigError, ProviderError
 from agentloom.http import AiohttpTransport
 from agentloom.messages import Message, ModelRequest
-from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+from agentloom.providers import get_protocol, vendor_endpoint
 from agentloom.providers._base import AttemptRecord
-from agentloom.routing._client import parse_retry_after
+from agentloom.routing import ProviderClient, retry_after_seconds
 from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 
@@ -85,7 +85,7 @@ NOW = 1_800_000_000.0
     ({}, None),
 ])
 def test_retry_after_forms(headers: dict[str, str], expected: float | None) -> None:
-    assert parse_retry_after(headers, now=NOW) == expected
+    assert retry_after_seconds(headers, now_wall=NOW) == expected
 
 
 async def test_malformed_200_body_is_a_retryable_body_error(

@@ -26,8 +26,9 @@ from agentloom.messages import (
     ToolResultPart,
     ToolSpec,
 )
-from agentloom.providers import Endpoint, ProviderClient, get_protocol
+from agentloom.providers import Endpoint, get_protocol
 from agentloom.providers.llamacpp import DEFAULT_MAX_TOKENS, reply_schema
+from agentloom.routing import ProviderClient
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 

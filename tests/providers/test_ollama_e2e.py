@@ -13,7 +13,8 @@ import pytest
 from agentloom.errors import ProviderError
 from agentloom.http import AiohttpTransport
 from agentloom.messages import ImagePart, Message, ModelRequest, ReasoningConfig
-from agentloom.providers import Endpoint, ProviderClient, get_protocol
+from agentloom.providers import Endpoint, get_protocol
+from agentloom.routing import ProviderClient
 from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
 from agentloom.testing.fake_ollama import FakeOllamaServer
 

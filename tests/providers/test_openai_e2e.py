@@ -11,8 +11,9 @@ import pytest
 from agentloom.errors import ProviderError
 from agentloom.http import AiohttpTransport
 from agentloom.messages import Message, ModelRequest, TextDelta, ToolSpec
-from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+from agentloom.providers import get_protocol, vendor_endpoint
 from agentloom.providers._base import AttemptRecord
+from agentloom.routing import ProviderClient
 from agentloom.testing._server import FakeBadBody, FakeDrop, FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 

@@ -8,8 +8,7 @@ import random
 import pytest
 
 from agentloom.errors import ProviderError
-from agentloom.routing import RetryPolicy, parse_retry_after
-from agentloom.routing._retry import retry_after_of
+from agentloom.routing import RetryPolicy, parse_retry_after, retry_after_of
 from agentloom.testing import FakeClock
 
 

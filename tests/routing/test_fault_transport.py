@@ -11,14 +11,14 @@ import pytest
 
 from agentloom.errors import ProviderError
 from agentloom.http._aiohttp import AiohttpTransport
-from agentloom.http._base import HttpRequest, TransportError
 from agentloom.http._fault import Fault, FaultTransport
 from agentloom.messages import Message, ModelRequest
 from agentloom.providers import get_protocol
 from agentloom.providers._endpoints import vendor_endpoint
-from agentloom.routing._client import ProviderClient
+from agentloom.routing import ProviderClient
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
+from agentloom.transport import HttpRequest, TransportError
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from decimal import Decimal
 
-from agentloom.store._base import Checkpoint, StoreError
+from agentloom.store import Checkpoint, StoreError
 from agentloom.testing.store_conformance._initializer import CheckContext, CheckFn
 
 

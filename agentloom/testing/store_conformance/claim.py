@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agentloom.store._base import RunNotFound
+from agentloom.store import RunNotFound
 from agentloom.testing.store_conformance._initializer import CheckContext, CheckFn
 
 

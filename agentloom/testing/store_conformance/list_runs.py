@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from agentloom.store._base import Checkpoint
+from agentloom.store import Checkpoint
 from agentloom.testing.store_conformance._initializer import CheckContext, CheckFn
 
 

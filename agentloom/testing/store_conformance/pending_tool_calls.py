@@ -7,7 +7,7 @@ A model exchange is stored as soon as the reply arrives, so a resume does not pa
 
 from __future__ import annotations
 
-from agentloom.store._base import RunNotFound, StoreError
+from agentloom.store import RunNotFound, StoreError
 from agentloom.testing.store_conformance._initializer import CheckContext, CheckFn
 
 

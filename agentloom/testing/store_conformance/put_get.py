@@ -6,7 +6,7 @@ import dataclasses
 from decimal import Decimal
 
 from agentloom.messages import Message, ToolCallPart
-from agentloom.store._base import (
+from agentloom.store import (
     Checkpoint,
     PauseInfo,
     RunExists,

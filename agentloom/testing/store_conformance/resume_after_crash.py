@@ -9,7 +9,7 @@ flight, and the stored model exchanges. It then carries on from the next seq.
 from __future__ import annotations
 
 from agentloom.messages import Message
-from agentloom.store._base import Checkpoint, PauseInfo, ToolLoopProgress
+from agentloom.store import Checkpoint, PauseInfo, ToolLoopProgress
 from agentloom.testing.store_conformance._initializer import CheckContext, CheckFn
 
 

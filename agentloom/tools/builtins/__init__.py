@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloom.http._base import Transport
 from agentloom.tools._sandbox import SandboxPolicy
 from agentloom.tools._tool import trust_parameters
 from agentloom.tools.builtins._base import SandboxedTool as SandboxedTool
@@ -16,6 +15,7 @@ from agentloom.tools.builtins.file_read import FileReadTool as FileReadTool
 from agentloom.tools.builtins.file_write import FileWriteTool as FileWriteTool
 from agentloom.tools.builtins.http_request import HttpRequestTool as HttpRequestTool
 from agentloom.tools.builtins.shell_command import ShellCommandTool as ShellCommandTool
+from agentloom.transport import Transport
 
 BUILTIN_NAMES = ("http_request", "shell_command", "file_read", "file_write")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.errors import ToolError
-from agentloom.loop._contracts import ToolContext
 from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
+from agentloom.tools.contracts import ToolContext
 
 
 class FileReadTool(SandboxedTool):

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.errors import ToolError
-from agentloom.loop._contracts import ToolContext
 from agentloom.tools.builtins._base import SandboxedTool, arg
+from agentloom.tools.contracts import ToolContext
 
 
 class FileWriteTool(SandboxedTool):

@@ -14,10 +14,10 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from agentloom.errors import ToolError
-from agentloom.http._base import HttpRequest, HttpTimeout, Transport, TransportError
-from agentloom.loop._contracts import ToolContext
 from agentloom.tools._sandbox import SandboxPolicy
 from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
+from agentloom.tools.contracts import ToolContext
+from agentloom.transport import HttpRequest, HttpTimeout, Transport, TransportError
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}

@@ -85,7 +85,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
 async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
                   ctx: RunContext) -> bool:
     """POST the approval request; True if the receiver answered 2xx."""
-    from agentloom.http._base import HttpRequest, HttpTimeout
+    from agentloom.transport import HttpRequest, HttpTimeout
 
     if not notify.url.startswith(("http://", "https://")):
         log.warning("approval gate %r: notify.url must be http(s), got %r", step_id, notify.url)

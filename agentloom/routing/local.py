@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.errors import ConfigError
-from agentloom.providers._base import Endpoint
+from agentloom.providers import Endpoint
 
 MODEL_NAME = "smollm2"
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

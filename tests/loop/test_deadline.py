@@ -1,14 +1,27 @@
-"""deadline_scope cancels work in flight at the deadline."""
+"""`Deadline.scope()`, the one deadline helper, cancels work in flight at the deadline.
+
+These ran against routing's former `deadline_scope`; they hold for `Deadline` built to
+raise the run's `DeadlineExceeded`, as the workflow engine uses it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 
+from agentloom._clock import Clock
 from agentloom.errors import DeadlineExceeded
-from agentloom.routing import deadline_scope
+from agentloom.loop import Deadline, no_deadline
 from agentloom.testing import FakeClock
+
+
+def deadline_scope(clock: Clock, at: float | None) -> AbstractAsyncContextManager[None]:
+    if at is None:
+        return no_deadline()
+    deadline = Deadline(clock, at, clock.now(), error=lambda d: DeadlineExceeded(scope="run"))
+    return deadline.scope()
 
 
 async def test_deadline_cancels_work_in_flight_on_the_fake_clock() -> None:

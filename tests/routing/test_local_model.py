@@ -14,8 +14,9 @@ from agentloom.cli import main as cli_main
 from agentloom.errors import ConfigError
 from agentloom.http import AiohttpTransport
 from agentloom.messages import Message, ModelRequest, ToolSpec
-from agentloom.providers import ProviderClient, get_protocol
-from agentloom.providers.local import LocalModelServer, find_model_path
+from agentloom.providers import get_protocol
+from agentloom.routing import ProviderClient
+from agentloom.routing.local import LocalModelServer, find_model_path
 
 
 def test_missing_model_file_gives_a_clear_error(tmp_path: object) -> None:

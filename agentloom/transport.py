@@ -1,10 +1,10 @@
-"""The transport seam: one request in, one response out.
+"""The transport seam's types: one request in, one response out.
 
 Everything that speaks HTTP for us goes through a `Transport`, the way httpx's clients go
-through `handle_async_request`. Providers build `HttpRequest`s and read `HttpResponse`s;
-they never import aiohttp. Recording, replay and fault injection are each a class that
-wraps another transport, and tests plug in `MockTransport` or point the real one at a
-loopback fake server.
+through `handle_async_request`. These records sit in the bottom layer so that providers can
+build `HttpRequest`s and read `HttpResponse`s without importing `agentloom.http` (which
+holds the implementations: aiohttp, mock, fault). Recording, replay and fault injection are
+each a class that wraps another transport. No I/O here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,73 @@
+"""Model capability facts, per model family, apart from the wire modules.
+
+A wire module knows how to encode and decode; what a model can take (tools, forced tool
+choice, native JSON schema, images, PDFs, audio, reasoning style) is data kept here, one
+frozen `Capabilities` per family, so a new family or a model-specific exception is an entry
+in this file rather than an edit to a protocol module. `check_attachments` reads these facts
+for a request's media parts. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agentloom.messages import AudioPart, DocumentPart, ImagePart
+from agentloom.providers._base import Capabilities
+
+GEMINI_AUDIO_TYPES = frozenset({
+    "audio/wav", "audio/x-wav", "audio/mp3", "audio/mpeg", "audio/aiff", "audio/aac",
+    "audio/ogg", "audio/flac", "wav", "mp3", "aiff", "aac", "ogg", "flac",
+})
+
+OPENAI = Capabilities(
+    tools=True, forced_tool_choice=True, native_json_schema=True, image=True, image_url=True,
+    pdf=False, audio_types=frozenset({"audio/wav", "audio/mpeg"}), reasoning="effort",
+    speaker_names=True,
+)
+ANTHROPIC = Capabilities(
+    tools=True, forced_tool_choice=True, native_json_schema=False, image=True,
+    image_url=True, pdf=True, audio_types=frozenset(), reasoning="budget",
+    speaker_names=False,
+)
+GEMINI = Capabilities(
+    tools=True, forced_tool_choice=True, native_json_schema=True, image=True,
+    image_url=False, pdf=True, audio_types=GEMINI_AUDIO_TYPES, reasoning="thinking_config",
+    speaker_names=False,
+)
+OLLAMA = Capabilities(
+    tools=True, forced_tool_choice=False, native_json_schema=True, image=True,
+    image_url=False, pdf=False, audio_types=frozenset(), reasoning="think",
+    speaker_names=False,
+)
+
+
+def check_attachments(parts: Iterable[object], caps: Capabilities) -> str | None:
+    """None when a provider with these capabilities takes every part, else the reason."""
+    for part in parts:
+        if isinstance(part, ImagePart):
+            if not caps.image:
+                return "it does not take images"
+            if part.data is None and part.url is not None and not caps.image_url:
+                return "it does not fetch images by URL (use fetch: local)"
+        elif isinstance(part, DocumentPart):
+            if not caps.pdf:
+                return "it does not take PDF documents"
+            if part.data is None and not caps.image_url:
+                return "it does not fetch documents by URL (use fetch: local)"
+        elif isinstance(part, AudioPart) and not _audio_ok(part.media_type, caps.audio_types):
+            if not caps.audio_types:
+                return "it does not take audio"
+            return f"it does not take {part.media_type} audio"
+    return None
+
+
+def _audio_ok(media_type: str, accepted: frozenset[str]) -> bool:
+    if not accepted:
+        return False
+    subtype = media_type.split("/", 1)[-1].lower()
+    aliases = {subtype, media_type.lower()}
+    if subtype in ("mpeg", "mp3", "x-mp3"):
+        aliases |= {"mp3", "audio/mpeg", "audio/mp3"}
+    if subtype in ("wav", "x-wav", "wave", "vnd.wave"):
+        aliases |= {"wav", "audio/wav", "audio/x-wav"}
+    return bool(aliases & {a.lower() for a in accepted})
