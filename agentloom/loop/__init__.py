@@ -9,6 +9,9 @@ from agentloom.loop._contracts import (
 from agentloom.loop._contracts import (
     ToolContext as ToolContext,
 )
+from agentloom.loop._journal import LoopJournal as LoopJournal
+from agentloom.loop._journal import LoopRestore as LoopRestore
+from agentloom.loop._journal import current_journal as current_journal
 from agentloom.loop._loop import (
     LoopOptions as LoopOptions,
 )

@@ -19,25 +19,21 @@ a nested run is rebuilt from its inputs, not saved). Other state writes of neste
 
 from __future__ import annotations
 
-from contextvars import ContextVar, Token
+from contextvars import Token
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentloom.loop._journal import LoopRestore, current_journal
-from agentloom.workflow.durable.run import current_durable
+from agentloom.loop import LoopRestore, current_journal
+from agentloom.workflow.durable.context import scope_prefix
+from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
+from agentloom.workflow.lang.paths import assign
 
 if TYPE_CHECKING:
     from agentloom.messages import Message, Usage
-    from agentloom.workflow.durable.run import Decision, DurableRun, PauseRun
+    from agentloom.workflow.durable.run import Decision, DurableRun
+    from agentloom.workflow.engine.hooks import RunView
+    from agentloom.workflow.engine.pause import PauseRun
     from agentloom.workflow.engine.result import StepResult
-
-scope_prefix: ContextVar[str] = ContextVar("agentloom_durable_prefix", default="")
-"""The namespace of the nested run whose steps are running ("" at the top)."""
-
-call_scope: ContextVar[DurableScope | None] = ContextVar("agentloom_call_scope",
-                                                          default=None)
-"""Set by the journalled toolbox around one tool call: the scope a workflow function's
-body runs in, so its steps are keyed under the call that ran them."""
 
 
 class DurableScope:
@@ -49,7 +45,7 @@ class DurableScope:
     def __init__(self, root: DurableRun, prefix: str) -> None:
         self.root = root
         self.prefix = prefix
-        self._run: Any = None
+        self._run: RunView | None = None
 
     @property
     def run_id(self) -> str:
@@ -67,7 +63,7 @@ class DurableScope:
 
     # --- what the engine calls -----------------------------------------------------------
 
-    async def begin(self, engine_run: Any, workflow_name: str) -> None:
+    async def begin(self, engine_run: RunView, workflow_name: str) -> None:
         self._run = engine_run
         n = len(self.prefix)
         for target, router in self.root.child_not_taken(self.prefix).items():
@@ -77,16 +73,15 @@ class DurableScope:
         restored = self.root.restored_step(self.key(node_id))
         if restored is None or self._run is None:
             return restored
-        node = self._run.wf.nodes.get(node_id)
+        node = self._run.ctx.workflow.nodes.get(node_id)
         if node is not None and node.output_path is not None \
                 and restored.status.value == "success":
-            from agentloom.workflow.lang.paths import assign
-
             assign(self._run.ctx.state, node.output_path, restored.output)
         return restored
 
     async def step_done(self, node_id: str) -> None:
         run = self._run
+        assert run is not None, "step_done() before begin()"
         self.root.keep_child_result(self.key(node_id), run.results[node_id])
         for target, router in run.not_taken.items():
             self.root.keep_child_not_taken(self.key(target), router)
@@ -110,38 +105,24 @@ class DurableScope:
                       usage: Usage) -> None:
         await self.root.on_turn(self.key(step_id), turn, messages, usage)
 
-    def add_secret(self, value: str) -> None:
-        self.root.add_secret(value)
+    def add_secret(self, value: str, *, key: str | None = None) -> None:
+        self.root.add_secret(value, key=key)
 
     def clock_now(self) -> datetime:
         return self.root.clock_now()
 
     def wrap_clients(self, factory: Any) -> Any:
-        from agentloom.workflow.durable.journaled import JournaledClients
-
         return factory if isinstance(factory, JournaledClients) \
             else self.root.wrap_clients(factory)
 
     def wrap_tools(self, source: Any) -> Any:
-        from agentloom.workflow.durable.journaled import JournaledTools
-
         return source if source is None or isinstance(source, JournaledTools) \
             else self.root.wrap_tools(source)
 
     def bind(self) -> tuple[Token[Any], ...]:
-        return (current_durable.set(self),  # type: ignore[arg-type]
-                current_journal.set(self), scope_prefix.set(self.prefix))
+        return current_journal.set(self), scope_prefix.set(self.prefix)
 
     def unbind(self, tokens: tuple[Token[Any], ...]) -> None:
-        durable, journal, prefix = tokens
+        journal, prefix = tokens
         scope_prefix.reset(prefix)
-        current_journal.reset(journal)
-        current_durable.reset(durable)
-
-
-def child_scope(name: str) -> DurableScope | None:
-    """The scope a nested run named `name` gets inside the running durable run, if any."""
-    durable: Any = current_durable.get()
-    if durable is None:
-        return None
-    return durable.child(name)  # type: ignore[no-any-return]
+        current_journal.reset(journal)  # type: ignore[arg-type]

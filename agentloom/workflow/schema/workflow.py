@@ -170,7 +170,7 @@ class WorkflowDefinition(Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Named model setups (spec 004) a step uses with `profile: name`; checked here, read
-    by `agentloom.workflow.steps._client_choice`."""
+    by `agentloom.workflow.steps.profiles`."""
 
     @field_validator("profiles")
     @classmethod

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.conversation import Conversation
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
+from agentloom.tools import DeclaredTool, ToolRegistry
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     StructuredPlan,
@@ -22,6 +23,7 @@ from agentloom.workflow.steps._structured_step import (
     prepare_structured,
 )
 from agentloom.workflow.steps._turn import conversation_path
+from agentloom.workflow.steps.profiles import toolbox_options
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
@@ -105,9 +107,6 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     registry = ctx.tools
     if registry is None:
         raise ConfigError(f"step {step_id!r} declares tools, but no tool registry is set")
-    from agentloom.tools import DeclaredTool, ToolRegistry
-    from agentloom.workflow.steps._client_choice import toolbox_options
-
     policy = ctx.sandbox_policy()
     options = toolbox_options(step_id, ctx)
     # A caller that passes the same registry to every run gets the same tool box for

@@ -23,7 +23,7 @@ from agentloom.conversation import Conversation, commit_turn, normalize_key, pre
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
-from agentloom.workflow.engine.functions import NESTED_USAGE
+from agentloom.workflow.engine.nested import NESTED_USAGE
 from agentloom.workflow.engine.observe import step_observer
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import MISSING, assign, lookup, parse_path

@@ -20,17 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
-from agentloom.errors import ConfigError
+from agentloom.errors import ConfigError, TemplateError
 from agentloom.messages import ModelRequest
 from agentloom.structured import ResponseSchemaSpec
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
-from agentloom.workflow.lang.templates import Template
-from agentloom.workflow.schema.agents import AgentDef
+from agentloom.workflow.lang.templates import Template, compile_template
+from agentloom.workflow.schema.agents import AGENT_NAME, AgentDef
 from agentloom.workflow.schema.steps import AgentStep
 from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
-from agentloom.workflow.steps._structured_step import StructuredPlan
+from agentloom.workflow.steps._structured_step import (
+    StructuredPlan,
+    load_protocol,
+    prepare_structured,
+)
 from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
+from agentloom.workflow.steps.client import client_for
+from agentloom.workflow.steps.llm_call import default_model, load_attachments
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -225,12 +231,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     config = ctx.workflow.config
     media: tuple[Any, ...] = ()
     if prep.attachments:
-        from agentloom.workflow.steps.llm_call import _attachments
-
-        media = await _attachments(step, prep, ctx)  # type: ignore[arg-type]
-    from agentloom.workflow.steps._client_choice import client_for
-    from agentloom.workflow.steps.llm_call import _default_model
-
+        media = await load_attachments(step, prep, ctx)  # type: ignore[arg-type]
     model = d.model or config.model
     client = client_for(_ChoiceNode(node.id, _Choice(  # type: ignore[arg-type]
         id=node.id, model=d.model, provider=d.provider, profile=d.profile,
@@ -238,7 +239,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     if model is None and d.profile is not None:
         model = getattr(getattr(client, "candidates", (None,))[0], "model", None)
     request = ModelRequest(
-        model=model or _default_model(ctx), messages=(),
+        model=model or default_model(ctx), messages=(),
         temperature=d.settings.temperature, max_tokens=d.settings.max_tokens,
         stream=False,  # agent turns arrive in one piece
     )
@@ -254,3 +255,59 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         max_reasks=max_reasks(step.retry, config), agent_name=plan.name,
     )
     return await run_turn(turn, client, ctx)
+
+
+def prepare_agents(checker: Any) -> dict[str, AgentPlan]:
+    """Each valid agent of the file, ready to run; problems go to `checker.err`."""
+    agents: dict[str, AgentDef] = getattr(checker, "agents", {}) or {}
+    if not agents:
+        return {}
+    data = checker.data if isinstance(checker.data, dict) else {}
+    found_agents = data.get("agents")
+    raw_agents: dict[str, Any] = found_agents if isinstance(found_agents, dict) else {}
+    config = checker.definition_config
+    providers = data.get("providers") if isinstance(data.get("providers"), dict) else None
+    plans: dict[str, AgentPlan] = {}
+
+    def line(name: str, *path: str) -> int | None:
+        found = checker.marks.line_of(raw_agents, name)
+        node: Any = raw_agents.get(name)
+        for part in path:
+            if not isinstance(node, dict):
+                break
+            found = checker.marks.line_of(node, part) or found
+            node = node.get(part)
+        return found  # type: ignore[no-any-return]
+
+    for name, d in agents.items():
+        where = f"agents.{name}"
+        if not AGENT_NAME.match(name):
+            checker.err(f"agent name {name!r} takes letters, digits, _ and -, up to 64 "
+                        "characters (it is the agent's speaker name)", line(name), where)
+            continue
+        profiles = data.get("profiles")
+        if d.profile is not None and not (isinstance(profiles, dict) and d.profile in profiles):
+            checker.err(f"{where}.profile: unknown profile {d.profile!r}", line(name, "profile"),
+                        f"{where}.profile")
+        instructions = None
+        if d.instructions is not None:
+            try:
+                instructions = compile_template(d.instructions)
+            except TemplateError as exc:
+                checker.problems.append(TemplateError(
+                    f"{where}.instructions: {exc.message}", file=checker.filename,
+                    line=line(name, "instructions"), field=f"{where}.instructions"))
+        structured = None
+        if d.output_schema is not None:
+            model = d.model or (config.model if config is not None else None)
+            provider = d.provider or (config.provider if config is not None else None)
+            try:
+                structured = prepare_structured(
+                    d.output_schema, name, protocol=load_protocol(provider, model, providers),
+                    model=model, with_tools=bool(d.tools))
+            except ConfigError as exc:
+                checker.err(f"{where}.output_schema: {exc}", line(name, "output_schema"),
+                            f"{where}.output_schema")
+        plans[name] = AgentPlan(name=name, definition=d, instructions=instructions,
+                                structured=structured)
+    return plans

@@ -21,7 +21,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow.durable.run import PauseRun, current_durable
+from agentloom.workflow.engine.pause import PauseRun
 from agentloom.workflow.engine.result import StepOutcome
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     prep: Prepared = node.prepared
     message = (prep.message.render(ctx.scope) if prep.message is not None
                else f"approve step {node.id!r} of workflow {ctx.workflow.name!r}?")
-    durable = current_durable.get()
+    durable = ctx.durable
     got = durable.take_decision(node.id) if durable is not None else None
     if got is None or durable is None:
         data: dict[str, Any] = {"timeout_seconds": step.timeout_seconds,

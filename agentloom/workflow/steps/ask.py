@@ -13,7 +13,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING
 
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow.durable.run import PauseRun, coerce_answer, current_durable
+from agentloom.workflow.engine.pause import PauseRun, coerce_answer
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.templates import to_text
 
@@ -39,7 +39,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     prep: Prepared = node.prepared
     question = prep.question.render(ctx.scope)
     data = {"kind": step.answer_type, "choices": step.choices}
-    durable = current_durable.get()
+    durable = ctx.durable
     got = durable.take_decision(node.id) if durable is not None else None
     if got is None or durable is None:
         raise PauseRun("answer", question, data=data)
