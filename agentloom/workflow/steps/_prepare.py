@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.conversation import Conversation
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
+from agentloom.providers.anthropic import check_reasoning_settings
 from agentloom.tools import DeclaredTool, ToolRegistry
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
@@ -40,8 +41,6 @@ def prepare_turn_parts(
     and the conversation's state path (None where the step has none, or on a problem,
     which is reported)."""
     if reasoning is not None and model:
-        from agentloom.providers.anthropic import check_reasoning_settings
-
         try:
             check_reasoning_settings(model, step.max_tokens, reasoning)
         except ConfigError as exc:

@@ -30,6 +30,7 @@ from agentloom.messages import (
     TextPart,
     ToolSpec,
 )
+from agentloom.providers import get_protocol
 from agentloom.structured import (
     ResponseSchemaSpec,
     SchemaValidator,
@@ -43,7 +44,10 @@ from agentloom.structured import (
 )
 
 if TYPE_CHECKING:
-    from agentloom.providers._base import AttemptSink, EventSink, ModelClient
+    from collections.abc import Callable
+
+    from agentloom.messages import StreamEvent
+    from agentloom.providers import AttemptRecord, ModelClient
     from agentloom.workflow.schema.steps import ResponseSchema
 
 _VENDORS = ("openai", "anthropic", "gemini", "ollama")
@@ -98,8 +102,6 @@ def prepare_structured(
     validator = SchemaValidator(spec)
     if block.mode == "tool":
         if protocol is not None:
-            from agentloom.providers import get_protocol
-
             try:
                 check_forced_tool_support(get_protocol(protocol).capabilities(model or ""),
                                           provider=protocol, model=model)
@@ -137,8 +139,6 @@ def load_protocol(provider: str | None, model: str | None,
         return None
     if not model:
         return None
-    from agentloom.providers import get_protocol
-
     for name in ("anthropic", "gemini", "openai", "ollama"):
         if get_protocol(name).serves(model):
             return name
@@ -162,8 +162,10 @@ class ForcedToolClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def complete(self, request: ModelRequest, *, on_event: EventSink | None = None,
-                       on_attempt: AttemptSink | None = None) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *,
+                       on_event: Callable[[StreamEvent], None] | None = None,
+                       on_attempt: Callable[[AttemptRecord], None] | None = None
+                       ) -> ModelResponse:
         request = request.replace(tool_choice=self._choice, stream=False)
         response = await self._inner.complete(request, on_event=None, on_attempt=on_attempt)
         try:

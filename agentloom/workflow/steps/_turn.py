@@ -30,7 +30,7 @@ from agentloom.workflow.lang.paths import MISSING, assign, lookup, parse_path
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
-    from agentloom.providers._base import ModelClient
+    from agentloom.providers import ModelClient
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.lang.paths import Path
     from agentloom.workflow.steps._structured_step import StructuredPlan

@@ -21,6 +21,7 @@ from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, TemplateError
+from agentloom.loop.agent import Agent
 from agentloom.messages import ModelRequest
 from agentloom.structured import ResponseSchemaSpec
 from agentloom.workflow.engine.result import StepOutcome
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
     from agentloom.loop import ToolBox
     from agentloom.loop.agent import Agent
-    from agentloom.providers._base import ModelClient
+    from agentloom.providers import ModelClient
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode, Workflow
@@ -100,8 +101,6 @@ class AgentSpec:
         """A Python Agent with this spec, answering through `client`. `tools` are the
         callables or ToolBox behind `self.tools` (the registry is the caller's); keyword
         arguments (a `model=` for a client that carries none, say) win over the spec."""
-        from agentloom.loop.agent import Agent
-
         settings: dict[str, Any] = {
             "model": self.model, "system_prompt": self.instructions, "name": self.name,
             "max_iterations": self.max_tool_iterations, "temperature": self.temperature,

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from agentloom import http
 from agentloom.errors import DeadlineExceeded
+from agentloom.http import HttpRequest, HttpTimeout
+from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
 from agentloom.workflow.engine.pause import PauseRun
 from agentloom.workflow.engine.result import StepOutcome
 
@@ -85,8 +88,6 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
 async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
                   ctx: RunContext) -> bool:
     """POST the approval request; True if the receiver answered 2xx."""
-    from agentloom.http._base import HttpRequest, HttpTimeout
-
     if not notify.url.startswith(("http://", "https://")):
         log.warning("approval gate %r: notify.url must be http(s), got %r", step_id, notify.url)
         return False
@@ -102,8 +103,6 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,
                           timeout=HttpTimeout(connect=notify.timeout or 10.0,
                                               read=notify.timeout or 10.0))
-    from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
-
     sandbox = ctx.workflow.config.sandbox
     internal = bool(sandbox is not None and sandbox.allow_internal_webhook_targets)
     try:
@@ -115,9 +114,7 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     transport = ctx.transport
     owned = transport is None
     if owned:
-        from agentloom.http._aiohttp import AiohttpTransport
-
-        transport = AiohttpTransport()
+        transport = http.AiohttpTransport()  # imported on first use: aiohttp is slow to load
     try:
         for attempt in range(_NOTIFY_TRIES):
             if attempt:
