@@ -27,13 +27,14 @@ from agentloom.workflow.engine.nested import NESTED_USAGE
 from agentloom.workflow.engine.observe import step_observer
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import MISSING, assign, lookup, parse_path
+from agentloom.workflow.steps._structured_step import with_client
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
     from agentloom.providers import ModelClient
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.lang.paths import Path
-    from agentloom.workflow.steps._structured_step import StructuredPlan
 
 
 @dataclass(slots=True, kw_only=True)
@@ -48,7 +49,7 @@ class Turn:
     media: tuple[Any, ...] = ()
     conversation: Path | None = None
     speaker: str | None = None
-    structured: StructuredPlan | None = None
+    structured: OutputPlan | None = None
     toolbox: ToolBox | None = None
     max_iterations: int = 5
     max_reasks: int = 0
@@ -77,7 +78,7 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
             turn.step_id, turn.system_prompt, turn.prompt, turn.media))
     if turn.structured is not None:
         request = turn.structured.apply(request)
-        client = turn.structured.wrap(client)
+        client = with_client(turn.structured, client)
     sink = None
     if ctx.on_event is not None and request.stream:
         on_event, step_id = ctx.on_event, turn.step_id

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import ConfigError, TemplateError
 from agentloom.loop.agent import Agent
 from agentloom.messages import ModelRequest
-from agentloom.structured import ResponseSchemaSpec
+from agentloom.structured import OutputPlan, ResponseSchemaSpec
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template, compile_template
@@ -31,7 +31,6 @@ from agentloom.workflow.schema.agents import AGENT_NAME, AgentDef
 from agentloom.workflow.schema.steps import AgentStep
 from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
 from agentloom.workflow.steps._structured_step import (
-    StructuredPlan,
     load_protocol,
     prepare_structured,
 )
@@ -183,7 +182,7 @@ class AgentPlan:
     name: str
     definition: AgentDef
     instructions: Template | None = None
-    structured: StructuredPlan | None = None
+    structured: OutputPlan | None = None
 
 
 @dataclass(slots=True, frozen=True)

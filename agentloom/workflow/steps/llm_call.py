@@ -21,6 +21,7 @@ from agentloom.messages import (
     ReasoningConfig,
     ToolChoice,
 )
+from agentloom.structured import OutputPlan
 from agentloom.tools import normalize_vendor_tools
 from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 from agentloom.workflow.engine.result import StepOutcome
@@ -28,7 +29,6 @@ from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template
 from agentloom.workflow.schema.steps import LLMCallStep, NamedChoice
 from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
-from agentloom.workflow.steps._structured_step import StructuredPlan
 from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run_turn
 from agentloom.workflow.steps.client import check_choice, client_for
 from agentloom.workflow.steps.functions import declared_tools
@@ -48,7 +48,7 @@ class Prepared:
     attachments: tuple[Template, ...]
     tool_choice: ToolChoice
     reasoning: ReasoningConfig | None
-    structured: StructuredPlan | None = None
+    structured: OutputPlan | None = None
     conversation: StatePath | None = None
 
     def templates(self) -> Iterator[tuple[tuple[str | int, ...], Template]]:
