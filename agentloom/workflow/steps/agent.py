@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, TemplateError
 from agentloom.loop.agent import Agent
-from agentloom.messages import ModelRequest
 from agentloom.structured import OutputPlan, ResponseSchemaSpec
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from agentloom.loop import ToolBox
-    from agentloom.loop.agent import Agent
     from agentloom.providers import ModelClient
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
@@ -184,6 +182,17 @@ class AgentPlan:
     instructions: Template | None = None
     structured: OutputPlan | None = None
 
+    def agent(self, client: ModelClient, *, model: str | None, toolbox: ToolBox | None,
+              instructions: str | None, max_reasks: int) -> Agent:
+        """The agent as the one `Agent` object, for one turn of a run: its instructions
+        rendered, the run's tools and client, its limits and schema plan from the file."""
+        d = self.definition
+        return Agent(client, model=model or None, tools=toolbox, system_prompt=instructions,
+                     name=self.name, max_iterations=d.limits.max_tool_iterations,
+                     deadline_seconds=None, temperature=d.settings.temperature,
+                     max_tokens=d.settings.max_tokens, output_schema=self.structured,
+                     max_reasks=max_reasks)
+
 
 @dataclass(slots=True, frozen=True)
 class Prepared:
@@ -236,21 +245,20 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         retry=step.retry)), ctx)
     if model is None and d.profile is not None:
         model = getattr(getattr(client, "candidates", (None,))[0], "model", None)
-    request = ModelRequest(
-        model=model or default_model(ctx), messages=(),
-        temperature=d.settings.temperature, max_tokens=d.settings.max_tokens,
-        stream=False,  # agent turns arrive in one piece
-    )
+    system_prompt = None if plan.instructions is None else plan.instructions.render(ctx.scope)
+    toolbox = build_toolbox(d.declared, ctx, node.id)
+    reasks = max_reasks(step.retry, config)
+    agent = plan.agent(client, model=model or default_model(ctx), toolbox=toolbox,
+                       instructions=system_prompt, max_reasks=reasks)
     turn = Turn(
-        step_id=node.id, request=request,
-        system_prompt=None if plan.instructions is None
-        else plan.instructions.render(ctx.scope),
+        step_id=node.id, request=agent.request(()),  # agent turns arrive in one piece
+        system_prompt=system_prompt,
         prompt=None if prep.prompt is None else prep.prompt.render(ctx.scope),
         media=media, conversation=prep.conversation,
         speaker=plan.name if prep.conversation is not None else None,
-        structured=plan.structured, toolbox=build_toolbox(d.declared, ctx, node.id),
-        max_iterations=d.limits.max_tool_iterations,
-        max_reasks=max_reasks(step.retry, config), agent_name=plan.name,
+        structured=plan.structured, toolbox=toolbox,
+        max_iterations=d.limits.max_tool_iterations, max_reasks=reasks,
+        agent_name=plan.name, agent=agent,
     )
     return await run_turn(turn, client, ctx)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
+from agentloom.loop.agent import build_request
 from agentloom.messages import (
-    ModelRequest,
     NamedToolChoice,
     ReasoningConfig,
     ToolChoice,
@@ -98,12 +98,12 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     # Without a conversation or a schema the request is complete here: built once with
     # its messages and tools, instead of copied by each later layer that fills one in.
     plain = prep.conversation is None and prep.structured is None
-    request = ModelRequest(
+    request = build_request(
         model=model or default_model(ctx),
         messages=plain_messages(node.id, system_prompt, prompt, media) if plain else (),
         temperature=step.temperature,
         max_tokens=step.max_tokens,
-        tools=toolbox.specs if plain and toolbox is not None else (),
+        tools=toolbox if plain else None,
         tool_choice=prep.tool_choice,
         reasoning=prep.reasoning,
         stream=bool(stream),
