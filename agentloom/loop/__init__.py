@@ -1,5 +1,6 @@
 """The agent loop and its API: run_loop, transcripts, summaries, observers."""
 
+from agentloom.loop._budget import Deadline as Deadline
 from agentloom.loop._contracts import (
     OutputValidator as OutputValidator,
 )

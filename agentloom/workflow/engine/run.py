@@ -4,8 +4,9 @@ A step starts as soon as its own dependencies have finished, up to
 `config.max_concurrent_steps` at once; there is no layer barrier. Every started step is a
 task of the run's task group, so nothing outlives the run. `config.timeout` is one
 deadline around the whole group: when it passes, work in flight is cancelled and the run
-ends `deadline_exceeded`. Each attempt of a step has its own `timeout`; retries wait
-through the injectable clock. A failed step's dependents are skipped with the reason;
+ends `deadline_exceeded`. Each attempt of a step has its own `timeout`. Both deadlines
+are the agent loop's `Deadline` on the run's injectable clock, and retries wait through
+that clock too. A failed step's dependents are skipped with the reason;
 a router's branches not taken are skipped, and so is what depends only on them.
 
 The engine runs steps through the workflow's `StepLibrary` and never imports a step
@@ -26,7 +27,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.errors import BudgetExceeded, DeadlineExceeded, WorkflowError
+from agentloom.errors import BudgetExceeded, DeadlineExceeded, LoopBudgetExceeded, WorkflowError
+from agentloom.loop import Deadline
 from agentloom.workflow.engine.context import (
     CURRENT_RUN,
     ClientFactory,
@@ -237,8 +239,14 @@ class _Run:
             if self.config.timeout is None:
                 await self._schedule()
             else:
-                async with asyncio.timeout(self.config.timeout):
-                    await self._schedule()
+                deadline = _deadline(clock, self.config.timeout)
+                try:
+                    async with deadline.scope():
+                        await self._schedule()
+                except LoopBudgetExceeded as exc:
+                    if not _expired(exc, deadline):
+                        raise
+                    raise TimeoutError from None
         except TimeoutError:
             self.status = RunStatus.DEADLINE_EXCEEDED
             self.error = f"run deadline of {self.config.timeout}s exceeded"
@@ -399,11 +407,14 @@ class _Run:
                 if timeout is None:
                     outcome = await execute(node, self.ctx)
                     return outcome
+                deadline = _deadline(self.ctx.clock, timeout)
                 try:
-                    async with asyncio.timeout(timeout):
+                    async with deadline.scope():
                         outcome = await execute(node, self.ctx)
                         return outcome
-                except TimeoutError:
+                except LoopBudgetExceeded as exc:
+                    if not _expired(exc, deadline):
+                        raise
                     raise DeadlineExceeded(
                         f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
                         scope="step") from None
@@ -593,6 +604,16 @@ class _InContext:
                 value, error = (yield yielded), None
             except BaseException as exc:  # delivered to the coroutine, as a task would
                 value, error = None, exc
+
+
+def _deadline(clock: Clock, seconds: float) -> Deadline:
+    now = clock.now()
+    return Deadline(clock, now + seconds, now)
+
+
+def _expired(exc: LoopBudgetExceeded, deadline: Deadline) -> bool:
+    """Whether `exc` is `deadline` passing, not a budget of a loop inside the step."""
+    return exc.kind == "deadline" and deadline.clock.now() >= deadline.at
 
 
 def same_model(answered: str, asked: str) -> bool:
