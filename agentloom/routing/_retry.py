@@ -87,6 +87,35 @@ class RetryPolicy:
         return self.backoff(retry_number, rng)
 
 
+    def should_retry(self, error: BaseException, attempt: int) -> bool:
+        """Whether to try a whole operation again after `error`; `attempt` is the number
+        of attempts made so far (1 after the first). A `ProviderError` goes by
+        `is_retryable`; any other error by its `.retryable` attribute (a step attempt's
+        timeout is retryable, a template or configuration error is not)."""
+        if attempt > self.max_retries:
+            return False
+        if isinstance(error, ProviderError):
+            return self.is_retryable(error)
+        return bool(getattr(error, "retryable", False))
+
+    def delay(self, attempt: int, error: BaseException | None = None,
+              rng: random.Random | None = None, *, now_wall: float | None = None) -> float:
+        """The wait before attempt `attempt + 1`: the jittered backoff, or the server's
+        `Retry-After` when that is longer, bounded by `max_retry_after` (a hostile or
+        confused server cannot stall the caller). `now_wall` reads an HTTP-date header
+        against an injected clock."""
+        wait = self.backoff(attempt, rng)
+        asked: float | None = None
+        if isinstance(error, ProviderError) and now_wall is not None:
+            asked = retry_after_of(error, now_wall=now_wall)
+        else:
+            value = getattr(error, "retry_after", None)
+            asked = float(value) if isinstance(value, int | float) else None
+        if asked is not None and asked > wait:
+            wait = min(asked, self.max_retry_after)
+        return max(0.0, wait)
+
+
 NO_RETRY = RetryPolicy(max_retries=0)
 """One attempt per candidate: for callers that retry at a higher level themselves."""
 

@@ -48,13 +48,14 @@ from agentloom.workflow.engine.result import (
     StepResult,
     StepStatus,
 )
-from agentloom.workflow.engine.retry import RetryPolicy
+from agentloom.workflow.engine.retry import step_policy
 from agentloom.workflow.engine.run_setup import configure_runtime, needs_configure, run_budget
 from agentloom.workflow.engine.summaries import step_summary
 from agentloom.workflow.lang.paths import assign
 from agentloom.workflow.lang.templates import Scope, to_text
 
 if TYPE_CHECKING:
+    from agentloom.routing import RetryPolicy
     from agentloom.workflow.engine.hooks import DurableHooks
     from agentloom.workflow.engine.observe import RunObservers
     from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
@@ -507,20 +508,8 @@ class _Run:
     def _policy(self, node: StepNode) -> RetryPolicy:
         policy: RetryPolicy | None = node.policy
         if policy is None:
-            r = node.step.retry
-            max_retries = (r.max_retries if r is not None and r.max_retries is not None
-                           else self.config.max_retries)
-            if node.type == "router":
-                max_retries = 0
-            policy = RetryPolicy(
-                max_retries=3 if max_retries is None else max_retries,
-                backoff_base=r.backoff_base if r else 2.0,
-                backoff_max=r.backoff_max if r else 60.0,
-                jitter=(0.25 if r is None or r.jitter is True else float(r.jitter or 0)),
-                retryable_status_codes=frozenset(r.retryable_status_codes) if r
-                else RetryPolicy().retryable_status_codes,
-            )
-            node.policy = policy
+            policy = node.policy = step_policy(node.step.retry, self.config.max_retries,
+                                               retries=node.type != "router")
         return policy
 
     def _over_budget(self) -> bool:
