@@ -6,6 +6,11 @@ on the engine.
     result.status, result.steps["summarize"].output
 
 Importing this package is cheap: pydantic and the engine load on first use.
+
+The layers inside, bottom up (each imports only those below it): `lang/` and `schema/`;
+`load/`; `engine/`; `steps/` (reaching the engine through the run context) and `durable/`
+(plugging into it through `engine.hooks`); `api.py`, which wires the step types into
+loading and running, and this face.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ import time
 from contextvars import Token
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop import LoopRestore, current_journal
@@ -37,7 +36,7 @@ from agentloom.workflow.durable.journaled import JournaledClients, JournaledTool
 from agentloom.workflow.durable.scope import DurableScope
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
 from agentloom.workflow.engine.pause import ANSWER_KINDS, PauseRun, coerce_answer
-from agentloom.workflow.engine.result import StepResult, StepStatus
+from agentloom.workflow.engine.result import StepResult, StepStatus, total_cost
 
 if TYPE_CHECKING:
     from agentloom.store import CheckpointStore, ToolCallRecord
@@ -164,7 +163,7 @@ class DurableRun:
         cp = Checkpoint(
             state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
             step_results=results, tool_loops=list(self._loops.values()), paused=paused,
-            cost_usd=_cost(run.results.values()),
+            cost_usd=total_cost(run.results.values()),
             extra={"not_taken": {**run.not_taken, **self._child_not_taken},
                    "loop_usage": dict(self._loop_usage),
                    "loop_nested_usage": dict(self._loop_nested)},
@@ -356,15 +355,3 @@ class DurableRun:
         if isinstance(value, str):
             return self.redactor.redact_text(value)
         return self.redactor.redact_state(value)
-
-
-def _cost(results: Any) -> Decimal | None:
-    total, seen = Decimal(0), False
-    for r in results:
-        if r.usage is None:
-            continue
-        if r.usage.cost_usd is None:
-            return None
-        total += r.usage.cost_usd
-        seen = True
-    return total if seen else None

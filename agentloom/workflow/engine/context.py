@@ -102,7 +102,8 @@ class RunContext:
     runner: ChildRunner | None = None
     """The engine, for `run_child` (set by the engine when it starts the run)."""
     client_cache: dict[Any, ModelClient] = field(default_factory=dict)
-    """The run's model clients by what was asked for: steps asking alike share one."""
+    """The run's model clients by what was asked for: steps asking alike share one
+    instead of building a new one per step (`steps.client.client_for`)."""
     _policy: Any = None
 
     def __post_init__(self) -> None:
@@ -121,16 +122,6 @@ class RunContext:
             raise RuntimeError("this run context was not started by the engine")
         return await self.runner.run_child(self, child, state=state, run_id=run_id,
                                            scope=scope)
-
-    def client(self, model: str | None, provider: str | None, retry: Any = None) -> ModelClient:
-        """One client per (model, provider) for the run: steps on the same model share
-        it instead of building a new one per step."""
-        key = (model, provider)
-        client = self.client_cache.get(key)
-        if client is None:
-            client = self.clients.client(model=model, provider=provider, retry=retry)
-            self.client_cache[key] = client
-        return client
 
     def sandbox_policy(self) -> Any:
         """The tools' sandbox policy from `config.sandbox`, built once per run."""

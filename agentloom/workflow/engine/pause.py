@@ -8,6 +8,7 @@ must recognise it without knowing how (or whether) the run is saved.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from agentloom.store import PauseInfo
@@ -57,3 +58,14 @@ def coerce_answer(kind: str, choices: list[str] | None, raw: Any) -> Any:
                              f"{', '.join(options)}")
         return picked
     raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def waited_too_long(paused_at: datetime | None, now: datetime,
+                    timeout_seconds: float | None) -> float | None:
+    """The seconds a person took to answer a pause, when more than `timeout_seconds`
+    (a store's naive timestamp is UTC); None when in time or there is no timeout."""
+    if timeout_seconds is None or paused_at is None:
+        return None
+    at = paused_at if paused_at.tzinfo is not None else paused_at.replace(tzinfo=UTC)
+    waited = (now - at).total_seconds()
+    return waited if waited > timeout_seconds else None

@@ -32,10 +32,6 @@ class SummaryCatcher(NullObserver):
         self._ctx.summaries.setdefault(self._step_id, []).append(summary)
 
 
-def summary_observer(step_id: str, ctx: RunContext) -> SummaryCatcher:
-    return SummaryCatcher(ctx, step_id)
-
-
 def step_summary(ctx: RunContext, step_id: str) -> Any:
     """The step's summary: its last loop's, with the failed attempts of earlier engine
     attempts in front (so every failure of the step stays visible). A single loop's is

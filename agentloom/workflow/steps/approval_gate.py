@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from agentloom import http
 from agentloom.errors import DeadlineExceeded
 from agentloom.http import HttpRequest, HttpTimeout
 from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
-from agentloom.workflow.engine.pause import PauseRun
+from agentloom.workflow.engine.pause import PauseRun, waited_too_long
 from agentloom.workflow.engine.result import StepOutcome
 
 if TYPE_CHECKING:
@@ -67,16 +66,14 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raise PauseRun("approval", message, data=data)
     decision, paused_at = got
     approve = decision.approve
-    if step.timeout_seconds is not None and paused_at is not None:
-        at = paused_at if paused_at.tzinfo is not None else paused_at.replace(tzinfo=UTC)
-        waited = (durable.clock_now() - at).total_seconds()
-        if waited > step.timeout_seconds:
-            if step.on_timeout is None:
-                raise DeadlineExceeded(
-                    f"approval of step {node.id!r} timed out: resumed {waited:.0f}s after "
-                    f"the pause, over timeout_seconds={step.timeout_seconds:g}, and the "
-                    "step sets no on_timeout", scope="step")
-            approve = step.on_timeout == "approve"
+    waited = waited_too_long(paused_at, durable.clock_now(), step.timeout_seconds)
+    if waited is not None:
+        if step.on_timeout is None:
+            raise DeadlineExceeded(
+                f"approval of step {node.id!r} timed out: resumed {waited:.0f}s after "
+                f"the pause, over timeout_seconds={step.timeout_seconds:g}, and the "
+                "step sets no on_timeout", scope="step")
+        approve = step.on_timeout == "approve"
     if approve is None:
         raise PauseRun("approval", message + " (resume with --approve or --reject)",
                        data={"timeout_seconds": step.timeout_seconds,
