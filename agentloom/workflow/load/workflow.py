@@ -13,7 +13,7 @@ loaded workflow keeps it, so nested workflows load and run with the same step ty
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -52,6 +52,21 @@ class StepLibrary(Protocol):
         """The run's tool source for a file without functions and MCP servers."""
 
 
+def choose_model(own: str | None, profile: str | None, profiles: Mapping[str, Any],
+                 default: str | None) -> str | None:
+    """The model name a step asks for, by the one precedence: its own `model` (an `agent`
+    step's: its agent's), its profile's `model`, the workflow's `config.model` (which the
+    CLI's `--model` replaces); None leaves it to the runtime's default model."""
+    if own:
+        return own
+    if profile is not None:
+        raw = profiles.get(profile)
+        named = raw.get("model") if isinstance(raw, Mapping) else None
+        if isinstance(named, str) and named:
+            return named
+    return default or None
+
+
 @dataclass(slots=True)
 class StepNode:
     id: str
@@ -87,6 +102,23 @@ class Workflow:
     against the run's registry before anything runs."""
     library: StepLibrary | None = None
     """The step types it was loaded with: the engine runs its steps with them."""
+    models: dict[str, str | None] = field(init=False)
+    """Step id -> the model name it asks for (`choose_model`), chosen once here (and
+    again for the copy `with_overrides` makes): steps read it, they don't choose."""
+
+    def __post_init__(self) -> None:
+        definition = self.definition
+        profiles, agents = definition.profiles, definition.agents
+        default = definition.config.model
+        models: dict[str, str | None] = {}
+        for node_id, node in self.nodes.items():
+            source: Any = node.step
+            if node.type == "agent":
+                source = agents.get(getattr(node.step, "agent", ""))
+            models[node_id] = choose_model(getattr(source, "model", None),
+                                           getattr(source, "profile", None), profiles,
+                                           default)
+        self.models = models
 
     @property
     def name(self) -> str:
@@ -98,7 +130,8 @@ class Workflow:
 
     def with_overrides(self, **config_changes: Any) -> Workflow:
         """A copy whose `config` has these fields changed; None values are ignored.
-        `model=` changes config.model only: a step's own model still wins."""
+        `model=` changes config.model only: a step's own model (or its profile's) still
+        wins, and each step's model is chosen again for the copy."""
         changes = {k: v for k, v in config_changes.items() if v is not None}
         if not changes:
             return self

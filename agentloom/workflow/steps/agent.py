@@ -26,6 +26,7 @@ from agentloom.structured import OutputPlan, ResponseSchemaSpec
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template, compile_template
+from agentloom.workflow.load.workflow import choose_model
 from agentloom.workflow.schema.agents import AGENT_NAME, AgentDef
 from agentloom.workflow.schema.steps import AgentStep
 from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
@@ -239,7 +240,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     media: tuple[Any, ...] = ()
     if prep.attachments:
         media = await load_attachments(step, prep, ctx)  # type: ignore[arg-type]
-    model = d.model or config.model
+    model = ctx.workflow.models[node.id]
     client = client_for(_ChoiceNode(node.id, _Choice(  # type: ignore[arg-type]
         id=node.id, model=d.model, provider=d.provider, profile=d.profile,
         retry=step.retry)), ctx)
@@ -305,7 +306,8 @@ def prepare_agents(checker: Any) -> dict[str, AgentPlan]:
                     line=line(name, "instructions"), field=f"{where}.instructions"))
         structured = None
         if d.output_schema is not None:
-            model = d.model or (config.model if config is not None else None)
+            model = choose_model(d.model, d.profile, profiles if isinstance(profiles, dict)
+                                 else {}, config.model if config is not None else None)
             provider = d.provider or (config.provider if config is not None else None)
             try:
                 structured = prepare_structured(

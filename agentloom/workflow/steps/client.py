@@ -65,18 +65,19 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
     (model, provider, retry) keeps working."""
     step: LLMCallStep = node.step  # type: ignore[assignment]
     config = ctx.workflow.config
+    model = ctx.workflow.models.get(node.id)
     memos: dict[str, Any] | None = getattr(node, "memo", None)
     if step.profile is None and memos is not None:
         # Without a profile nothing is rendered per run: the factory's arguments and the
         # cache key are derived once per (step, config), not encoded again at every step.
         memo = memos.get("client")
         if memo is None or memo[0] is not config:
-            memo = memos["client"] = (config, *_choice(node, step, config, None))
+            memo = memos["client"] = (config, *_choice(node, step, config, model, None))
         kwargs, key = memo[1], memo[2]
         if ctx.budget is not None:
             kwargs = {**kwargs, "budget": ctx.budget}
     else:
-        kwargs, key = _choice(node, step, config, profile_of(step, ctx))
+        kwargs, key = _choice(node, step, config, model, profile_of(step, ctx))
         if ctx.budget is not None:
             kwargs["budget"] = ctx.budget
     cache = ctx.client_cache
@@ -89,11 +90,12 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
     return client
 
 
-def _choice(node: StepNode, step: LLMCallStep, config: WorkflowConfig,
+def _choice(node: StepNode, step: LLMCallStep, config: WorkflowConfig, model: str | None,
             profile: Profile | None) -> tuple[dict[str, Any], str]:
-    """The factory's arguments (budget aside) and the run cache's key for them."""
+    """The factory's arguments (budget aside) and the run cache's key for them; `model`
+    is the step's, as the workflow chose it (`Workflow.models`)."""
     kwargs: dict[str, Any] = {
-        "model": step.model or (None if profile is not None and profile.model else config.model),
+        "model": model,
         "provider": step.provider or (
             None if profile is not None and (profile.provider or profile.base_url)
             else config.provider),

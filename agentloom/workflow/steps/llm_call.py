@@ -27,6 +27,7 @@ from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_a
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template
+from agentloom.workflow.load.workflow import choose_model
 from agentloom.workflow.schema.steps import LLMCallStep, NamedChoice
 from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
 from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run_turn
@@ -62,7 +63,8 @@ class Prepared:
 
 def prepare(step: LLMCallStep, pc: PrepareContext) -> Prepared:
     th = step.thinking
-    model = step.model or (pc.config.model if pc.config is not None else None)
+    model = choose_model(step.model, step.profile, pc.document.get("profiles") or {},
+                         pc.config.model if pc.config is not None else None)
     reasoning = None if th is None or not th.enabled else ReasoningConfig(
         enabled=True, budget_tokens=th.budget_tokens, level=th.level,
         capture=th.capture_reasoning)
@@ -88,7 +90,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     prep: Prepared = node.prepared
     config = ctx.workflow.config
     media = await load_attachments(step, prep, ctx) if prep.attachments else ()
-    model = step.model or config.model
+    model = ctx.workflow.models[node.id]
     client = client_for(node, ctx)
     stream = step.stream if step.stream is not None else config.stream
     system_prompt = (None if prep.system_prompt is None
