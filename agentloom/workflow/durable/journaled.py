@@ -15,20 +15,19 @@ from typing import TYPE_CHECKING, Any
 from agentloom.messages import ToolCallPart, ToolResultPart, Usage
 from agentloom.recording import current_call_context, model_request_hash
 from agentloom.store import tool_call_resume_action
-from agentloom.workflow.durable.context import UNSET, call_answer, scope_prefix
+from agentloom.workflow.durable.context import UNSET, DurableRoot, call_answer, scope_prefix
 from agentloom.workflow.engine.hooks import call_hooks
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
 from agentloom.workflow.engine.pause import PauseRun
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolContext
-    from agentloom.workflow.durable.run import DurableRun
 
 
 class JournaledClients:
     """A client factory whose clients store every reply and serve stored ones on resume."""
 
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -40,7 +39,7 @@ class JournaledClients:
 
 
 class _JournaledClient:
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -68,7 +67,7 @@ class _JournaledClient:
 class JournaledTools:
     """A tool source whose toolboxes journal every call and let `PauseRun` through."""
 
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -85,7 +84,7 @@ class JournaledTools:
 
 
 class _JournaledBox:
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 

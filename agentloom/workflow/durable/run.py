@@ -31,7 +31,7 @@ from agentloom.messages import Message, Usage
 from agentloom.redact import Redactor
 from agentloom.store import Checkpoint, PauseInfo, ToolLoopProgress
 from agentloom.store._serde import EncodeOnce
-from agentloom.workflow.durable.context import UNSET, ask
+from agentloom.workflow.durable.context import UNSET, Decision, ask
 from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
 from agentloom.workflow.durable.scope import DurableScope
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
@@ -50,18 +50,6 @@ __all__ = ["ANSWER_KINDS", "Decision", "DurableRun", "PauseRun", "ask", "coerce_
 def workflow_hash(text: str | bytes) -> str:
     raw = text.encode() if isinstance(text, str) else text
     return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-@dataclass(slots=True, kw_only=True)
-class Decision:
-    """What `agentloom resume` brings: an approval, a rejection or an answer."""
-
-    approve: bool | None = None
-    answer: Any = _UNSET
-
-    @property
-    def has_answer(self) -> bool:
-        return self.answer is not _UNSET
 
 
 _KEPT = frozenset({
@@ -121,7 +109,7 @@ class DurableRun:
         self._run = engine_run
         if self.resumed is None:
             await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
-                                        self._state(engine_run.ctx.state), meta=self.meta)
+                                        self._state(engine_run.state), meta=self.meta)
             await self._renew_claim()
             return
         cp = self.resumed
@@ -161,7 +149,7 @@ class DurableRun:
                 results[node_id] = self._final_raw(node_id, r)
         results.update(self._child_results)
         cp = Checkpoint(
-            state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
+            state=self._state(run.state), status=status,  # type: ignore[arg-type]
             step_results=results, tool_loops=list(self._loops.values()), paused=paused,
             cost_usd=total_cost(run.results.values()),
             extra={"not_taken": {**run.not_taken, **self._child_not_taken},

@@ -1,7 +1,7 @@
 """Durable nested runs: a subworkflow, a map item or a workflow function's body keeps
 its finished steps across a resume instead of running them again.
 
-A nested run gets a `DurableScope`: a view of the top run's `DurableRun` under a
+A nested run gets a `DurableScope`: a view of the top run's `DurableRoot` under a
 namespace, so its records never collide with the parent's. A step `check` of the
 subworkflow step `review` is checkpointed as `review/check`; item 2 of the map step
 `each` as `each/2/check`; a step of a function the model called as call `1:c7` of the
@@ -24,25 +24,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop import LoopRestore, current_journal
-from agentloom.workflow.durable.context import scope_prefix
+from agentloom.workflow.durable.context import Decision, DurableRoot, scope_prefix
 from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
 from agentloom.workflow.lang.paths import assign
 
 if TYPE_CHECKING:
     from agentloom.messages import Message, Usage
-    from agentloom.workflow.durable.run import Decision, DurableRun
     from agentloom.workflow.engine.hooks import RunView
     from agentloom.workflow.engine.pause import PauseRun
     from agentloom.workflow.engine.result import StepResult
 
 
 class DurableScope:
-    """The part of `DurableRun` a nested run uses, with every step id namespaced."""
+    """The part of `DurableRoot` a nested run uses, with every step id namespaced."""
 
     resumed = None
     """Always None: a nested run's state is rebuilt, never loaded from the checkpoint."""
 
-    def __init__(self, root: DurableRun, prefix: str) -> None:
+    def __init__(self, root: DurableRoot, prefix: str) -> None:
         self.root = root
         self.prefix = prefix
         self._run: RunView | None = None
@@ -73,10 +72,10 @@ class DurableScope:
         restored = self.root.restored_step(self.key(node_id))
         if restored is None or self._run is None:
             return restored
-        node = self._run.ctx.workflow.nodes.get(node_id)
+        node = self._run.workflow.nodes.get(node_id)
         if node is not None and node.output_path is not None \
                 and restored.status.value == "success":
-            assign(self._run.ctx.state, node.output_path, restored.output)
+            assign(self._run.state, node.output_path, restored.output)
         return restored
 
     async def step_done(self, node_id: str) -> None:

@@ -16,17 +16,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.engine.pause import PauseRun
     from agentloom.workflow.engine.result import RunResult, StepResult
+    from agentloom.workflow.load.workflow import Workflow
 
 
 class RunView(Protocol):
-    """What a durable run reads of the engine's run: its context, per-step results and
-    the router branches not taken."""
+    """What a durable run reads of the engine's run: its workflow and state, per-step
+    results and the router branches not taken."""
 
     @property
-    def ctx(self) -> RunContext: ...
+    def workflow(self) -> Workflow: ...
+
+    @property
+    def state(self) -> dict[str, Any]: ...
 
     @property
     def results(self) -> dict[str, StepResult]: ...

@@ -227,6 +227,14 @@ class _Run:
         self.paused: PauseRun | None = None
         self.paused_nodes: set[str] = set()
 
+    @property
+    def workflow(self) -> Workflow:
+        return self.wf
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.ctx.state
+
     async def run(self) -> RunResult:
         clock = self.ctx.clock
         t0 = clock.now()
