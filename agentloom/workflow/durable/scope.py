@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 class DurableScope:
-    """The part of `DurableRoot` a nested run uses, with every step id namespaced."""
+    """The top run's `DurableRun`, as a nested run sees it: every step id namespaced."""
 
     resumed = None
     """Always None: a nested run's state is rebuilt, never loaded from the checkpoint."""

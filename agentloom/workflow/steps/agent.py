@@ -2,16 +2,17 @@
 
 An agent is a model with its tools and its rules, defined once (`AgentDef`) and run by
 name. The step adds only what a turn needs: a prompt, a `conversation` (in which the
-agent speaks under its own name), attachments and an `output` key. The turn itself is
-the `llm_call` one (`_turn.run_turn`, the one `run_loop`), with three agent rules:
+agent speaks under its own name), attachments and an `output` key. Each turn builds the
+one `agentloom.Agent` from the definition (`AgentPlan.agent`): its request comes from
+`Agent.request` and its loop from `Agent.arun_loop`, inside the shared step turn
+(`_turn.run_turn`), with three agent rules:
 agents don't stream; an agent's instructions apply to its own turns (in a conversation
 they are not stored); and an agent with tools and an `output_schema` keeps its tools,
 with the final answer validated against the schema and re-asked when it doesn't fit.
 
-`AgentSpec` is the one description of an agent that both faces share: a YAML agent
-gives `AgentSpec.from_definition(...)`, a Python `agentloom.Agent` gives
-`AgentSpec.from_agent(agent)`, and `spec.to_agent(client)` / `spec.to_definition()` go
-the other way, so loading one gives the other.
+`AgentSpec` converts between the two spellings of an agent (a YAML `agents:` entry and
+the keyword arguments of `agentloom.Agent`): `AgentSpec.from_definition(...)`,
+`AgentSpec.from_agent(agent)`, `spec.to_agent(client)` and `spec.to_definition()`.
 """
 
 from __future__ import annotations
