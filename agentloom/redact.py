@@ -106,6 +106,12 @@ class Redactor:
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._secret_re = re.compile("|".join(re.escape(s) for s in ordered))
 
+    @property
+    def secrets_version(self) -> object:
+        """Changes exactly when the secrets matched by content change (for caches of
+        redacted values)."""
+        return self._secret_re
+
     def add_keys(self, globs: Iterable[str]) -> None:
         """More state keys (names or dotted paths, globs allowed) to redact by name."""
         self.key_globs = tuple(dict.fromkeys((*self.key_globs, *globs)))

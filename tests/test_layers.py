@@ -15,9 +15,7 @@ object's `_private` attribute. Imports under TYPE_CHECKING count like any other.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -76,15 +74,6 @@ SAME_CLASS_READS = frozenset({
 """Reads of another instance's private state inside its own class, which the `ast`
 heuristic cannot tell from a read across objects."""
 
-_PENDING_WORKFLOW: frozenset[str] = frozenset(
-    line
-    for line in (Path(__file__).parent / "layers_pending_workflow.txt")
-    .read_text(encoding="utf-8")
-    .splitlines()
-    if line and not line.startswith("#")
-)
-"""Temporary: workflow's own violations (see the file's header)."""
-
 _IMPORTS, _PRIVATE_READS = collect()
 
 
@@ -107,10 +96,6 @@ def _is_private_module(target: str) -> bool:
     return any(p.startswith("_") for p in rest)
 
 
-def _pending(found: list[str]) -> list[str]:
-    return sorted(f for f in found if re.sub(r":\d+", "", f) not in _PENDING_WORKFLOW)
-
-
 def test_every_package_has_a_layer() -> None:
     tops = {_top(i.source) for i in _IMPORTS} | {_top(i.target) for i in _IMPORTS}
     unknown = sorted(t for t in tops if t is not None and t not in RANK)
@@ -127,7 +112,7 @@ def test_no_import_points_up() -> None:
             found.append(f"{i.source}:{i.line} imports the root package")
         elif RANK[dst] > RANK[src]:
             found.append(f"{i.source}:{i.line} -> {i.target} ({src} is below {dst})")
-    assert _pending(found) == []
+    assert sorted(found) == []
 
 
 def test_no_cycle_between_files() -> None:
@@ -136,7 +121,7 @@ def test_no_cycle_between_files() -> None:
         if i.source != i.target:
             edges[i.source].add(i.target)
     found = [" <-> ".join(c) for c in cycles(edges)]
-    assert _pending(found) == []
+    assert sorted(found) == []
 
 
 @pytest.mark.parametrize("level", ["layer packages", "workflow sub-packages"])
@@ -153,7 +138,7 @@ def test_no_cycle_between_packages(level: str) -> None:
         if src != dst:
             edges[src].add(dst)
     found = [" <-> ".join(c) for c in cycles(edges)]
-    assert _pending(found) == []
+    assert sorted(found) == []
 
 
 def test_no_import_of_another_packages_private_module() -> None:
@@ -162,7 +147,7 @@ def test_no_import_of_another_packages_private_module() -> None:
         for i in _IMPORTS
         if _package_of(i.source) != _package_of(i.target) and _is_private_module(i.target)
     ]
-    assert _pending(found) == []
+    assert sorted(found) == []
 
 
 def _lazy_allowed(i: Import) -> bool:
@@ -181,7 +166,7 @@ def test_no_import_inside_a_function_but_the_listed_lazy_loads() -> None:
         for i in _IMPORTS
         if i.in_function is not None and not _lazy_allowed(i)
     ]
-    assert _pending(found) == []
+    assert sorted(found) == []
 
 
 def test_no_read_of_another_objects_private_attribute() -> None:
@@ -191,7 +176,7 @@ def test_no_read_of_another_objects_private_attribute() -> None:
         if r.text.rpartition(".")[2] not in PRIVATE_ATTRIBUTES_OF_LIBRARIES
         and f"{r.source} reads {r.text}" not in SAME_CLASS_READS
     ]
-    assert _pending(found) == []
+    assert sorted(found) == []
 
 
 def test_the_checks_see_imports_in_functions_and_under_type_checking() -> None:

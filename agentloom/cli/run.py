@@ -142,7 +142,7 @@ def _transport(wf: Workflow, runtime: Any) -> Any:
 def _registry(paths: list[str], runtime: Any) -> Any:
     # Built-ins (http_request on the runtime's transport), each --tools file, and the
     # installed `agentloom.tools` entry points: importing those is the CLI's job only.
-    from agentloom.workflow.steps._tooling import base_registry
+    from agentloom.workflow.steps.tooling import base_registry
 
     return base_registry(transport=runtime.transport, tool_modules=paths, entry_points=True)
 

@@ -10,6 +10,9 @@ from agentloom.loop._budget import no_deadline as no_deadline
 from agentloom.loop._contracts import (
     OutputValidator as OutputValidator,
 )
+from agentloom.loop._journal import LoopJournal as LoopJournal
+from agentloom.loop._journal import LoopRestore as LoopRestore
+from agentloom.loop._journal import current_journal as current_journal
 from agentloom.loop._loop import (
     LoopOptions as LoopOptions,
 )

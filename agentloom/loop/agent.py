@@ -25,6 +25,11 @@ validated value.
 Failures raise `AgentLoopError` (budgets: its subclass `LoopBudgetExceeded`) with
 `.summary` and the cause chained; an exhausted iteration budget raises too, because a run
 that never answered did not succeed (status iteration_limit).
+
+A workflow's YAML agent is this same object: the `agent` step builds an Agent from the
+agent's definition and runs one turn of it with `arun_loop` (the step's own run, step and
+observer ids; failures as the step's). `build_request` is the one request builder: the
+Agent's, the `agent` step's and the `llm_call` step's requests all come from it.
 """
 
 from __future__ import annotations
@@ -38,20 +43,22 @@ from agentloom._clock import Clock
 from agentloom.errors import ConfigError
 from agentloom.loop._agent_resources import AgentResources, abandon
 from agentloom.loop._agent_tools import give_transport, plan_tools
-from agentloom.loop._loop import LoopOptions, run_loop
+from agentloom.loop._loop import LoopOptions, LoopResult, run_loop
 from agentloom.loop._sync import Portal
 from agentloom.loop.observer import MultiObserver
 from agentloom.loop.result import ConversationResult
 from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
-from agentloom.messages import Message, ModelRequest, ToolChoice
+from agentloom.messages import Message, ModelRequest, ReasoningConfig, StreamEvent, ToolChoice
 from agentloom.providers import ModelClient
 from agentloom.routing.runtime import Runtime
-from agentloom.structured import output_spec, plan_output
+from agentloom.structured import OutputPlan, output_spec, plan_output
 from agentloom.tools.contracts import ToolBox
 
 if TYPE_CHECKING:
-    from agentloom.structured import OutputPlan, ResponseSchemaSpec
+    from collections.abc import Callable
+
+    from agentloom.structured import ResponseSchemaSpec
     from agentloom.tools import SandboxPolicy
     from agentloom.transport import Transport
 
@@ -59,6 +66,31 @@ DEFAULT_MAX_ITERATIONS = 20
 DEFAULT_DEADLINE_SECONDS = 600.0
 DEFAULT_REASKS = 2
 """Re-asks a structured reply gets after the first invalid one."""
+
+
+def build_request(
+    *,
+    model: str,
+    messages: Sequence[Message] = (),
+    tools: ToolBox | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    tool_choice: ToolChoice = "auto",
+    reasoning: ReasoningConfig | None = None,
+    stream: bool = False,
+    vendor_tools: Sequence[Any] = (),
+    output: OutputPlan | None = None,
+) -> ModelRequest:
+    """The request of one model turn: model, messages, sampling, tools, and the output
+    schema's plan put on last (it may add a system sentence or force a tool), so
+    requests are built the same way for an Agent, an `agent` step and an `llm_call`."""
+    request = ModelRequest(
+        model=model, messages=tuple(messages), temperature=temperature,
+        max_tokens=max_tokens, tool_choice=tool_choice,
+        tools=tools.specs if tools is not None else (), reasoning=reasoning,
+        stream=stream, vendor_tools=tuple(vendor_tools),
+    )
+    return output.apply(request) if output is not None else request
 
 
 class Agent:
@@ -96,7 +128,9 @@ class Agent:
             tools: functions, `@tool` functions, Tool objects, built-in names
                 (`"file_read"`, ...) and MCP servers (`MCPToolSource`/`MCPServerConfig`,
                 opened and closed with the Agent); or one ToolBox.
-            output_schema: a pydantic class, a JSON Schema dict or a ResponseSchemaSpec.
+            output_schema: a pydantic class, a JSON Schema dict or a ResponseSchemaSpec
+                (or an `agentloom.structured.OutputPlan` made already, as a workflow's
+                agent has one).
             max_reasks: re-asks after an invalid structured reply.
             sandbox: the policy of built-ins given by name (default: nothing allowed).
             transport: the HTTP transport of a named `http_request` (default: one the
@@ -139,7 +173,9 @@ class Agent:
         self.tool_concurrency = tool_concurrency
         self.clock = clock
         self._output: OutputPlan | None = None
-        if output_schema is not None:
+        if isinstance(output_schema, OutputPlan):
+            self._output = output_schema
+        elif output_schema is not None:
             self._output = plan_output(output_spec(output_schema), name or "output",
                                        with_tools=not plan.empty)
         self._portal = Portal()
@@ -185,6 +221,52 @@ class Agent:
     def tools(self) -> ToolBox | None:
         """The ToolBox runs use; MCP tools are in it while their servers are open."""
         return self._res.toolbox
+
+    @property
+    def output_plan(self) -> OutputPlan | None:
+        """Where the output schema goes on a request, and its validator (None without)."""
+        return self._output
+
+    def request(self, messages: Sequence[Message], *, stream: bool = False) -> ModelRequest:
+        """The request of one turn on `messages` (the schema's instruction joins the
+        request only, so a stored conversation doesn't carry it twice)."""
+        return build_request(
+            model=self.model, messages=messages, tools=self._res.toolbox,
+            temperature=self.temperature, max_tokens=self.max_tokens,
+            tool_choice=self.tool_choice, stream=stream, output=self._output)
+
+    async def arun_loop(
+        self, request: ModelRequest, *, client: ModelClient | None = None,
+        max_reasks: int | None = None, run_id: str | None = None,
+        step_id: str | None = None, speaker: str | None = None,
+        observer: object | None = None,
+        on_event: Callable[[StreamEvent], None] | None = None,
+        agent_mode: bool = True, ids: Mapping[str, str | None] | None = None,
+    ) -> LoopResult:
+        """One run of the loop on `request` (from `request()`), with this agent's tools,
+        limits and validator. A workflow step passes its `client` (the schema's forced
+        tool wrapped around it, say), its ids and observer, and `agent_mode=False`: its
+        failures raise as they are (the engine retries them) and the engine's step
+        timeout, not the agent's deadline, bounds it."""
+        await self._res.enter()
+        output = self._output
+        ids = ids or {}
+        options = LoopOptions(
+            max_iterations=self.max_iterations, tool_concurrency=self.tool_concurrency,
+            validator=output.validator if output is not None else None,
+            max_reasks=(self.max_reasks if max_reasks is None else max_reasks)
+            if output is not None else 0,
+            clock=self.clock,
+            deadline_seconds=self.deadline_seconds if agent_mode else None,
+            max_total_tokens=self.token_budget,
+            observer=self.observer if observer is None else observer,
+            summary_options=self.summary_options, agent_name=self.name,
+            wrap_errors=agent_mode, run_id=run_id, step_id=step_id, speaker=speaker,
+            conversation_id=ids.get("conversation_id"),
+            correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
+        )
+        return await run_loop(client or self.client, request, tools=self._res.toolbox,
+                              on_event=on_event, options=options)
 
     # --- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Agent:
@@ -239,28 +321,7 @@ class Agent:
         transcript = self._messages(transcript)
         if not transcript or transcript[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
-        tools = self._res.toolbox
-        request = ModelRequest(
-            model=self.model, messages=transcript.messages, temperature=self.temperature,
-            max_tokens=self.max_tokens, tool_choice=self.tool_choice,
-            tools=tools.specs if tools is not None else (),
-        )
-        output = self._output
-        if output is not None:
-            # The schema's instruction joins the request only: the transcript keeps the
-            # conversation as written, so a continued one doesn't carry it twice.
-            request = output.apply(request)
-        options = LoopOptions(
-            max_iterations=self.max_iterations, tool_concurrency=self.tool_concurrency,
-            validator=output.validator if output is not None else None,
-            max_reasks=self.max_reasks if output is not None else 0,
-            clock=self.clock, deadline_seconds=self.deadline_seconds,
-            max_total_tokens=self.token_budget, observer=self.observer,
-            summary_options=self.summary_options, agent_name=self.name,
-            wrap_errors=True, conversation_id=ids.get("conversation_id"),
-            correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
-        )
-        result = await run_loop(self.client, request, tools=tools, options=options)
+        result = await self.arun_loop(self.request(transcript.messages), ids=ids)
         return ConversationResult(transcript=transcript.append(*result.new_messages),
                                   summary=result.summary_source(), output=result.output)
 

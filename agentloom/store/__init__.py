@@ -39,6 +39,7 @@ __all__ = [
     "RUN_STATUSES",
     "Checkpoint",
     "CheckpointStore",
+    "EncodeOnce",
     "JsonSerializer",
     "MemoryBackend",
     "MemoryStore",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from agentloom.store._memory import MemoryBackend as MemoryBackend
     from agentloom.store._memory import MemoryStore as MemoryStore
     from agentloom.store._postgres import PostgresStore as PostgresStore
+    from agentloom.store._serde import EncodeOnce as EncodeOnce
     from agentloom.store._serde import JsonSerializer as JsonSerializer
     from agentloom.store._serde import Serializer as Serializer
     from agentloom.store._sqlite import SqliteStore as SqliteStore
@@ -73,6 +75,7 @@ _LAZY = {
     "MemoryBackend": "agentloom.store._memory",
     "SqliteStore": "agentloom.store._sqlite",
     "PostgresStore": "agentloom.store._postgres",
+    "EncodeOnce": "agentloom.store._serde",
     "JsonSerializer": "agentloom.store._serde",
     "Serializer": "agentloom.store._serde",
 }

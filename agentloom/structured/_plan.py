@@ -6,7 +6,8 @@ One rule for every caller (the workflow's `agent` and `llm_call` steps, the Pyth
 express it. With tools, a native JSON mode (and Anthropic's `{` prefill that comes with
 it) would keep the model from calling them, so the schema becomes a system-prompt
 sentence instead; either way `SchemaValidator` checks the final reply and the loop
-re-asks with its errors.
+re-asks with its errors. A forced-tool plan (spec 004 `outputFormat: structured`) makes
+the schema the one tool the model must call instead.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentloom.errors import ConfigError
-from agentloom.messages import Message, ModelRequest, ResponseFormat
+from agentloom.messages import Message, ModelRequest, NamedToolChoice, ResponseFormat, ToolSpec
 from agentloom.structured._spec import ResponseSchemaSpec, build_response_format, schema_name
-from agentloom.structured._validate import SchemaValidator
+from agentloom.structured._validate import (
+    SchemaValidator,
+    structured_tool,
+    structured_tool_choice,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,17 +41,34 @@ class OutputPlan:
     """Set when the schema goes in the provider's JSON mode (no tools)."""
     instruction: str | None = None
     """Set when the schema goes in the system prompt (tools present)."""
+    tool: ToolSpec | None = None
+    """Set in forced-tool mode: the schema as the one tool the model must call."""
+    tool_choice: NamedToolChoice | None = None
+    """The forced call of `tool` (forced-tool mode)."""
+
+    @property
+    def forced_tool(self) -> bool:
+        return self.tool is not None
 
     def apply(self, request: ModelRequest) -> ModelRequest:
+        if self.tool is not None:
+            return request.replace(tools=(self.tool,), tool_choice=self.tool_choice)
         if self.instruction is not None:
             return request.replace(messages=with_system(request.messages, self.instruction))
         return request.replace(response_format=self.response_format)
 
 
-def plan_output(spec: ResponseSchemaSpec, name: str, *, with_tools: bool) -> OutputPlan:
+def plan_output(spec: ResponseSchemaSpec, name: str, *, with_tools: bool,
+                forced_tool: bool = False) -> OutputPlan:
     """The plan for `spec`. `name` names the schema when the spec doesn't (a step id, an
     agent's name). Raises ConfigError when strict mode can't express the schema, with or
-    without tools, so a schema is refused the same way wherever it is used."""
+    without tools, so a schema is refused the same way wherever it is used.
+    `forced_tool` asks for the forced-tool mode (whether the model can be forced to call
+    a tool is the caller's check: it knows the provider)."""
+    if forced_tool:
+        return OutputPlan(spec=spec, validator=SchemaValidator(spec),
+                          tool=structured_tool(spec, name),
+                          tool_choice=structured_tool_choice(spec, name))
     fmt = build_response_format(spec, name)
     validator = SchemaValidator(spec)
     if with_tools:

@@ -22,6 +22,7 @@ from agentloom.tools._sandbox import SandboxPolicy as SandboxPolicy
 from agentloom.tools._sandbox import SandboxViolation as SandboxViolation
 from agentloom.tools._tool import BaseTool as BaseTool
 from agentloom.tools._tool import Tool as Tool
+from agentloom.tools._tool import check_parameters as check_parameters
 from agentloom.tools._tool import encode_result as encode_result
 from agentloom.tools._toolset import DeclaredTool as DeclaredTool
 from agentloom.tools._toolset import ToolSet as ToolSet

@@ -134,7 +134,7 @@ def _runtime(fakes: dict[str, Any]) -> Any:
 async def _run(path: Path, fakes: dict[str, Any]) -> tuple[str, str, Any]:
     """(final status or 'refused', the message, the result or None)."""
     from agentloom.workflow.engine.mock_clients import mock_clients, uses_mock
-    from agentloom.workflow.steps._tooling import base_registry
+    from agentloom.workflow.steps.tooling import base_registry
 
     wf = load_workflow(path)
     runtime = _runtime(fakes)

@@ -124,7 +124,7 @@ def _check_exchange(server: FakeOpenAIServer) -> None:
 
 async def test_every_kind_of_tool_in_one_workflow(tmp_path: Path, fact_server: int) -> None:
     flow, notes, tools_py = _setup(tmp_path, fact_server)
-    from agentloom.workflow.steps._tooling import base_registry
+    from agentloom.workflow.steps.tooling import base_registry
 
     async with FakeOpenAIServer() as server:
         assert isinstance(server, FakeOpenAIServer)

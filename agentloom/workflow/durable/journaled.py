@@ -13,20 +13,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentloom.messages import ToolCallPart, ToolResultPart, Usage
+from agentloom.recording import current_call_context, model_request_hash
 from agentloom.store import tool_call_resume_action
-from agentloom.workflow.durable.run import _UNSET, PauseRun, _call_answer
-from agentloom.workflow.engine.functions import NESTED_USAGE
-from agentloom.workflow.engine.nested import sum_usage
+from agentloom.workflow.durable.context import UNSET, DurableRoot, call_answer, scope_prefix
+from agentloom.workflow.engine.hooks import call_hooks
+from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
+from agentloom.workflow.engine.pause import PauseRun
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolContext
-    from agentloom.workflow.durable.run import DurableRun
 
 
 class JournaledClients:
     """A client factory whose clients store every reply and serve stored ones on resume."""
 
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -38,7 +39,7 @@ class JournaledClients:
 
 
 class _JournaledClient:
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -46,32 +47,27 @@ class _JournaledClient:
         return getattr(self._inner, name)
 
     async def complete(self, request: Any, **kwargs: Any) -> Any:
-        from agentloom.recording import current_call_context, model_request_hash
-
         ctx = current_call_context.get()
         if ctx is None or ctx.step_id is None or ctx.turn is None:
             return await self._inner.complete(request, **kwargs)
-        from agentloom.workflow.durable.scope import scope_prefix
-
         d = self._durable
         try:
             key = (scope_prefix.get() + ctx.step_id, ctx.turn, model_request_hash(request))
         except (TypeError, ValueError):  # a request the hash can't read is not journalled
             return await self._inner.complete(request, **kwargs)
-        stored = d._exchanges.pop(key, None)
+        stored = d.take_exchange(key)
         if stored is not None:
-            d.served_exchanges += 1
             return stored
         response = await self._inner.complete(request, **kwargs)
         await d.store.record_model_exchange(d.run_id, key[0], key[1], key[2],
-                                            d._redact(response))
+                                            d.redact(response))
         return response
 
 
 class JournaledTools:
     """A tool source whose toolboxes journal every call and let `PauseRun` through."""
 
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -88,7 +84,7 @@ class JournaledTools:
 
 
 class _JournaledBox:
-    def __init__(self, inner: Any, durable: DurableRun) -> None:
+    def __init__(self, inner: Any, durable: DurableRoot) -> None:
         self._inner = inner
         self._durable = durable
 
@@ -100,12 +96,10 @@ class _JournaledBox:
         return getattr(self._inner, name)
 
     def _idempotent(self, name: str) -> bool:
-        tool = getattr(self._inner, "_by_name", {}).get(name)
-        return bool(getattr(tool, "idempotent", False))
+        get = getattr(self._inner, "get", None)  # a ToolSet's; another box may have none
+        return bool(getattr(get(name) if callable(get) else None, "idempotent", False))
 
     async def call(self, call: ToolCallPart, ctx: ToolContext) -> ToolResultPart:
-        from agentloom.workflow.durable.scope import call_scope, scope_prefix
-
         d, step = self._durable, ctx.step_id
         if step is None:
             return await self._inner.call(call, ctx)  # type: ignore[no-any-return]
@@ -114,10 +108,9 @@ class _JournaledBox:
         # Some providers number calls per reply (call_0 every turn): the turn makes the
         # journal key unique within the step, and a count the retries of the step.
         base = f"{ctx.turn}:{call.id}"
-        n = d._seen[(step, base)] = d._seen.get((step, base), 0) + 1
-        key = base if n == 1 else f"{base}#{n}"
-        record = d._tools.pop((step, key), None)
-        answer = _UNSET
+        key = d.call_key(step, base)
+        record = d.take_tool_call(step, key)
+        answer = UNSET
         paused = d.resumed.paused if d.resumed is not None else None
         resumed_here = (paused is not None and paused.step_id == step
                         and paused.call_id == key)
@@ -153,9 +146,9 @@ class _JournaledBox:
         await d.store.record_tool_call(
             d.run_id, step, ctx.turn, key, status="in_flight",
             idempotent=self._idempotent(call.name), name=call.name,
-            arguments=d._redact(call.arguments))
-        token = _call_answer.set(answer)
-        scope_token = call_scope.set(_scope_of(d, step, key))
+            arguments=d.redact(call.arguments))
+        token = call_answer.set(answer)
+        scope_token = call_hooks.set(d.child(f"{step}/{key}"))
         spent: list[Any] = []  # a workflow function's model usage, kept with its result
         usage_token = NESTED_USAGE.set(spent)
         try:
@@ -166,8 +159,8 @@ class _JournaledBox:
             raise
         finally:
             NESTED_USAGE.reset(usage_token)
-            call_scope.reset(scope_token)
-            _call_answer.reset(token)
+            call_hooks.reset(scope_token)
+            call_answer.reset(token)
         usage = sum_usage(spent)
         _add_usage(usage)
         d.drop_children(f"{step}/{key}/")  # the call's result now stands for its body
@@ -176,13 +169,13 @@ class _JournaledBox:
     async def _done(self, step: str, turn: int, key: str, call: ToolCallPart,
                     result: ToolResultPart, usage: Any = None) -> ToolResultPart:
         d = self._durable
-        stored = {"content": d._redact(result.content), "is_error": result.is_error}
+        stored = {"content": d.redact(result.content), "is_error": result.is_error}
         if usage is not None:
             stored["usage"] = usage
         await d.store.record_tool_call(
             d.run_id, step, turn, key, status="done",
             idempotent=self._idempotent(call.name), name=call.name,
-            arguments=d._redact(call.arguments), result=stored)
+            arguments=d.redact(call.arguments), result=stored)
         return result
 
 
@@ -190,8 +183,3 @@ def _add_usage(usage: Any) -> None:
     sink = NESTED_USAGE.get()
     if sink is not None and isinstance(usage, Usage):
         sink.append(usage)
-
-
-def _scope_of(durable: DurableRun, step: str, key: str) -> Any:
-    """The durable scope a workflow function's body runs in for this call."""
-    return durable.child(f"{step}/{key}")

@@ -8,10 +8,11 @@ it runs, `done` with its result after). A resumed run restores finished steps, t
 conversation of an interrupted tool loop and the journalled tool results; a call left in
 flight is re-run only when its tool is idempotent, else the run stops `needs_decision`.
 
-`PauseRun` is the control signal of a pause: `approval_gate` and `ask` steps raise it,
-and so does `ask(...)` inside a tool function, whose call is re-run with the answer.
-Nested runs (subworkflows, map items, `on_error` blocks, workflow function bodies) see
-this run through a namespaced `DurableScope` (`_durable_scope.py`). A `worker_id` makes
+`PauseRun` (`engine.pause`) is the control signal of a pause: `approval_gate` and `ask`
+steps raise it, and so does `ask(...)` inside a tool function, whose call is re-run with
+the answer. `DurableRun` implements the engine's `DurableHooks`; nested runs
+(subworkflows, map items, `on_error` blocks, workflow function bodies) see this run
+through a namespaced `DurableScope` (`scope.py`). A `worker_id` makes
 the run hold a claim in the store while it runs, so two processes never continue it.
 """
 
@@ -19,107 +20,35 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from contextvars import ContextVar
+import time
+from contextvars import Token
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentloom.errors import AgentLoomError
-from agentloom.loop._journal import LoopRestore, current_journal
+from agentloom.loop import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
-from agentloom.store import Checkpoint, PauseInfo, ToolLoopProgress
+from agentloom.redact import Redactor
+from agentloom.store import Checkpoint, EncodeOnce, PauseInfo, ToolLoopProgress
+from agentloom.workflow.durable.context import UNSET, Decision, ask
+from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
+from agentloom.workflow.durable.scope import DurableScope
+from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
+from agentloom.workflow.engine.pause import ANSWER_KINDS, PauseRun, coerce_answer
+from agentloom.workflow.engine.result import StepResult, StepStatus, total_cost
 
 if TYPE_CHECKING:
-    from agentloom.redact import Redactor
     from agentloom.store import CheckpointStore, ToolCallRecord
-    from agentloom.workflow.engine.result import StepResult
+    from agentloom.workflow.engine.hooks import RunView
 
-_UNSET: Any = object()
-
-
-class PauseRun(Exception):
-    """Stop the run here and wait for a person. Raised by `approval_gate`, `ask` steps
-    and `ask(...)` in a tool function; never a tool failure (ToolSets let it through)."""
-
-    pause = True
-
-    def __init__(self, waiting_for: str, prompt: str | None = None, *,
-                 data: dict[str, Any] | None = None, step_id: str | None = None,
-                 call_id: str | None = None) -> None:
-        self.waiting_for = waiting_for
-        self.prompt = prompt
-        self.data = dict(data or {})
-        self.step_id = step_id
-        self.call_id = call_id
-        super().__init__(f"paused: waiting for {waiting_for}"
-                         + (f" ({prompt})" if prompt else ""))
-
-    def info(self) -> PauseInfo:
-        return PauseInfo(step_id=self.step_id or "", waiting_for=self.waiting_for,
-                         prompt=self.prompt, call_id=self.call_id, data=self.data)
-
-
-class ResumeError(AgentLoomError):
-    """A run that cannot be resumed as asked; nothing stored was changed."""
-
-
-_call_answer: ContextVar[Any] = ContextVar("agentloom_call_answer", default=_UNSET)
-current_durable: ContextVar[DurableRun | None] = ContextVar(
-    "agentloom_durable_run", default=None)
-
-
-ANSWER_KINDS = ("text", "choose_one", "choose_many", "secret")
-
-
-def ask(question: str, *, kind: str = "text", choices: list[str] | None = None) -> Any:
-    """Ask a person from inside a tool function. The first time, the run pauses; when it
-    is resumed with `--answer`, the tool call runs again and this returns the answer."""
-    answer = _call_answer.get()
-    if answer is not _UNSET:
-        return answer
-    if kind not in ANSWER_KINDS:
-        raise ValueError(f"ask(kind={kind!r}): expected one of {', '.join(ANSWER_KINDS)}")
-    raise PauseRun("answer", question, data={"kind": kind, "choices": choices})
-
-
-def coerce_answer(kind: str, choices: list[str] | None, raw: Any) -> Any:
-    """The answer typed as `kind` asks; raises ValueError naming what is wrong."""
-    if kind in ("text", "secret"):
-        return raw if isinstance(raw, str) else str(raw)
-    options = list(choices or [])
-    if kind == "choose_one":
-        value = str(raw).strip()
-        if value not in options:
-            raise ValueError(f"answer {value!r} is not one of the choices: "
-                             f"{', '.join(options)}")
-        return value
-    if kind == "choose_many":
-        picked = ([str(v).strip() for v in raw] if isinstance(raw, list)
-                  else [v.strip() for v in str(raw).split(",") if v.strip()])
-        wrong = [v for v in picked if v not in options]
-        if wrong:
-            raise ValueError(f"{', '.join(map(repr, wrong))} not among the choices: "
-                             f"{', '.join(options)}")
-        return picked
-    raise ValueError(f"unknown answer kind {kind!r}")
+_UNSET = UNSET
+__all__ = ["ANSWER_KINDS", "Decision", "DurableRun", "PauseRun", "ask", "coerce_answer",
+           "workflow_hash"]
 
 
 def workflow_hash(text: str | bytes) -> str:
     raw = text.encode() if isinstance(text, str) else text
     return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-@dataclass(slots=True, kw_only=True)
-class Decision:
-    """What `agentloom resume` brings: an approval, a rejection or an answer."""
-
-    approve: bool | None = None
-    answer: Any = _UNSET
-
-    @property
-    def has_answer(self) -> bool:
-        return self.answer is not _UNSET
 
 
 _KEPT = frozenset({
@@ -156,7 +85,7 @@ class DurableRun:
     _restored: set[str] = field(default_factory=set)
     _decided: set[str] = field(default_factory=set)
     _seen: dict[tuple[str, str], int] = field(default_factory=dict)
-    _run: Any = None
+    _run: RunView | None = None
     _child_results: dict[str, Any] = field(default_factory=dict)
     """Finished steps of nested runs (namespaced `parent/step`) whose parent step is not
     finished yet: see `_durable_scope.py`."""
@@ -174,12 +103,12 @@ class DurableRun:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    async def begin(self, engine_run: Any, workflow_name: str) -> None:
+    async def begin(self, engine_run: RunView, workflow_name: str) -> None:
         """Register the run (new) or load what the resume needs."""
         self._run = engine_run
         if self.resumed is None:
             await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
-                                        self._state(engine_run.ctx.state), meta=self.meta)
+                                        self._state(engine_run.state), meta=self.meta)
             await self._renew_claim()
             return
         cp = self.resumed
@@ -204,8 +133,6 @@ class DurableRun:
         raw = self.resumed.step_results.get(node_id)
         if raw is None:
             return None
-        from agentloom.workflow.engine.result import StepResult, StepStatus
-
         names = {f.name for f in fields(StepResult)} & _KEPT
         kw = {k: v for k, v in raw.items() if k in names}
         kw["status"] = StepStatus(kw.get("status", "success"))
@@ -214,17 +141,16 @@ class DurableRun:
     async def save(self, status: str = "running", paused: PauseInfo | None = None) -> None:
         """One atomic checkpoint of the whole run as it is now."""
         run = self._run
-        from agentloom.workflow.engine.result import StepStatus
-
+        assert run is not None, "save() before begin()"
         results: dict[str, Any] = {}
         for node_id, r in run.results.items():
             if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
                 results[node_id] = self._final_raw(node_id, r)
         results.update(self._child_results)
         cp = Checkpoint(
-            state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
+            state=self._state(run.state), status=status,  # type: ignore[arg-type]
             step_results=results, tool_loops=list(self._loops.values()), paused=paused,
-            cost_usd=_cost(run.results.values()),
+            cost_usd=total_cost(run.results.values()),
             extra={"not_taken": {**run.not_taken, **self._child_not_taken},
                    "loop_usage": dict(self._loop_usage),
                    "loop_nested_usage": dict(self._loop_nested)},
@@ -244,8 +170,6 @@ class DurableRun:
         if hit is not None and hit[0] is r and hit[1] is epoch:
             cached: dict[str, Any] = hit[2]
             return cached
-        from agentloom.store._serde import EncodeOnce
-
         raw = EncodeOnce(self._raw(r))
         if epoch is not _UNSET:
             self._final_cache[node_id] = (r, epoch, raw)
@@ -255,11 +179,9 @@ class DurableRun:
         # The redactor's compiled secrets change exactly when it learns a new secret.
         if self.redactor is None:
             return None
-        from agentloom.redact import Redactor
-
         if type(self.redactor) is not Redactor:
             return _UNSET  # a redactor we can't see into: never reuse
-        return self.redactor._secret_re
+        return self.redactor.secrets_version
 
     def _raw(self, r: StepResult) -> dict[str, Any]:
         raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
@@ -277,28 +199,22 @@ class DurableRun:
     async def _renew_claim(self) -> None:
         if self.worker_id is None or not hasattr(self.store, "claim_run"):
             return
-        import time
-
         now = time.monotonic()
         if self._claimed_at is not None and now - self._claimed_at < self.lease_seconds / 3:
             return
         self._claimed_at = now
         await self.store.claim_run(self.run_id, self.worker_id, self.lease_seconds)
 
-    # --- nested runs (see _durable_scope.py) ---------------------------------------------
+    # --- nested runs (see scope.py) -----------------------------------------------------
 
     def key(self, step_id: str) -> str:
         return step_id
 
-    def child(self, name: str) -> Any:
+    def child(self, name: str) -> DurableScope:
         """The durable view of a nested run named `name` (a step id, `step/index`...)."""
-        from agentloom.workflow.durable.scope import DurableScope
-
         return DurableScope(self, f"{name}/")
 
     def keep_child_result(self, key: str, result: StepResult) -> None:
-        from agentloom.workflow.engine.result import StepStatus
-
         if result.status in (StepStatus.SUCCESS, StepStatus.FAILED):
             self._child_results[key] = self._raw(result)
 
@@ -325,8 +241,6 @@ class DurableRun:
         usage = self._loop_usage.get(step_id)
         nested = self._loop_nested.get(step_id)
         if isinstance(nested, Usage):  # functions called in the turns already done
-            from agentloom.workflow.engine.functions import NESTED_USAGE
-
             sink = NESTED_USAGE.get()
             if sink is not None:
                 sink.append(nested)
@@ -338,9 +252,6 @@ class DurableRun:
         self._loops[step_id] = ToolLoopProgress(step_id=step_id, turn=turn,
                                                 messages=list(self._redact(messages)))
         self._loop_usage[step_id] = usage
-        from agentloom.workflow.engine.functions import NESTED_USAGE
-        from agentloom.workflow.engine.nested import sum_usage
-
         nested = sum_usage(list(NESTED_USAGE.get() or ()))
         if nested is not None:
             self._loop_nested[step_id] = nested
@@ -369,8 +280,6 @@ class DurableRun:
         """A value that must be redacted from here on (a `secret` answer), and the state
         key it is written to (redacted by name, however short the value)."""
         if self.redactor is None:
-            from agentloom.redact import Redactor
-
             self.redactor = Redactor()
         self.redactor.add_secrets([value])
         if key:
@@ -382,23 +291,42 @@ class DurableRun:
     # --- wrappers --------------------------------------------------------------------
 
     def wrap_clients(self, factory: Any) -> Any:
-        from agentloom.workflow.durable.journaled import JournaledClients
-
         return JournaledClients(factory, self)
 
     def wrap_tools(self, source: Any) -> Any:
-        from agentloom.workflow.durable.journaled import JournaledTools
-
         return None if source is None else JournaledTools(source, self)
 
-    def bind(self) -> Any:
-        """Set the context variables steps and loops find this run through."""
-        return current_durable.set(self), current_journal.set(self)
+    def bind(self) -> tuple[Token[Any], ...]:
+        """Make this run the journal the tool loops of its steps save their turns to."""
+        return (current_journal.set(self),)
 
-    def unbind(self, tokens: Any) -> None:
-        durable, journal = tokens
+    def unbind(self, tokens: tuple[Token[Any], ...]) -> None:
+        (journal,) = tokens
         current_journal.reset(journal)
-        current_durable.reset(durable)
+
+    # --- what the journalled clients and tools use ---------------------------------------
+
+    def take_exchange(self, key: tuple[str, int, str]) -> Any:
+        """The stored reply for (step, turn, request hash), once; None if there is none."""
+        stored = self._exchanges.pop(key, None)
+        if stored is not None:
+            self.served_exchanges += 1
+        return stored
+
+    def call_key(self, step_id: str, base: str) -> str:
+        """The journal key of a tool call: `turn:call_id`, with `#n` for its n-th
+        appearance in the step (some providers number calls per reply, and a retried
+        step makes the same calls again)."""
+        n = self._seen[(step_id, base)] = self._seen.get((step_id, base), 0) + 1
+        return base if n == 1 else f"{base}#{n}"
+
+    def take_tool_call(self, step_id: str, key: str) -> ToolCallRecord | None:
+        """The journalled record of a tool call from before the resume, once."""
+        return self._tools.pop((step_id, key), None)
+
+    def redact(self, value: Any) -> Any:
+        """`value` with the run's secrets redacted (as everything stored is)."""
+        return self._redact(value)
 
     # --- helpers ---------------------------------------------------------------------
 
@@ -414,15 +342,3 @@ class DurableRun:
         if isinstance(value, str):
             return self.redactor.redact_text(value)
         return self.redactor.redact_state(value)
-
-
-def _cost(results: Any) -> Decimal | None:
-    total, seen = Decimal(0), False
-    for r in results:
-        if r.usage is None:
-            continue
-        if r.usage.cost_usd is None:
-            return None
-        total += r.usage.cost_usd
-        seen = True
-    return total if seen else None

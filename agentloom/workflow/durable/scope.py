@@ -1,7 +1,7 @@
 """Durable nested runs: a subworkflow, a map item or a workflow function's body keeps
 its finished steps across a resume instead of running them again.
 
-A nested run gets a `DurableScope`: a view of the top run's `DurableRun` under a
+A nested run gets a `DurableScope`: a view of the top run's `DurableRoot` under a
 namespace, so its records never collide with the parent's. A step `check` of the
 subworkflow step `review` is checkpointed as `review/check`; item 2 of the map step
 `each` as `each/2/check`; a step of a function the model called as call `1:c7` of the
@@ -19,37 +19,32 @@ a nested run is rebuilt from its inputs, not saved). Other state writes of neste
 
 from __future__ import annotations
 
-from contextvars import ContextVar, Token
+from contextvars import Token
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentloom.loop._journal import LoopRestore, current_journal
-from agentloom.workflow.durable.run import current_durable
+from agentloom.loop import LoopRestore, current_journal
+from agentloom.workflow.durable.context import Decision, DurableRoot, scope_prefix
+from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
+from agentloom.workflow.lang.paths import assign
 
 if TYPE_CHECKING:
     from agentloom.messages import Message, Usage
-    from agentloom.workflow.durable.run import Decision, DurableRun, PauseRun
+    from agentloom.workflow.engine.hooks import RunView
+    from agentloom.workflow.engine.pause import PauseRun
     from agentloom.workflow.engine.result import StepResult
-
-scope_prefix: ContextVar[str] = ContextVar("agentloom_durable_prefix", default="")
-"""The namespace of the nested run whose steps are running ("" at the top)."""
-
-call_scope: ContextVar[DurableScope | None] = ContextVar("agentloom_call_scope",
-                                                          default=None)
-"""Set by the journalled toolbox around one tool call: the scope a workflow function's
-body runs in, so its steps are keyed under the call that ran them."""
 
 
 class DurableScope:
-    """The part of `DurableRun` a nested run uses, with every step id namespaced."""
+    """The top run's `DurableRun`, as a nested run sees it: every step id namespaced."""
 
     resumed = None
     """Always None: a nested run's state is rebuilt, never loaded from the checkpoint."""
 
-    def __init__(self, root: DurableRun, prefix: str) -> None:
+    def __init__(self, root: DurableRoot, prefix: str) -> None:
         self.root = root
         self.prefix = prefix
-        self._run: Any = None
+        self._run: RunView | None = None
 
     @property
     def run_id(self) -> str:
@@ -67,7 +62,7 @@ class DurableScope:
 
     # --- what the engine calls -----------------------------------------------------------
 
-    async def begin(self, engine_run: Any, workflow_name: str) -> None:
+    async def begin(self, engine_run: RunView, workflow_name: str) -> None:
         self._run = engine_run
         n = len(self.prefix)
         for target, router in self.root.child_not_taken(self.prefix).items():
@@ -77,16 +72,15 @@ class DurableScope:
         restored = self.root.restored_step(self.key(node_id))
         if restored is None or self._run is None:
             return restored
-        node = self._run.wf.nodes.get(node_id)
+        node = self._run.workflow.nodes.get(node_id)
         if node is not None and node.output_path is not None \
                 and restored.status.value == "success":
-            from agentloom.workflow.lang.paths import assign
-
-            assign(self._run.ctx.state, node.output_path, restored.output)
+            assign(self._run.state, node.output_path, restored.output)
         return restored
 
     async def step_done(self, node_id: str) -> None:
         run = self._run
+        assert run is not None, "step_done() before begin()"
         self.root.keep_child_result(self.key(node_id), run.results[node_id])
         for target, router in run.not_taken.items():
             self.root.keep_child_not_taken(self.key(target), router)
@@ -110,38 +104,24 @@ class DurableScope:
                       usage: Usage) -> None:
         await self.root.on_turn(self.key(step_id), turn, messages, usage)
 
-    def add_secret(self, value: str) -> None:
-        self.root.add_secret(value)
+    def add_secret(self, value: str, *, key: str | None = None) -> None:
+        self.root.add_secret(value, key=key)
 
     def clock_now(self) -> datetime:
         return self.root.clock_now()
 
     def wrap_clients(self, factory: Any) -> Any:
-        from agentloom.workflow.durable.journaled import JournaledClients
-
         return factory if isinstance(factory, JournaledClients) \
             else self.root.wrap_clients(factory)
 
     def wrap_tools(self, source: Any) -> Any:
-        from agentloom.workflow.durable.journaled import JournaledTools
-
         return source if source is None or isinstance(source, JournaledTools) \
             else self.root.wrap_tools(source)
 
     def bind(self) -> tuple[Token[Any], ...]:
-        return (current_durable.set(self),  # type: ignore[arg-type]
-                current_journal.set(self), scope_prefix.set(self.prefix))
+        return current_journal.set(self), scope_prefix.set(self.prefix)
 
     def unbind(self, tokens: tuple[Token[Any], ...]) -> None:
-        durable, journal, prefix = tokens
+        journal, prefix = tokens
         scope_prefix.reset(prefix)
-        current_journal.reset(journal)
-        current_durable.reset(durable)
-
-
-def child_scope(name: str) -> DurableScope | None:
-    """The scope a nested run named `name` gets inside the running durable run, if any."""
-    durable: Any = current_durable.get()
-    if durable is None:
-        return None
-    return durable.child(name)  # type: ignore[no-any-return]
+        current_journal.reset(journal)  # type: ignore[arg-type]

@@ -1,2 +1,8 @@
-"""The engine: the ready-queue scheduler over a loaded workflow, the run context, step
-results, retries and error handling, nested runs (functions, subworkflows, maps)."""
+"""Running a loaded workflow: the ready-queue scheduler (`run.py`), the run context steps
+see (`context.py`, with `run_child` for nested runs), step results, step retries and
+deadlines, `on_error` blocks, nested-run limits, observers and summaries, the pause signal.
+
+May import: `load/`, `schema/`, `lang/` and the layers below `agentloom.workflow`. Never
+`steps/` (steps come through the workflow's `StepLibrary`) nor `durable/` (a durable run
+plugs in through `engine.hooks.DurableHooks`).
+"""

@@ -1,23 +1,30 @@
-"""What a running step can reach: the state, the clients, the tools, the clock.
+"""What a running step can reach: the state, the clients, the tools, the clock, and a
+way to run a block of steps as a child run (`run_child`).
 
 The engine depends on `ClientFactory`, a one-method Protocol, so tests hand it a factory
 of scripted models and the CLI hands it `agentloom.routing.runtime.Runtime`; tools come through
-`ToolSource`, implemented by `agentloom.tools.ToolRegistry`.
+`ToolSource`, implemented by `agentloom.tools.ToolRegistry`. Steps that nest runs
+(`subworkflow`, `map`, `on_error`, workflow functions) call `ctx.run_child` rather than
+the engine: the engine hands every context its `ChildRunner`.
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.messages import StreamEvent
+from agentloom.tools import SandboxPolicy
 from agentloom.workflow.lang.templates import Scope
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
-    from agentloom.providers._base import ModelClient
+    from agentloom.providers import ModelClient
+    from agentloom.workflow.engine.hooks import DurableHooks
+    from agentloom.workflow.engine.result import RunResult
     from agentloom.workflow.load.workflow import Workflow
 
 
@@ -46,6 +53,28 @@ StepEventSink = Callable[[str, StreamEvent], None]
 """Receives (step id, stream event): how `--stream` prints text as it arrives."""
 
 
+class ChildRunner(Protocol):
+    """How a step runs a block of steps on the same engine (the engine implements it)."""
+
+    async def run_child(self, parent: RunContext, child: Workflow, *, state: dict[str, Any],
+                        run_id: str, scope: str | None = None) -> RunResult:
+        """A subworkflow, a map item or an on_error block, on the parent's clients, tools,
+        clock and transport; `scope` names its namespace in a durable run."""
+
+    async def run_call(self, body: Workflow, *, args: dict[str, Any], run_id: str,
+                       clients: ClientFactory, tools: ToolSource | None, clock: Clock,
+                       transport: Any) -> tuple[RunResult, Scope, bool]:
+        """A workflow function's body, called as a tool: it sees `args` and the file's
+        state defaults, never the caller's live state. Returns the run, its scope and
+        whether it was durable (a pause in it can then be resumed)."""
+
+
+CURRENT_RUN: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
+    "agentloom_current_run", default=None)
+"""The RunContext whose steps are running (set by the engine, inherited by step tasks): a
+nested run shares its caller's observers and a function's body its caller's budget."""
+
+
 @dataclass(slots=True, kw_only=True)
 class RunContext:
     workflow: Workflow
@@ -68,29 +97,31 @@ class RunContext:
     fallback."""
     observers: Any = None
     """The run's `agentloom.workflow.engine.observe.RunObservers` (traces, spans), or None."""
+    durable: DurableHooks | None = None
+    """The durable run this run is saved through (`engine.hooks`), or None."""
+    runner: ChildRunner | None = None
+    """The engine, for `run_child` (set by the engine when it starts the run)."""
+    client_cache: dict[Any, ModelClient] = field(default_factory=dict)
+    """The run's model clients by what was asked for: steps asking alike share one
+    instead of building a new one per step (`steps.client.client_for`)."""
     _policy: Any = None
-    _clients: dict[tuple[str | None, str | None], ModelClient] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.state, self.step_text)
         if self.observers is None:
             # A run started inside another (a subworkflow, a `map` item, a workflow
             # function) reports to the same observers: one trace covers the whole run.
-            from agentloom.workflow.engine.functions import CURRENT_RUN
-
             parent = CURRENT_RUN.get()
             if parent is not None:
                 self.observers = parent.observers
 
-    def client(self, model: str | None, provider: str | None, retry: Any = None) -> ModelClient:
-        """One client per (model, provider) for the run: steps on the same model share
-        it instead of building a new one per step."""
-        key = (model, provider)
-        client = self._clients.get(key)
-        if client is None:
-            client = self.clients.client(model=model, provider=provider, retry=retry)
-            self._clients[key] = client
-        return client
+    async def run_child(self, child: Workflow, *, state: dict[str, Any], run_id: str,
+                        scope: str | None = None) -> RunResult:
+        """Run `child` as a nested run of this one (see `ChildRunner.run_child`)."""
+        if self.runner is None:
+            raise RuntimeError("this run context was not started by the engine")
+        return await self.runner.run_child(self, child, state=state, run_id=run_id,
+                                           scope=scope)
 
     def sandbox_policy(self) -> Any:
         """The tools' sandbox policy from `config.sandbox`, built once per run."""
@@ -98,7 +129,5 @@ class RunContext:
         if sandbox is None:
             return None
         if self._policy is None:
-            from agentloom.tools import SandboxPolicy
-
             self._policy = SandboxPolicy.from_config(sandbox.model_dump(exclude_unset=True))
         return self._policy

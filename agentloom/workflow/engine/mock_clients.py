@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
+from agentloom.recording.mock_responses import MockResponsesModel, load_agentloom_mock_responses
 
 if TYPE_CHECKING:
     from agentloom.workflow.engine.context import ClientFactory
@@ -63,8 +64,6 @@ def mock_clients(wf: Workflow, *, inner: ClientFactory | None = None,
     """The client factory for a workflow that uses `provider: mock`. `responses_file`
     (a CLI flag) wins over `config.responses_file`; a relative config path resolves
     against the workflow file's directory, a flag's against the process's."""
-    from agentloom.recording.mock_responses import MockResponsesModel, load_agentloom_mock_responses
-
     config = wf.config
     if responses_file is not None:
         path = Path(responses_file)

@@ -5,7 +5,8 @@ timeouts, routers and skips behave exactly as at the top. Loading follows the fi
 workflow names through a context-local stack, so a file that (directly or through
 others) names itself is a load error with the chain of files, and nesting deeper than
 `MAX_DEPTH` is refused at load and, for what only shows at run time, at run time too.
-A child's token counts and cost roll up into the step that ran it.
+A child's token counts and cost roll up into the step that ran it. The child is loaded
+with its parent's step library and run through `RunContext.run_child`.
 """
 
 from __future__ import annotations
@@ -16,30 +17,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import WorkflowError
+from agentloom.workflow.load.loader import load_workflow, load_workflow_data
 
 if TYPE_CHECKING:
     from agentloom.messages import Usage
-    from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.engine.result import RunResult
-    from agentloom.workflow.load.workflow import Workflow
+    from agentloom.workflow.load.workflow import StepLibrary, Workflow
 
 MAX_DEPTH = 8
 """Nested runs (subworkflows, map bodies, error handlers) deeper than this are refused."""
 
 _LOADING: ContextVar[tuple[str, ...]] = ContextVar("agentloom_loading", default=())
-_RUN_DEPTH: ContextVar[int] = ContextVar("agentloom_run_depth", default=0)
+RUN_DEPTH: ContextVar[int] = ContextVar("agentloom_run_depth", default=0)
+"""How many nested runs the running step is inside (the engine counts them)."""
+NESTED_USAGE: ContextVar[list[Any] | None] = ContextVar("agentloom_nested_usage", default=None)
+"""Set by a step around its tool loop: each function body called in it adds its model
+usage here, so the step's tokens and cost cover every call it made (spec 000)."""
 
 
 class NestingError(WorkflowError):
     """A workflow that names itself, or nesting past MAX_DEPTH."""
 
 
-def load_child_file(path: Path, *, parent: str) -> Workflow:
+def load_child_file(path: Path, *, parent: str, library: StepLibrary) -> Workflow:
     """Load the workflow file a `subworkflow` step names. Raises `NestingError` on a
     cycle of files or too deep a chain, `WorkflowError` (with the child's problems) for
     a bad or missing file."""
-    from agentloom.workflow.load.loader import load_workflow
-
     key = str(path.resolve())
     stack = _LOADING.get() or (str(Path(parent).resolve()),)
     if key in stack:
@@ -50,21 +53,21 @@ def load_child_file(path: Path, *, parent: str) -> Workflow:
                            + " -> ".join(Path(p).name for p in (*stack, key)))
     token = _LOADING.set((*stack, key))
     try:
-        return load_workflow(path)
+        return load_workflow(path, library=library)
     finally:
         _LOADING.reset(token)
 
 
-def load_block(data: dict[str, Any], *, filename: str, base_dir: Path) -> Workflow:
+def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
+               library: StepLibrary) -> Workflow:
     """Load an inline workflow or a block of steps (a `map` body, an `on_error`)."""
-    from agentloom.workflow.load.loader import load_workflow_data
-
     stack = _LOADING.get()
     if len(stack) >= MAX_DEPTH * 4:
         raise NestingError(f"blocks nest deeper than {MAX_DEPTH * 4} levels in {filename}")
     token = _LOADING.set((*stack, f"<block {filename}>"))
     try:
-        return load_workflow_data(data, filename=filename, base_dir=base_dir)
+        return load_workflow_data(data, filename=filename, base_dir=base_dir,
+                                  library=library)
     finally:
         _LOADING.reset(token)
 
@@ -75,29 +78,6 @@ def problems_text(exc: WorkflowError) -> str:
     if errors:
         return "; ".join(str(e) for e in errors)
     return str(exc)
-
-
-async def run_child(child: Workflow, ctx: RunContext, *, state: dict[str, Any],
-                    run_id: str, scope: str | None = None) -> RunResult:
-    """Run `child` on the parent's clients, tools, clock and transport. In a durable run,
-    `scope` names the child's namespace in the checkpoint (`step`, `step/index`): its
-    finished steps are kept there, and a resume restores them instead of running them."""
-    from agentloom.workflow.durable.scope import child_scope
-    from agentloom.workflow.engine.run import arun_workflow
-
-    depth = _RUN_DEPTH.get()
-    if depth >= MAX_DEPTH:
-        raise NestingError(f"nested runs deeper than {MAX_DEPTH} (at {run_id}): is a "
-                           "workflow running itself?")
-    token = _RUN_DEPTH.set(depth + 1)
-    try:
-        return await arun_workflow(child, clients=ctx.clients, state=state, tools=ctx.tools,
-                                   clock=ctx.clock, on_event=ctx.on_event, run_id=run_id,
-                                   transport=ctx.transport,
-                                   durable=child_scope(scope)  # type: ignore[arg-type]
-                                   if scope else None)
-    finally:
-        _RUN_DEPTH.reset(token)
 
 
 def rolled_usage(results: list[RunResult]) -> Usage | None:

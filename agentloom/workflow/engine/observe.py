@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom.loop.observer import Dispatch, MultiObserver
+from agentloom.observe import semconv as sc
 from agentloom.observe.events import EventTraceObserver
 from agentloom.observe.otel import OTelObserver
+from agentloom.workflow.engine.summaries import SummaryCatcher
 
 if TYPE_CHECKING:
     from agentloom.redact import Redactor
@@ -87,8 +89,6 @@ class RunObservers:
 def step_observer(step_id: str, ctx: RunContext) -> object:
     """The observer a model step passes to `run_loop`: its summary catcher, plus the
     run's observers when there are any."""
-    from agentloom.workflow.steps._client_choice import SummaryCatcher
-
     catcher = SummaryCatcher(ctx, step_id)
     observers: RunObservers | None = ctx.observers
     if observers is None or not observers.observers:
@@ -206,8 +206,6 @@ class WorkflowOTelObserver(OTelObserver):
         if metrics:
             from opentelemetry import metrics as otel_metrics
 
-            from agentloom.observe import semconv as sc
-
             meter = (meter_provider.get_meter("agentloom") if meter_provider is not None
                      else otel_metrics.get_meter("agentloom"))
             self._run_metrics = (
@@ -220,8 +218,6 @@ class WorkflowOTelObserver(OTelObserver):
     def on_run_start(self, info: RunInfo) -> None:
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind
-
-        from agentloom.observe import semconv as sc
 
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
                                  sc.GEN_AI_WORKFLOW_NAME: info.workflow,
@@ -240,8 +236,6 @@ class WorkflowOTelObserver(OTelObserver):
                    error: BaseException | None) -> None:
         from opentelemetry import context
         from opentelemetry.trace import Status, StatusCode
-
-        from agentloom.observe import semconv as sc
 
         entry = self._run_spans.pop(info.run_id, None)
         status = result.status.value if result is not None else (
@@ -267,8 +261,6 @@ class WorkflowOTelObserver(OTelObserver):
 
 def run_attributes(result: RunResult, redactor: Redactor | None = None) -> dict[str, Any]:
     """The run summary as span attributes (`agentloom.run.*`), metadata only."""
-    from agentloom.observe import semconv as sc
-
     summary = run_report(result, redactor)["summary"]
     p = sc.RUN_PREFIX
     attrs: dict[str, Any] = {p + "status": summary["status"],

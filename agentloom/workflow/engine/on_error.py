@@ -20,7 +20,6 @@ from agentloom.workflow.engine.nested import (
     load_block,
     problems_text,
     raise_if_paused,
-    run_child,
 )
 from agentloom.workflow.engine.result import RunStatus, StepStatus
 from agentloom.workflow.lang.paths import assign
@@ -37,7 +36,7 @@ def prepare_handler(step: StepBase, pc: PrepareContext) -> Workflow | None:
     try:
         return load_block({"name": f"{step.id}-on_error", "steps": step.on_error},
                           filename=f"{pc.filename} (step {step.id!r} on_error)",
-                          base_dir=pc.base_dir)
+                          base_dir=pc.base_dir, library=pc.library)
     except NestingError as exc:
         pc.report(exc.message, "on_error")
     except WorkflowError as exc:
@@ -53,7 +52,7 @@ async def run_handler(node: StepNode, ctx: RunContext, result: StepResult) -> bo
     state = deep_copy(ctx.state)
     state["error"] = {"step": node.id, "message": result.error, "type": result.error_type}
     try:
-        run = await run_child(handler, ctx, state=state, run_id=f"{ctx.run_id}/{node.id}.on_error",
+        run = await ctx.run_child(handler, state=state, run_id=f"{ctx.run_id}/{node.id}.on_error",
                               scope=f"{node.id}/on_error")
     except NestingError as exc:
         result.reason = f"on_error not run: {exc.message}"

@@ -8,6 +8,7 @@ prints.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -196,16 +197,7 @@ class RunResult:
     @property
     def cost_usd(self) -> Decimal | None:
         """None when any model call's cost is unknown: a partial sum would lie."""
-        total = Decimal(0)
-        seen = False
-        for r in self.steps.values():
-            if r.usage is None:
-                continue
-            if r.usage.cost_usd is None:
-                return None
-            total += r.usage.cost_usd
-            seen = True
-        return total if seen else None
+        return total_cost(self.steps.values())
 
     def to_dict(self) -> dict[str, Any]:
         cost = self.cost_usd
@@ -232,3 +224,17 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return value
+
+
+def total_cost(results: Iterable[StepResult]) -> Decimal | None:
+    """The steps' cost together; None when any model call's cost is unknown (a partial
+    sum would lie) or no step reported usage."""
+    total, seen = Decimal(0), False
+    for r in results:
+        if r.usage is None:
+            continue
+        if r.usage.cost_usd is None:
+            return None
+        total += r.usage.cost_usd
+        seen = True
+    return total if seen else None

@@ -1,41 +1,41 @@
-"""Which step failures are worth another attempt, and how long to wait first.
+"""A step's `retry` block as the one `agentloom.routing.RetryPolicy`.
 
-Retry code reads attributes, never messages: a `ProviderError` that failed on its status
-is retried when the status is in the step's `retryable_status_codes`; any other error when
-its `.retryable` is True (a dropped connection, an unreadable 200 body, a step attempt's
-timeout). Template, structured-output and configuration errors are never retried.
+The engine re-runs a whole step with it (`should_retry`, `delay`: attributes, never
+messages): a `ProviderError` by its status or failure phase, any other error by its
+`.retryable` (an attempt's timeout is retryable; template, structured-output and
+configuration errors are not). The step's wait before retry n (from 0) is
+`backoff_base ** n` seconds, capped by `backoff_max`, jittered; a longer `Retry-After`
+is waited out.
 """
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
+from typing import Any
 
-from agentloom.errors import ProviderError
+from agentloom.routing import RetryPolicy
 from agentloom.workflow.schema.steps import DEFAULT_RETRYABLE_STATUS
 
+DEFAULT_STEP_RETRIES = 3
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class RetryPolicy:
-    max_retries: int = 3
-    backoff_base: float = 2.0
-    backoff_max: float = 60.0
-    jitter: float = 0.25
-    retryable_status_codes: frozenset[int] = frozenset(DEFAULT_RETRYABLE_STATUS)
 
-    def should_retry(self, exc: BaseException, attempt: int) -> bool:
-        """`attempt` is the number of attempts made so far (1 after the first)."""
-        if attempt > self.max_retries:
-            return False
-        if isinstance(exc, ProviderError) and exc.status is not None and exc.phase == "status":
-            return exc.status in self.retryable_status_codes
-        return bool(getattr(exc, "retryable", False))
-
-    def delay(self, attempt: int, exc: BaseException, rng: random.Random) -> float:
-        wait = min(self.backoff_max, self.backoff_base ** (attempt - 1))
-        if self.jitter:
-            wait *= 1 + rng.uniform(-self.jitter, self.jitter)
-        retry_after = getattr(exc, "retry_after", None)
-        if isinstance(retry_after, int | float) and retry_after > wait:
-            wait = float(retry_after)
-        return max(0.0, wait)
+def step_policy(retry: Any, default_retries: int | None, *, retries: bool = True
+                ) -> RetryPolicy:
+    """The policy of a step's `retry` block (None: the defaults), with `default_retries`
+    (`config.max_retries`) when the block names none; `retries=False` (a router) makes
+    one attempt."""
+    max_retries = (retry.max_retries if retry is not None and retry.max_retries is not None
+                   else default_retries)
+    if not retries:
+        max_retries = 0
+    return RetryPolicy(
+        max_retries=DEFAULT_STEP_RETRIES if max_retries is None else max_retries,
+        # routing waits backoff_base * multiplier**(n - 1): the step's base**(n - 1)
+        backoff_base=1.0,
+        backoff_multiplier=retry.backoff_base if retry is not None else 2.0,
+        backoff_max=retry.backoff_max if retry is not None else 60.0,
+        jitter=0.25 if retry is None or retry.jitter is True else float(retry.jitter or 0),
+        retryable_status_codes=frozenset(retry.retryable_status_codes) if retry is not None
+        else frozenset(DEFAULT_RETRYABLE_STATUS),
+        # A step's retries honoured any Retry-After; keep it so (routing caps at 60 s).
+        max_retry_after=float("inf"),
+    )

@@ -4,9 +4,15 @@ A step starts as soon as its own dependencies have finished, up to
 `config.max_concurrent_steps` at once; there is no layer barrier. Every started step is a
 task of the run's task group, so nothing outlives the run. `config.timeout` is one
 deadline around the whole group: when it passes, work in flight is cancelled and the run
-ends `deadline_exceeded`. Each attempt of a step has its own `timeout`; retries wait
-through the injectable clock. A failed step's dependents are skipped with the reason;
+ends `deadline_exceeded`. Each attempt of a step has its own `timeout`. Both deadlines
+are the agent loop's `Deadline` on the run's injectable clock, and retries wait through
+that clock too. A failed step's dependents are skipped with the reason;
 a router's branches not taken are skipped, and so is what depends only on them.
+
+The engine runs steps through the workflow's `StepLibrary` and never imports a step
+module; a durable run plugs in through `engine.hooks.DurableHooks`. Nested runs
+(subworkflows, map items, on_error blocks, function bodies) come back here through
+`RunContext.run_child`, implemented by `Engine`.
 """
 
 from __future__ import annotations
@@ -21,9 +27,20 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.errors import BudgetExceeded, DeadlineExceeded
-from agentloom.workflow.durable.run import PauseRun
-from agentloom.workflow.engine.context import ClientFactory, RunContext, StepEventSink, ToolSource
+from agentloom.errors import BudgetExceeded, DeadlineExceeded, LoopBudgetExceeded, WorkflowError
+from agentloom.loop import Deadline
+from agentloom.workflow.engine.context import (
+    CURRENT_RUN,
+    ClientFactory,
+    RunContext,
+    StepEventSink,
+    ToolSource,
+)
+from agentloom.workflow.engine.hooks import call_hooks
+from agentloom.workflow.engine.nested import MAX_DEPTH, RUN_DEPTH, NestingError, deep_copy
+from agentloom.workflow.engine.observe import observe_run
+from agentloom.workflow.engine.on_error import run_handler
+from agentloom.workflow.engine.pause import PauseRun
 from agentloom.workflow.engine.result import (
     RunResult,
     RunStatus,
@@ -31,14 +48,17 @@ from agentloom.workflow.engine.result import (
     StepResult,
     StepStatus,
 )
-from agentloom.workflow.engine.retry import RetryPolicy
+from agentloom.workflow.engine.retry import step_policy
+from agentloom.workflow.engine.run_setup import configure_runtime, needs_configure, run_budget
+from agentloom.workflow.engine.summaries import step_summary
 from agentloom.workflow.lang.paths import assign
-from agentloom.workflow.lang.templates import to_text
+from agentloom.workflow.lang.templates import Scope, to_text
 
 if TYPE_CHECKING:
-    from agentloom.workflow.durable.run import DurableRun
+    from agentloom.routing import RetryPolicy
+    from agentloom.workflow.engine.hooks import DurableHooks
     from agentloom.workflow.engine.observe import RunObservers
-    from agentloom.workflow.load.workflow import StepNode, Workflow
+    from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 
 _DONE = (StepStatus.SUCCESS, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
 
@@ -54,7 +74,7 @@ async def arun_workflow(
     on_event: StepEventSink | None = None,
     run_id: str | None = None,
     transport: Any = None,
-    durable: DurableRun | None = None,
+    durable: DurableHooks | None = None,
     observers: RunObservers | None = None,
 ) -> RunResult:
     """Run a loaded workflow to its end. `state` is merged over the file's `state`;
@@ -64,38 +84,44 @@ async def arun_workflow(
 
     Never raises for a step's failure: the result's status and per-step results say what
     happened. Cancelling the caller cancels the run."""
-    merged = _deep_copy(workflow.definition.state)
+    merged = deep_copy(workflow.definition.state)
     if durable is not None and durable.resumed is not None:
-        merged = _deep_copy(durable.resumed.state)
+        merged = deep_copy(durable.resumed.state)
     if state:
         merged.update(state)
-    from agentloom.workflow.steps._tooling import extends_tools, open_run_tools, plain_run_tools
-
+    library = _library(workflow)
     args = (workflow, merged, clients, clock, rng, on_event, run_id, transport, durable,
             observers)
-    if not extends_tools(workflow):
-        return await _arun(*args, tools=plain_run_tools(workflow, tools, transport))
     # Built-ins, MCP servers (started once, closed at the end) and workflow functions.
-    async with open_run_tools(workflow, tools=tools, clients=clients, transport=transport,
-                              clock=clock) as run_tools:
+    opened = library.run_tools(workflow, tools=tools, clients=clients, transport=transport,
+                               clock=clock, runner=ENGINE)
+    if opened is None:
+        return await _arun(*args, tools=library.plain_tools(workflow, tools, transport))
+    async with opened as run_tools:
         return await _arun(*args, tools=run_tools)
+
+
+def _library(workflow: Workflow) -> StepLibrary:
+    if workflow.library is None:
+        raise WorkflowError(f"workflow {workflow.name!r} was not loaded with a step library "
+                            "(load it with agentloom.workflow.load_workflow)")
+    return workflow.library
 
 
 async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactory,
                 clock: Clock, rng: random.Random | None, on_event: StepEventSink | None,
-                run_id: str | None, transport: Any, durable: DurableRun | None,
+                run_id: str | None, transport: Any, durable: DurableHooks | None,
                 observers: RunObservers | None, *, tools: ToolSource | None) -> RunResult:
-    if durable is not None:  # write-ahead checkpoints: see _durable.py
+    if durable is not None:  # write-ahead checkpoints: see durable/run.py
         clients, tools = durable.wrap_clients(clients), durable.wrap_tools(tools)
         run_id = durable.run_id
         bound = durable.bind()
-    from agentloom.workflow.engine.functions import CURRENT_RUN
-    from agentloom.workflow.engine.observe import observe_run
-
     parent = CURRENT_RUN.get()  # the run this one is nested in, if any
     ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=state,
                      clients=clients, tools=tools, clock=clock, on_event=on_event,
-                     transport=transport, observers=observers)
+                     transport=transport, observers=observers, runner=ENGINE,
+                     durable=durable if durable is not None
+                     else parent.durable if parent is not None else None)
     token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
     try:
         return await observe_run(ctx, _Run(ctx, rng or _shared_rng(), durable).run(),
@@ -122,16 +148,65 @@ def run_workflow(workflow: Workflow, **kwargs: Any) -> RunResult:
     return asyncio.run(arun_workflow(workflow, **kwargs))
 
 
+class Engine:
+    """The engine's `ChildRunner`: how steps start nested runs (`RunContext.run_child`)."""
+
+    async def run_child(self, parent: RunContext, child: Workflow, *, state: dict[str, Any],
+                        run_id: str, scope: str | None = None) -> RunResult:
+        depth = RUN_DEPTH.get()
+        if depth >= MAX_DEPTH:
+            raise NestingError(f"nested runs deeper than {MAX_DEPTH} (at {run_id}): is a "
+                               "workflow running itself?")
+        hooks = parent.durable
+        token = RUN_DEPTH.set(depth + 1)
+        try:
+            return await arun_workflow(
+                child, clients=parent.clients, state=state, tools=parent.tools,
+                clock=parent.clock, on_event=parent.on_event, run_id=run_id,
+                transport=parent.transport,
+                durable=hooks.child(scope) if scope and hooks is not None else None)
+        finally:
+            RUN_DEPTH.reset(token)
+
+    async def run_call(self, body: Workflow, *, args: dict[str, Any], run_id: str,
+                       clients: ClientFactory, tools: ToolSource | None, clock: Clock,
+                       transport: Any) -> tuple[RunResult, Scope, bool]:
+        parent = CURRENT_RUN.get()
+        # In a durable run the body is durable too: its model calls and tool calls are
+        # journalled (the caller's wrapped clients and tools) under the call's scope.
+        durable = call_hooks.get()
+        if durable is not None and parent is not None:
+            clients, tools = parent.clients, parent.tools
+        ctx = RunContext(workflow=body, run_id=run_id, state=deep_copy(body.definition.state),
+                         clients=clients, tools=tools, clock=clock, transport=transport,
+                         runner=self, durable=durable)
+        ctx.scope.args = args
+        if parent is not None:
+            ctx.budget = parent.budget
+        token = CURRENT_RUN.set(ctx)
+        scope_token = call_hooks.set(None)
+        bound = durable.bind() if durable is not None else None
+        try:
+            result = await _Run(ctx, random.Random(), durable).run()
+        finally:
+            if durable is not None and bound is not None:
+                durable.unbind(bound)
+            call_hooks.reset(scope_token)
+            CURRENT_RUN.reset(token)
+        return result, ctx.scope, durable is not None
+
+
+ENGINE = Engine()
+
+
 class _Run:
     def __init__(self, ctx: RunContext, rng: random.Random,
-                 durable: DurableRun | None = None) -> None:
-        from agentloom.workflow.steps import STEP_KINDS
-
+                 durable: DurableHooks | None = None) -> None:
         self.ctx = ctx
         self.rng = rng
         self.wf = ctx.workflow
         self.config = self.wf.config
-        self.kinds = STEP_KINDS
+        self.library = _library(self.wf)
         self.results = {n: StepResult(id=n, type=node.type) for n, node in self.wf.nodes.items()}
         self.waiting = {n: len(node.deps) for n, node in self.wf.nodes.items()}
         self.not_taken: dict[str, str] = {}
@@ -151,20 +226,18 @@ class _Run:
         self.durable = durable
         self.paused: PauseRun | None = None
         self.paused_nodes: set[str] = set()
-        self.step_summary: Any = None
-        """`_client_choice.step_summary`, imported once per run rather than per step."""
+
+    @property
+    def workflow(self) -> Workflow:
+        return self.wf
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.ctx.state
 
     async def run(self) -> RunResult:
         clock = self.ctx.clock
         t0 = clock.now()
-        from agentloom.workflow.steps._client_choice import (
-            configure_runtime,
-            needs_configure,
-            run_budget,
-            step_summary,
-        )
-
-        self.step_summary = step_summary
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
         if needs_configure(self.wf):
@@ -175,8 +248,14 @@ class _Run:
             if self.config.timeout is None:
                 await self._schedule()
             else:
-                async with asyncio.timeout(self.config.timeout):
-                    await self._schedule()
+                deadline = _deadline(clock, self.config.timeout)
+                try:
+                    async with deadline.scope():
+                        await self._schedule()
+                except LoopBudgetExceeded as exc:
+                    if not _expired(exc, deadline):
+                        raise
+                    raise TimeoutError from None
         except TimeoutError:
             self.status = RunStatus.DEADLINE_EXCEEDED
             self.error = f"run deadline of {self.config.timeout}s exceeded"
@@ -317,8 +396,6 @@ class _Run:
                 # The run's cap would be crossed: nothing else starts (spec 004).
                 self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(exc)
             if node.handler is not None:
-                from agentloom.workflow.engine.on_error import run_handler
-
                 try:
                     if await run_handler(node, self.ctx, result):
                         self.handled.add(node.id)
@@ -329,11 +406,7 @@ class _Run:
         self._finished(node.id)
 
     async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
-        kind = self.kinds.get(node.type)
-        if kind is None:
-            from agentloom.errors import ConfigError
-
-            raise ConfigError(f"step {node.id!r}: step type {node.type!r} can't run yet")
+        execute = self.library.execute
         policy = self._policy(node)
         timeout = node.step.timeout
         while True:
@@ -341,13 +414,16 @@ class _Run:
             try:
                 outcome: StepOutcome
                 if timeout is None:
-                    outcome = await kind.execute(node, self.ctx)
+                    outcome = await execute(node, self.ctx)
                     return outcome
+                deadline = _deadline(self.ctx.clock, timeout)
                 try:
-                    async with asyncio.timeout(timeout):
-                        outcome = await kind.execute(node, self.ctx)
+                    async with deadline.scope():
+                        outcome = await execute(node, self.ctx)
                         return outcome
-                except TimeoutError:
+                except LoopBudgetExceeded as exc:
+                    if not _expired(exc, deadline):
+                        raise
                     raise DeadlineExceeded(
                         f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
                         scope="step") from None
@@ -357,7 +433,7 @@ class _Run:
                 await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
 
     def _summarize_step(self, node: StepNode, result: StepResult) -> None:
-        result.summary = self.step_summary(self.ctx, node.id)
+        result.summary = step_summary(self.ctx, node.id)
         primary = self.ctx.primaries.get(node.id)
         if primary is not None and result.provider is not None:
             result.fallback_used = result.provider != primary[0] or not same_model(
@@ -440,20 +516,8 @@ class _Run:
     def _policy(self, node: StepNode) -> RetryPolicy:
         policy: RetryPolicy | None = node.policy
         if policy is None:
-            r = node.step.retry
-            max_retries = (r.max_retries if r is not None and r.max_retries is not None
-                           else self.config.max_retries)
-            if node.type == "router":
-                max_retries = 0
-            policy = RetryPolicy(
-                max_retries=3 if max_retries is None else max_retries,
-                backoff_base=r.backoff_base if r else 2.0,
-                backoff_max=r.backoff_max if r else 60.0,
-                jitter=(0.25 if r is None or r.jitter is True else float(r.jitter or 0)),
-                retryable_status_codes=frozenset(r.retryable_status_codes) if r
-                else RetryPolicy().retryable_status_codes,
-            )
-            node.policy = policy
+            policy = node.policy = step_policy(node.step.retry, self.config.max_retries,
+                                               retries=node.type != "router")
         return policy
 
     def _over_budget(self) -> bool:
@@ -539,12 +603,14 @@ class _InContext:
                 value, error = None, exc
 
 
-def _deep_copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_deep_copy(v) for v in value]
-    return value
+def _deadline(clock: Clock, seconds: float) -> Deadline:
+    now = clock.now()
+    return Deadline(clock, now + seconds, now)
+
+
+def _expired(exc: LoopBudgetExceeded, deadline: Deadline) -> bool:
+    """Whether `exc` is `deadline` passing, not a budget of a loop inside the step."""
+    return exc.kind == "deadline" and deadline.clock.now() >= deadline.at
 
 
 def same_model(answered: str, asked: str) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,17 @@ _CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 class Expression:
     source: str
     _tree: ast.expr
+
+    def state_paths(self) -> Iterator[tuple[str | int, ...]]:
+        """The state paths the expression reads (`state.a.b` gives `a.b` and `a`), as the
+        loader's static checks see them; method calls (`x.lower()`) are not reads."""
+        tree = self._tree
+        methods = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for sub in ast.walk(tree):
+            if isinstance(sub, ast.Attribute | ast.Subscript) and id(sub) not in methods:
+                path = _path_of(sub)
+                if path:
+                    yield path
 
     def evaluate(self, state: Mapping[str, Any]) -> Any:
         try:

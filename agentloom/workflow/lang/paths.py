@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentloom.structured import lookup_field
+
 Path = tuple[str | int, ...]
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*)|\[(-?\d+)\]|\[['\"]([^'\"\]]+)['\"]\]")
@@ -84,8 +86,6 @@ def lookup(root: Any, path: Path) -> Any:
         elif isinstance(seg, str) and hasattr(type(cur), "model_fields"):
             # A structured output (pydantic instance): declared, computed and extra
             # fields only, never methods or private attributes.
-            from agentloom.structured import lookup_field
-
             try:
                 cur = lookup_field(cur, seg)
             except KeyError:

@@ -1,2 +1,7 @@
-"""Loading a workflow: bounded YAML with file:line positions, schema validation, static and
-model checks, and the problems a person can act on. Imports schema/ and lang/."""
+"""Loading a workflow: bounded YAML with file:line positions, schema validation, the
+dependency graph, static checks, and every problem at once (`WorkflowProblems`).
+
+Each step type's own preparation comes from the `StepLibrary` the caller hands in
+(`load.workflow.StepLibrary`), so loading imports no step module. May import: `schema/`,
+`lang/`, and the layers below `agentloom.workflow`; never `engine/`, `steps/`, `durable/`.
+"""

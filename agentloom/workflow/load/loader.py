@@ -4,7 +4,8 @@ checks, and every problem reported at once as `file:line: message`.
 Steps are validated one by one, so a bad step does not hide the others' problems; the
 dependency graph is checked on the raw step list, so a cycle is found even when a step
 has a typo. Templates and router expressions are compiled here, once, by each step
-type's `prepare`.
+type's `prepare`, reached through the `StepLibrary` the caller hands in (the loader
+imports no step module: `agentloom.workflow.load_workflow` hands it the step types).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from agentloom.workflow.lang.paths import PathError, parse_path
 from agentloom.workflow.lang.templates import Template, compile_template
 from agentloom.workflow.load.diagnose import describe
 from agentloom.workflow.load.diagnose import dotted as _dotted
-from agentloom.workflow.load.model_checks import check_conversations, prepare_agents, valid_agents
+from agentloom.workflow.load.model_checks import check_conversations, valid_agents
 from agentloom.workflow.load.problems import WorkflowProblems
-from agentloom.workflow.load.workflow import StepNode, Workflow
+from agentloom.workflow.load.static_checks import check_state_reads
+from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 from agentloom.workflow.load.yaml_source import Marks, load_yaml
 from agentloom.workflow.schema.steps import STEP_TYPES, StepBase, step_adapter
 from agentloom.workflow.schema.workflow import WorkflowConfig, WorkflowDefinition
@@ -50,9 +52,11 @@ class _StepErrors(Exception):
         self.errors = errors
 
 
-def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None) -> Workflow:
+def load_workflow(source: str | os.PathLike[str], *, library: StepLibrary,
+                  filename: str | None = None) -> Workflow:
     """Load and check a workflow from a file path, or from YAML text (any string with a
-    newline). Raises `WorkflowProblems` (a `WorkflowError`) listing every problem."""
+    newline), its steps prepared by `library`. Raises `WorkflowProblems` (a
+    `WorkflowError`) listing every problem."""
     if isinstance(source, os.PathLike) or "\n" not in source:
         path = FsPath(source)
         try:
@@ -60,29 +64,31 @@ def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None
         except OSError as exc:
             raise WorkflowError(f"cannot read workflow file: {exc.strerror or exc}",
                                 file=str(path)) from None
-        return load_workflow_text(text, filename=filename or str(path), base_dir=path.parent)
-    return load_workflow_text(source, filename=filename or "<string>")
+        return load_workflow_text(text, library=library, filename=filename or str(path),
+                                  base_dir=path.parent)
+    return load_workflow_text(source, library=library, filename=filename or "<string>")
 
 
 def load_workflow_text(
-    text: str, *, filename: str = "<string>", base_dir: FsPath | None = None
+    text: str, *, library: StepLibrary, filename: str = "<string>",
+    base_dir: FsPath | None = None
 ) -> Workflow:
     data, marks = load_yaml(text, filename)
-    return _Checker(data, marks, filename).build(base_dir or FsPath.cwd())
+    return Checker(data, marks, filename, library).build(base_dir or FsPath.cwd())
 
 
-def load_workflow_data(data: dict[str, Any], *, filename: str = "<inline>",
-                       base_dir: FsPath | None = None) -> Workflow:
+def load_workflow_data(data: dict[str, Any], *, library: StepLibrary,
+                       filename: str = "<inline>", base_dir: FsPath | None = None) -> Workflow:
     """Check an already-parsed mapping (an inline subworkflow); no line numbers. Paths in
     it resolve against `base_dir` (the directory of the file that holds it)."""
-    return _Checker(data, Marks(), filename).build(base_dir or FsPath.cwd())
+    return Checker(data, Marks(), filename, library).build(base_dir or FsPath.cwd())
 
 
 class PrepareContext:
     """Handed to a step module's `prepare`: compiles templates and reports problems at
     the line of the field they come from."""
 
-    def __init__(self, checker: _Checker, index: int, raw: dict[str, Any], node_ids: set[str]):
+    def __init__(self, checker: Checker, index: int, raw: dict[str, Any], node_ids: set[str]):
         self._checker = checker
         self._index = index
         self._raw = raw
@@ -97,6 +103,8 @@ class PrepareContext:
         self.base_dir = checker.base_dir
         """The directory of the file being loaded: relative paths in it resolve here."""
         self.filename = checker.filename
+        self.library = checker.library
+        """The step types: a step that loads a nested workflow loads it with these."""
 
     def depends_on(self, step_id: str, ancestor: str) -> bool:
         """Whether `step_id` depends on `ancestor`, directly or through others."""
@@ -124,9 +132,12 @@ class PrepareContext:
         return compiled
 
 
-class _Checker:
-    def __init__(self, data: Any, marks: Marks, filename: str) -> None:
+class Checker:
+    """One file's check: its problems and warnings, and the lines they point to."""
+
+    def __init__(self, data: Any, marks: Marks, filename: str, library: StepLibrary) -> None:
         self.data = data
+        self.library = library
         self.marks = marks
         self.filename = filename
         self.problems: list[WorkflowError] = []
@@ -136,7 +147,8 @@ class _Checker:
         self.warnings: list[str] = []
         self.base_dir: FsPath = FsPath.cwd()
         self._ancestors: dict[str, set[str]] = {}
-        self._raw_index: dict[str, int] = {}
+        self.raw_index: dict[str, int] = {}
+        """Step id -> its position in the file's `steps` list."""
         self._deps_of: dict[str, list[str]] = {}
         self.function_args: frozenset[str] | None = None
         """Set when checking a workflow function's steps: the args `{args.x}` may name."""
@@ -198,7 +210,7 @@ class _Checker:
                 pass
             self.agents = valid_agents(data.get("agents"))
         nodes = self._graph(raw_steps if isinstance(raw_steps, list) else [], models)
-        self.agent_plans = prepare_agents(self)
+        self.agent_plans = self.library.prepare_agents(self)
         self._prepare(nodes, raw_steps if isinstance(raw_steps, list) else [])
         check_conversations(self, nodes)
         self._check_invalid_steps(raw_steps if isinstance(raw_steps, list) else [], models)
@@ -207,15 +219,13 @@ class _Checker:
         self._check_state_reads(nodes)
         tooling = None
         if definition is not None and self.function_args is None:
-            from agentloom.workflow.engine.functions import check_tooling
-
-            tooling = check_tooling(self, definition, nodes, base_dir)
+            tooling = self.library.check_tooling(self, definition, nodes, base_dir)
         if self.problems or definition is None:
             raise WorkflowProblems(self.problems or [WorkflowError(
                 "invalid workflow", file=self.filename, line=1)])
         definition = definition.model_copy(update={"steps": [n.step for n in nodes.values()]})
         wf = Workflow(definition=definition, nodes=nodes, file=self.filename,
-                      base_dir=base_dir, warnings=self.warnings)
+                      base_dir=base_dir, warnings=self.warnings, library=self.library)
         if tooling is not None:
             wf.functions, wf.tool_refs = tooling.functions, tooling.refs
         return wf
@@ -279,7 +289,7 @@ class _Checker:
             for dep in node.deps:
                 if dep in nodes:
                     nodes[dep].dependents.append(node.id)
-        self._raw_index = {sid: i for i, sid in enumerate(ids) if sid is not None}
+        self.raw_index = {sid: i for i, sid in enumerate(ids) if sid is not None}
         self._deps_of = deps_of
         return nodes
 
@@ -289,7 +299,7 @@ class _Checker:
         for i, (raw, model) in enumerate(zip(raw_steps, models, strict=False)):
             if model is not None or not isinstance(raw, dict):
                 continue
-            pc = PrepareContext(self, i, raw, set(self._raw_index))
+            pc = PrepareContext(self, i, raw, set(self.raw_index))
             for key in ("prompt", "system_prompt"):
                 if isinstance(raw.get(key), str):
                     pc.template(raw[key], key)
@@ -309,12 +319,10 @@ class _Checker:
         return out
 
     def _check_state_reads(self, nodes: dict[str, StepNode]) -> None:
-        from agentloom.workflow.load.static_checks import check_state_reads
-
         state = self.data.get("state") if isinstance(self.data, dict) else None
 
         def warn(node: StepNode, field_path: tuple[str | int, ...], message: str) -> None:
-            line = self.line_in_step(self._raw_index[node.id], field_path)
+            line = self.line_in_step(self.raw_index[node.id], field_path)
             self.warnings.append(f"{self.filename}:{line}: warning: {message}")
 
         check_state_reads(nodes, state if isinstance(state, dict) else {}, self.ancestors, warn)
@@ -329,7 +337,7 @@ class _Checker:
             templates = getattr(node.prepared, "templates", None)
             if templates is None:
                 continue
-            index = self._raw_index[node.id]
+            index = self.raw_index[node.id]
             for field_path, template in templates():
                 for ref in template.refs:
                     if ref.root == "state" and ref.path[0] not in provided:
@@ -363,7 +371,7 @@ class _Checker:
                     router = branch_of.get(first.id)
                     if router is not None and router == branch_of.get(second.id):
                         continue
-                    index = self._raw_index[second.id]
+                    index = self.raw_index[second.id]
                     self.err(f"steps {first.id!r} and {second.id!r} may run at the same "
                              f"time and both write {key!r} (strict_outputs); chain them "
                              "with depends_on or write different keys",
@@ -372,27 +380,16 @@ class _Checker:
     # -- per-type preparation --------------------------------------------------------------
 
     def _prepare(self, nodes: dict[str, StepNode], raw_steps: list[Any]) -> None:
-        from agentloom.workflow.steps import STEP_KINDS
-
-        ids = set(self._raw_index)
+        ids = set(self.raw_index)
         for node in nodes.values():
-            index = self._raw_index[node.id]
+            index = self.raw_index[node.id]
             pc = PrepareContext(self, index, raw_steps[index], ids)
             if node.step.output:
                 try:
                     node.output_path = parse_path(node.step.output.removeprefix("state."))
                 except PathError as exc:
                     pc.report(str(exc), "output")
-            kind = STEP_KINDS.get(node.type)
-            if kind is not None:
-                node.prepared = kind.prepare(node.step, pc)
-                from agentloom.workflow.engine.functions import check_arg_refs
-
-                check_arg_refs(pc, node.prepared, self.function_args)
-            if node.step.on_error:
-                from agentloom.workflow.engine.on_error import prepare_handler
-
-                node.handler = prepare_handler(node.step, pc)
+            self.library.prepare(node, pc, self.function_args)
             for ref_step, field_path in _step_refs(node.prepared):
                 if ref_step not in ids:
                     hint = difflib.get_close_matches(ref_step, sorted(ids), n=1)

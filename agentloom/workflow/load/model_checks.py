@@ -1,7 +1,7 @@
 """Load-time checks that span more than one step: the `agents:` map and conversations.
 
-An agent is prepared once (its instructions compiled, its output schema built), and its
-problems are reported at the agent's own lines, not at every step that runs it. Two
+Agents that fail validation alone are set aside so one bad agent doesn't hide the rest
+(each valid one is prepared by the step library, at its own lines). Two
 steps that could run at the same time on one conversation are refused: each would write
 its own copy back, and one turn would be lost. Branches of one router are exempt,
 because only one of them runs.
@@ -12,72 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentloom.conversation import concurrency_predicate, conflicting_conversation_steps
-from agentloom.errors import ConfigError, TemplateError
-from agentloom.workflow.lang.templates import compile_template
-from agentloom.workflow.schema.agents import AGENT_NAME, AgentDef
+from agentloom.errors import ConfigError
+from agentloom.workflow.schema.agents import AgentDef
 
 if TYPE_CHECKING:
     from agentloom.workflow.load.workflow import StepNode
-    from agentloom.workflow.steps.agent import AgentPlan
-
-
-def prepare_agents(checker: Any) -> dict[str, AgentPlan]:
-    """Each valid agent of the file, ready to run; problems go to `checker.err`."""
-    agents: dict[str, AgentDef] = getattr(checker, "agents", {}) or {}
-    if not agents:
-        return {}  # and the agent step's module is not imported for nothing
-    from agentloom.workflow.steps._structured_step import load_protocol, prepare_structured
-    from agentloom.workflow.steps.agent import AgentPlan
-
-    data = checker.data if isinstance(checker.data, dict) else {}
-    found_agents = data.get("agents")
-    raw_agents: dict[str, Any] = found_agents if isinstance(found_agents, dict) else {}
-    config = checker.definition_config
-    providers = data.get("providers") if isinstance(data.get("providers"), dict) else None
-    plans: dict[str, AgentPlan] = {}
-
-    def line(name: str, *path: str) -> int | None:
-        found = checker.marks.line_of(raw_agents, name)
-        node: Any = raw_agents.get(name)
-        for part in path:
-            if not isinstance(node, dict):
-                break
-            found = checker.marks.line_of(node, part) or found
-            node = node.get(part)
-        return found  # type: ignore[no-any-return]
-
-    for name, d in agents.items():
-        where = f"agents.{name}"
-        if not AGENT_NAME.match(name):
-            checker.err(f"agent name {name!r} takes letters, digits, _ and -, up to 64 "
-                        "characters (it is the agent's speaker name)", line(name), where)
-            continue
-        profiles = data.get("profiles")
-        if d.profile is not None and not (isinstance(profiles, dict) and d.profile in profiles):
-            checker.err(f"{where}.profile: unknown profile {d.profile!r}", line(name, "profile"),
-                        f"{where}.profile")
-        instructions = None
-        if d.instructions is not None:
-            try:
-                instructions = compile_template(d.instructions)
-            except TemplateError as exc:
-                checker.problems.append(TemplateError(
-                    f"{where}.instructions: {exc.message}", file=checker.filename,
-                    line=line(name, "instructions"), field=f"{where}.instructions"))
-        structured = None
-        if d.output_schema is not None:
-            model = d.model or (config.model if config is not None else None)
-            provider = d.provider or (config.provider if config is not None else None)
-            try:
-                structured = prepare_structured(
-                    d.output_schema, name, protocol=load_protocol(provider, model, providers),
-                    model=model, with_tools=bool(d.tools))
-            except ConfigError as exc:
-                checker.err(f"{where}.output_schema: {exc}", line(name, "output_schema"),
-                            f"{where}.output_schema")
-        plans[name] = AgentPlan(name=name, definition=d, instructions=instructions,
-                                structured=structured)
-    return plans
 
 
 def valid_agents(raw: Any) -> dict[str, AgentDef]:
@@ -115,6 +54,6 @@ def check_conversations(checker: Any, nodes: dict[str, StepNode]) -> None:
     except ConfigError:
         return  # a malformed key is reported by the step itself
     for c in conflicts:
-        index = checker._raw_index[c.second]
+        index = checker.raw_index[c.second]
         checker.err(c.message, checker.line_in_step(index, ("conversation",)),
                     f"steps[{index}].conversation")

@@ -11,7 +11,6 @@ Warnings (state may still come from `--state`, so none is an error):
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -37,21 +36,8 @@ def state_reads(node: StepNode) -> Iterator[tuple[FieldPath, StatePath, str]]:
     if node.type == "map" and getattr(prepared, "over", None):
         yield ("over",), tuple(prepared.over), "state." + format_path(prepared.over)
     for i, (expression, _target) in enumerate(getattr(prepared, "conditions", ()) or ()):
-        for path in _expression_paths(getattr(expression, "_tree", None)):
+        for path in expression.state_paths():
             yield ("conditions", i, "expression"), path, "state." + format_path(path)
-
-
-def _expression_paths(tree: Any) -> Iterator[StatePath]:
-    from agentloom.workflow.lang.expressions import _path_of
-
-    if tree is None:
-        return
-    methods = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Attribute | ast.Subscript) and id(sub) not in methods:
-            path = _path_of(sub)
-            if path:
-                yield path
 
 
 def check_state_reads(nodes: dict[str, StepNode], state: dict[str, Any],

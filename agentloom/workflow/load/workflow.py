@@ -4,20 +4,67 @@ Each `StepNode` holds its dependencies and dependents, its compiled templates or
 expressions (`prepared`, from its step module) and its `output` path, so that running a
 step never parses anything. `Workflow` is immutable in spirit: overrides from the CLI
 (`--model`, `--provider`, `--timeout`, `--stream`) make a new one.
+
+`StepLibrary` is how the loader and the engine reach the step types without importing
+them: the caller above both (`agentloom.workflow.load_workflow`) hands one in, and the
+loaded workflow keeps it, so nested workflows load and run with the same step types.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom.workflow.lang.paths import Path
 
 if TYPE_CHECKING:
     from agentloom.workflow.schema.steps import StepBase
     from agentloom.workflow.schema.workflow import WorkflowDefinition
+
+
+class StepLibrary(Protocol):
+    """The step types, as the loader and the engine use them."""
+
+    def prepare(self, node: StepNode, pc: Any, function_args: frozenset[str] | None) -> None:
+        """Compile one step at load (`node.prepared`, `node.handler`); problems go to
+        `pc.report`. `function_args` are the args a function body's steps may read."""
+
+    def prepare_agents(self, checker: Any) -> dict[str, Any]:
+        """The file's `agents:`, each ready to run; problems go to `checker`."""
+
+    def check_tooling(self, checker: Any, definition: WorkflowDefinition,
+                      nodes: dict[str, StepNode], base_dir: FsPath) -> Any:
+        """Load the workflow functions and check every tool name the file declares."""
+
+    def execute(self, node: StepNode, ctx: Any) -> Coroutine[Any, Any, Any]:
+        """Run one attempt of a step: a `StepOutcome`, or it raises."""
+
+    def run_tools(self, workflow: Workflow, *, tools: Any, clients: Any, transport: Any,
+                  clock: Any, runner: Any) -> AbstractAsyncContextManager[Any] | None:
+        """The run's tool source as an async context (MCP servers, workflow functions), or
+        None when the file adds nothing to `tools` (then `plain_tools` gives it)."""
+
+    def plain_tools(self, workflow: Workflow, tools: Any, transport: Any) -> Any:
+        """The run's tool source for a file without functions and MCP servers."""
+
+
+def choose_model(own: str | None, profile: str | None, profiles: Mapping[str, Any],
+                 default: str | None) -> str | None:
+    """The model name a step asks for, by the one precedence: its own `model` (an `agent`
+    step's: its agent's), its profile's `model`, the workflow's `config.model` (which the
+    CLI's `--model` replaces); None leaves it to the runtime's default model."""
+    if own:
+        return own
+    if profile is not None:
+        raw = profiles.get(profile)
+        named = raw.get("model") if isinstance(raw, Mapping) else None
+        if isinstance(named, str) and named:
+            return named
+    return default or None
 
 
 @dataclass(slots=True)
@@ -49,10 +96,29 @@ class Workflow:
     warnings: list[str] = field(default_factory=list)
     """`file:line: warning: ...` lines: not errors, but worth a look (`validate` shows them)."""
     functions: dict[str, Any] = field(default_factory=dict)
-    """Workflow functions by name (`_functions.FunctionDef`), checked at load."""
+    """Workflow functions by name (`steps.functions.FunctionDef`), checked at load."""
     tool_refs: list[Any] = field(default_factory=list)
-    """Every tool name a step declares, with its line (`_functions.ToolRef`): checked
+    """Every tool name a step declares, with its line (`steps.functions.ToolRef`): checked
     against the run's registry before anything runs."""
+    library: StepLibrary | None = None
+    """The step types it was loaded with: the engine runs its steps with them."""
+    models: dict[str, str | None] = field(init=False)
+    """Step id -> the model name it asks for (`choose_model`), chosen once here (and
+    again for the copy `with_overrides` makes): steps read it, they don't choose."""
+
+    def __post_init__(self) -> None:
+        definition = self.definition
+        profiles, agents = definition.profiles, definition.agents
+        default = definition.config.model
+        models: dict[str, str | None] = {}
+        for node_id, node in self.nodes.items():
+            source: Any = node.step
+            if node.type == "agent":
+                source = agents.get(getattr(node.step, "agent", ""))
+            models[node_id] = choose_model(getattr(source, "model", None),
+                                           getattr(source, "profile", None), profiles,
+                                           default)
+        self.models = models
 
     @property
     def name(self) -> str:
@@ -64,7 +130,8 @@ class Workflow:
 
     def with_overrides(self, **config_changes: Any) -> Workflow:
         """A copy whose `config` has these fields changed; None values are ignored.
-        `model=` changes config.model only: a step's own model still wins."""
+        `model=` changes config.model only: a step's own model (or its profile's) still
+        wins, and each step's model is chosen again for the copy."""
         changes = {k: v for k, v in config_changes.items() if v is not None}
         if not changes:
             return self

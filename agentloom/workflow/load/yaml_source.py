@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from agentloom.errors import WorkflowError
+from agentloom.workflow.load.problems import WorkflowProblems
 
 
 @dataclass(slots=True)
@@ -88,7 +89,5 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
     except yaml.YAMLError as exc:
         raise WorkflowError(f"invalid YAML: {exc}", file=filename) from None
     if errors:
-        from agentloom.workflow.load.problems import WorkflowProblems
-
         raise WorkflowProblems(errors)
     return data, marks

@@ -74,8 +74,3 @@ class AgentDef(Strict):
                 "output_schema.mode tool makes the schema the agent's one tool; drop "
                 "mode: tool to keep the agent's own tools")
         return self
-
-
-def check_agent_names(agents: dict[str, AgentDef]) -> list[str]:
-    """Names out of the speaker pattern (an agent is a speaker by its name)."""
-    return [n for n in agents if not AGENT_NAME.match(n)]

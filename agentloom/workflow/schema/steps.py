@@ -14,6 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
+from agentloom.errors import ConfigError
+from agentloom.routing import parse_fallback
+
 STEP_ID = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 DEFAULT_RETRYABLE_STATUS = (429, 500, 502, 503, 504)
 
@@ -170,9 +173,6 @@ class LLMCallStep(StepBase):
     @field_validator("fallback")
     @classmethod
     def _fallback(cls, v: Any) -> Any:
-        from agentloom.errors import ConfigError
-        from agentloom.routing import parse_fallback
-
         try:
             parse_fallback(v)
         except ConfigError as exc:

@@ -13,6 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from agentloom.errors import ConfigError
+from agentloom.pricing import PriceTable
+from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.steps import RetryConfig, Step, StepBase, Strict, step_adapter
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
@@ -70,8 +73,6 @@ class WorkflowConfig(Strict):
     @field_validator("rate_limits")
     @classmethod
     def _rate_limits(cls, v: Any) -> Any:
-        from agentloom.routing import parse_rate_limits
-
         if v is not None:
             _config_checked(parse_rate_limits, v)
         return v
@@ -79,8 +80,6 @@ class WorkflowConfig(Strict):
     @field_validator("circuit_breaker")
     @classmethod
     def _breaker(cls, v: Any) -> Any:
-        from agentloom.routing import parse_breaker
-
         if v is not None:
             _config_checked(parse_breaker, v)
         return v
@@ -89,8 +88,6 @@ class WorkflowConfig(Strict):
     @classmethod
     def _prices(cls, v: Any) -> Any:
         if isinstance(v, dict):
-            from agentloom.pricing import PriceTable
-
             _config_checked(PriceTable.from_mapping, v)
         return v
     max_retries: int | None = Field(default=None, ge=0, le=100)
@@ -170,13 +167,11 @@ class WorkflowDefinition(Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Named model setups (spec 004) a step uses with `profile: name`; checked here, read
-    by `agentloom.workflow.steps._client_choice`."""
+    by `agentloom.workflow.steps.profiles`."""
 
     @field_validator("profiles")
     @classmethod
     def _profiles(cls, v: dict[str, dict[str, Any]], info: ValidationInfo) -> Any:
-        from agentloom.routing import parse_profiles
-
         known = known_providers(info.data.get("providers") or {})
         _config_checked(lambda d: parse_profiles(d, known_providers=known), v)
         return v
@@ -205,8 +200,6 @@ def known_providers(declared: Any) -> frozenset[str]:
 def _config_checked(parse: Any, value: Any) -> None:
     """Run a routing parser for its checks; its ConfigError becomes a pydantic error (the
     loader adds file:line)."""
-    from agentloom.errors import ConfigError
-
     try:
         parse(value)
     except ConfigError as exc:

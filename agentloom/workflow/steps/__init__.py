@@ -6,7 +6,13 @@
   handles retries, timeouts, state writes and skips.
 
 Step modules are imported on first use (`STEP_KINDS[kind]`), so loading and running a
-workflow pays only for the step types it has.
+workflow pays only for the step types it has. `library.LIBRARY` hands them to the loader
+and the engine. Shared parts: `client` (which model client a step gets), `profiles`,
+`functions` (workflow functions as tools), `tooling` (a run's tool source), `_turn`
+(one model turn, on the one agent loop), `_prepare`, `_structured_step`.
+
+May import: `engine/` (its public modules: results, the run context's interface, nested
+runs), `load/`, `schema/`, `lang/` and the layers below; never `durable/`.
 """
 
 from __future__ import annotations

@@ -15,13 +15,16 @@ from typing import TYPE_CHECKING, Any
 from agentloom.conversation import Conversation
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
+from agentloom.providers.anthropic import check_reasoning_settings
+from agentloom.structured import OutputPlan
+from agentloom.tools import DeclaredTool, ToolRegistry
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
-    StructuredPlan,
     load_protocol,
     prepare_structured,
 )
 from agentloom.workflow.steps._turn import conversation_path
+from agentloom.workflow.steps.profiles import toolbox_options
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
@@ -33,13 +36,11 @@ if TYPE_CHECKING:
 
 def prepare_turn_parts(
     step: Any, pc: PrepareContext, *, model: str | None, reasoning: ReasoningConfig | None
-) -> tuple[StructuredPlan | None, Path | None]:
+) -> tuple[OutputPlan | None, Path | None]:
     """Check an llm_call's reasoning, schema and conversation; return the schema plan
     and the conversation's state path (None where the step has none, or on a problem,
     which is reported)."""
     if reasoning is not None and model:
-        from agentloom.providers.anthropic import check_reasoning_settings
-
         try:
             check_reasoning_settings(model, step.max_tokens, reasoning)
         except ConfigError as exc:
@@ -48,7 +49,7 @@ def prepare_turn_parts(
     if step.response_schema is not None:
         structured = structured_plan(step.response_schema, step.id, pc, "response_schema",
                                      provider=step.provider, model=model)
-        if structured is not None and structured.mode == "tool" and reasoning is not None \
+        if structured is not None and structured.forced_tool and reasoning is not None \
                 and _protocol(step.provider, model, pc) == "anthropic":
             pc.report("Claude refuses a forced tool call with thinking on: drop mode: tool "
                       "or turn thinking off", "response_schema", "mode")
@@ -66,7 +67,7 @@ def _protocol(provider: str | None, model: str | None, pc: PrepareContext) -> st
 def structured_plan(
     block: ResponseSchema, name: str, pc: PrepareContext, field: str, *,
     provider: str | None, model: str | None, with_tools: bool = False,
-) -> StructuredPlan | None:
+) -> OutputPlan | None:
     protocol = _protocol(provider, model, pc)
     try:
         return prepare_structured(block, name, protocol=protocol, model=model,
@@ -105,9 +106,6 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     registry = ctx.tools
     if registry is None:
         raise ConfigError(f"step {step_id!r} declares tools, but no tool registry is set")
-    from agentloom.tools import DeclaredTool, ToolRegistry
-    from agentloom.workflow.steps._client_choice import toolbox_options
-
     policy = ctx.sandbox_policy()
     options = toolbox_options(step_id, ctx)
     # A caller that passes the same registry to every run gets the same tool box for

@@ -15,9 +15,9 @@ same validator and re-asks apply and the conversation stores the JSON the model 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,58 +26,34 @@ from agentloom.messages import (
     ModelRequest,
     ModelResponse,
     NamedToolChoice,
-    ResponseFormat,
     TextPart,
-    ToolSpec,
 )
+from agentloom.providers import get_protocol
 from agentloom.structured import (
+    OutputPlan,
     ResponseSchemaSpec,
-    SchemaValidator,
-    build_response_format,
     check_forced_tool_support,
-    final_answer_instruction,
     parse_forced_tool_call,
-    structured_tool,
-    structured_tool_choice,
-    with_system,
+    plan_output,
 )
 
 if TYPE_CHECKING:
-    from agentloom.providers._base import AttemptSink, EventSink, ModelClient
+    from collections.abc import Callable
+
+    from agentloom.messages import StreamEvent
+    from agentloom.providers import AttemptRecord, ModelClient
     from agentloom.workflow.schema.steps import ResponseSchema
 
 _VENDORS = ("openai", "anthropic", "gemini", "ollama")
 _OPENAI_LIKE = ("generic_openai", "local")
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class StructuredPlan:
-    """What a step with a schema puts on its request, computed once at load."""
-
-    spec: ResponseSchemaSpec
-    validator: SchemaValidator
-    mode: str
-    """`native` or `tool`."""
-    response_format: ResponseFormat | None = None
-    tool: ToolSpec | None = None
-    tool_choice: NamedToolChoice | None = None
-    instruction: str | None = None
-    """For an agent with tools: the schema as a system-prompt sentence instead of a
-    native JSON mode (which would keep the model from calling its tools)."""
-
-    def apply(self, request: ModelRequest) -> ModelRequest:
-        if self.mode == "tool":
-            assert self.tool is not None and self.tool_choice is not None
-            return request.replace(tools=(self.tool,), tool_choice=self.tool_choice)
-        if self.instruction is not None:
-            return request.replace(messages=with_system(request.messages, self.instruction))
-        return request.replace(response_format=self.response_format)
-
-    def wrap(self, client: ModelClient) -> ModelClient:
-        if self.mode == "tool":
-            assert self.tool_choice is not None
-            return ForcedToolClient(client, self.tool_choice)
-        return client
+def with_client(plan: OutputPlan, client: ModelClient) -> ModelClient:
+    """The client a turn under `plan` calls: in forced-tool mode it forces the schema's
+    tool and hands the loop the call's arguments as the reply's text."""
+    if plan.tool_choice is not None:
+        return ForcedToolClient(client, plan.tool_choice)
+    return client
 
 
 def prepare_structured(
@@ -88,34 +64,23 @@ def prepare_structured(
     model: str | None,
     with_tools: bool = False,
     base_dir: Path | None = None,
-) -> StructuredPlan:
+) -> OutputPlan:
     """The plan of one schema block. Raises ConfigError (the caller adds file:line).
 
     `name` is the step id (or the agent's name): the schema's name when none is given.
     `protocol` is the wire protocol the step's model resolves to, when it is known at load.
     """
     spec = ResponseSchemaSpec.from_dict(block.spec_dict(), base_dir=base_dir or Path.cwd())
-    validator = SchemaValidator(spec)
-    if block.mode == "tool":
-        if protocol is not None:
-            from agentloom.providers import get_protocol
-
-            try:
-                check_forced_tool_support(get_protocol(protocol).capabilities(model or ""),
-                                          provider=protocol, model=model)
-            except ConfigError:
-                who = f"{protocol} model {model!r}" if model else f"provider {protocol!r}"
-                raise ConfigError(
-                    f"mode tool needs a forced tool call, and {who} can't be forced to "
-                    "call a tool; drop mode: tool to use the provider's JSON mode") from None
-        return StructuredPlan(spec=spec, validator=validator, mode="tool",
-                              tool=structured_tool(spec, name),
-                              tool_choice=structured_tool_choice(spec, name))
-    fmt = build_response_format(spec, name)
-    if with_tools:
-        return StructuredPlan(spec=spec, validator=validator, mode="native",
-                              instruction=final_answer_instruction(spec, name))
-    return StructuredPlan(spec=spec, validator=validator, mode="native", response_format=fmt)
+    if block.mode == "tool" and protocol is not None:
+        try:
+            check_forced_tool_support(get_protocol(protocol).capabilities(model or ""),
+                                      provider=protocol, model=model)
+        except ConfigError:
+            who = f"{protocol} model {model!r}" if model else f"provider {protocol!r}"
+            raise ConfigError(
+                f"mode tool needs a forced tool call, and {who} can't be forced to "
+                "call a tool; drop mode: tool to use the provider's JSON mode") from None
+    return plan_output(spec, name, with_tools=with_tools, forced_tool=block.mode == "tool")
 
 
 def load_protocol(provider: str | None, model: str | None,
@@ -137,8 +102,6 @@ def load_protocol(provider: str | None, model: str | None,
         return None
     if not model:
         return None
-    from agentloom.providers import get_protocol
-
     for name in ("anthropic", "gemini", "openai", "ollama"):
         if get_protocol(name).serves(model):
             return name
@@ -162,8 +125,10 @@ class ForcedToolClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def complete(self, request: ModelRequest, *, on_event: EventSink | None = None,
-                       on_attempt: AttemptSink | None = None) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *,
+                       on_event: Callable[[StreamEvent], None] | None = None,
+                       on_attempt: Callable[[AttemptRecord], None] | None = None
+                       ) -> ModelResponse:
         request = request.replace(tool_choice=self._choice, stream=False)
         response = await self._inner.complete(request, on_event=None, on_attempt=on_attempt)
         try:
@@ -176,6 +141,4 @@ class ForcedToolClient:
 
 
 def _as_text(response: ModelResponse, text: str) -> ModelResponse:
-    import dataclasses
-
     return dataclasses.replace(response, parts=(TextPart(text=text),))

@@ -23,17 +23,19 @@ from agentloom.conversation import Conversation, commit_turn, normalize_key, pre
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
-from agentloom.workflow.engine.functions import NESTED_USAGE
+from agentloom.workflow.engine.nested import NESTED_USAGE
 from agentloom.workflow.engine.observe import step_observer
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import MISSING, assign, lookup, parse_path
+from agentloom.workflow.steps._structured_step import with_client
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
-    from agentloom.providers._base import ModelClient
+    from agentloom.loop.agent import Agent
+    from agentloom.providers import ModelClient
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.lang.paths import Path
-    from agentloom.workflow.steps._structured_step import StructuredPlan
 
 
 @dataclass(slots=True, kw_only=True)
@@ -48,7 +50,7 @@ class Turn:
     media: tuple[Any, ...] = ()
     conversation: Path | None = None
     speaker: str | None = None
-    structured: StructuredPlan | None = None
+    structured: OutputPlan | None = None
     toolbox: ToolBox | None = None
     max_iterations: int = 5
     max_reasks: int = 0
@@ -56,6 +58,8 @@ class Turn:
     capture_reasoning: bool = True
     messages_ready: bool = False
     """`request` already holds the plain messages (and the tool box's specs)."""
+    agent: Agent | None = None
+    """An `agent` step's Agent: it builds the turn's request and runs its loop."""
 
 
 def conversation_path(key: str) -> Path:
@@ -69,15 +73,21 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     plan = None
     if turn.messages_ready:
         request = turn.request
-    elif turn.conversation is not None:
-        plan = await _plan(turn, client, ctx, extra_usage)
-        request = turn.request.replace(messages=plan.messages)
     else:
-        request = turn.request.replace(messages=plain_messages(
-            turn.step_id, turn.system_prompt, turn.prompt, turn.media))
+        if turn.conversation is not None:
+            plan = await _plan(turn, client, ctx, extra_usage)
+            messages = plan.messages
+        else:
+            messages = plain_messages(turn.step_id, turn.system_prompt, turn.prompt,
+                                      turn.media)
+        if turn.agent is not None:
+            request = turn.agent.request(messages)  # its schema plan put on by the builder
+        else:
+            request = turn.request.replace(messages=messages)
+            if turn.structured is not None:
+                request = turn.structured.apply(request)
     if turn.structured is not None:
-        request = turn.structured.apply(request)
-        client = turn.structured.wrap(client)
+        client = with_client(turn.structured, client)
     sink = None
     if ctx.on_event is not None and request.stream:
         on_event, step_id = ctx.on_event, turn.step_id
@@ -90,15 +100,21 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     # the step's tokens and cost cover every call it made); a failed loop's step fails
     # anyway. Without tools nothing can add to it.
     usage_token = NESTED_USAGE.set(nested) if turn.toolbox is not None else None
-    result = await run_loop(
-        client, request, tools=turn.toolbox, on_event=sink,
-        options=LoopOptions(
-            max_iterations=turn.max_iterations, run_id=ctx.run_id, step_id=turn.step_id,
-            validator=turn.structured.validator if turn.structured is not None else None,
-            max_reasks=turn.max_reasks if turn.structured is not None else 0,
-            speaker=turn.speaker, agent_name=turn.agent_name,
-            observer=step_observer(turn.step_id, ctx)),
-    )
+    observer = step_observer(turn.step_id, ctx)
+    if turn.agent is not None:
+        result = await turn.agent.arun_loop(
+            request, client=client, max_reasks=turn.max_reasks, run_id=ctx.run_id,
+            step_id=turn.step_id, speaker=turn.speaker, observer=observer, on_event=sink,
+            agent_mode=False)
+    else:
+        result = await run_loop(
+            client, request, tools=turn.toolbox, on_event=sink,
+            options=LoopOptions(
+                max_iterations=turn.max_iterations, run_id=ctx.run_id, step_id=turn.step_id,
+                validator=turn.structured.validator if turn.structured is not None else None,
+                max_reasks=turn.max_reasks if turn.structured is not None else 0,
+                speaker=turn.speaker, agent_name=turn.agent_name, observer=observer),
+        )
     if usage_token is not None:
         NESTED_USAGE.reset(usage_token)
         extra_usage.extend(nested)

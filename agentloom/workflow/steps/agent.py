@@ -2,16 +2,17 @@
 
 An agent is a model with its tools and its rules, defined once (`AgentDef`) and run by
 name. The step adds only what a turn needs: a prompt, a `conversation` (in which the
-agent speaks under its own name), attachments and an `output` key. The turn itself is
-the `llm_call` one (`_turn.run_turn`, the one `run_loop`), with three agent rules:
+agent speaks under its own name), attachments and an `output` key. Each turn builds the
+one `agentloom.Agent` from the definition (`AgentPlan.agent`): its request comes from
+`Agent.request` and its loop from `Agent.arun_loop`, inside the shared step turn
+(`_turn.run_turn`), with three agent rules:
 agents don't stream; an agent's instructions apply to its own turns (in a conversation
 they are not stored); and an agent with tools and an `output_schema` keeps its tools,
 with the final answer validated against the schema and re-asked when it doesn't fit.
 
-`AgentSpec` is the one description of an agent that both faces share: a YAML agent
-gives `AgentSpec.from_definition(...)`, a Python `agentloom.Agent` gives
-`AgentSpec.from_agent(agent)`, and `spec.to_agent(client)` / `spec.to_definition()` go
-the other way, so loading one gives the other.
+`AgentSpec` converts between the two spellings of an agent (a YAML `agents:` entry and
+the keyword arguments of `agentloom.Agent`): `AgentSpec.from_definition(...)`,
+`AgentSpec.from_agent(agent)`, `spec.to_agent(client)` and `spec.to_definition()`.
 """
 
 from __future__ import annotations
@@ -20,24 +21,29 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
-from agentloom.errors import ConfigError
-from agentloom.messages import ModelRequest
-from agentloom.structured import ResponseSchemaSpec
+from agentloom.errors import ConfigError, TemplateError
+from agentloom.loop.agent import Agent
+from agentloom.structured import OutputPlan, ResponseSchemaSpec
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
-from agentloom.workflow.lang.templates import Template
-from agentloom.workflow.schema.agents import AgentDef
+from agentloom.workflow.lang.templates import Template, compile_template
+from agentloom.workflow.load.workflow import choose_model
+from agentloom.workflow.schema.agents import AGENT_NAME, AgentDef
 from agentloom.workflow.schema.steps import AgentStep
 from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
-from agentloom.workflow.steps._structured_step import StructuredPlan
+from agentloom.workflow.steps._structured_step import (
+    load_protocol,
+    prepare_structured,
+)
 from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
+from agentloom.workflow.steps.client import client_for
+from agentloom.workflow.steps.llm_call import default_model, load_attachments
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from agentloom.loop import ToolBox
-    from agentloom.loop.agent import Agent
-    from agentloom.providers._base import ModelClient
+    from agentloom.providers import ModelClient
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode, Workflow
@@ -94,8 +100,6 @@ class AgentSpec:
         """A Python Agent with this spec, answering through `client`. `tools` are the
         callables or ToolBox behind `self.tools` (the registry is the caller's); keyword
         arguments (a `model=` for a client that carries none, say) win over the spec."""
-        from agentloom.loop.agent import Agent
-
         settings: dict[str, Any] = {
             "model": self.model, "system_prompt": self.instructions, "name": self.name,
             "max_iterations": self.max_tool_iterations, "temperature": self.temperature,
@@ -178,7 +182,18 @@ class AgentPlan:
     name: str
     definition: AgentDef
     instructions: Template | None = None
-    structured: StructuredPlan | None = None
+    structured: OutputPlan | None = None
+
+    def agent(self, client: ModelClient, *, model: str | None, toolbox: ToolBox | None,
+              instructions: str | None, max_reasks: int) -> Agent:
+        """The agent as the one `Agent` object, for one turn of a run: its instructions
+        rendered, the run's tools and client, its limits and schema plan from the file."""
+        d = self.definition
+        return Agent(client, model=model or None, tools=toolbox, system_prompt=instructions,
+                     name=self.name, max_iterations=d.limits.max_tool_iterations,
+                     deadline_seconds=None, temperature=d.settings.temperature,
+                     max_tokens=d.settings.max_tokens, output_schema=self.structured,
+                     max_reasks=max_reasks)
 
 
 @dataclass(slots=True, frozen=True)
@@ -225,32 +240,83 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     config = ctx.workflow.config
     media: tuple[Any, ...] = ()
     if prep.attachments:
-        from agentloom.workflow.steps.llm_call import _attachments
-
-        media = await _attachments(step, prep, ctx)  # type: ignore[arg-type]
-    from agentloom.workflow.steps._client_choice import client_for
-    from agentloom.workflow.steps.llm_call import _default_model
-
-    model = d.model or config.model
+        media = await load_attachments(step, prep, ctx)  # type: ignore[arg-type]
+    model = ctx.workflow.models[node.id]
     client = client_for(_ChoiceNode(node.id, _Choice(  # type: ignore[arg-type]
         id=node.id, model=d.model, provider=d.provider, profile=d.profile,
         retry=step.retry)), ctx)
     if model is None and d.profile is not None:
         model = getattr(getattr(client, "candidates", (None,))[0], "model", None)
-    request = ModelRequest(
-        model=model or _default_model(ctx), messages=(),
-        temperature=d.settings.temperature, max_tokens=d.settings.max_tokens,
-        stream=False,  # agent turns arrive in one piece
-    )
+    system_prompt = None if plan.instructions is None else plan.instructions.render(ctx.scope)
+    toolbox = build_toolbox(d.declared, ctx, node.id)
+    reasks = max_reasks(step.retry, config)
+    agent = plan.agent(client, model=model or default_model(ctx), toolbox=toolbox,
+                       instructions=system_prompt, max_reasks=reasks)
     turn = Turn(
-        step_id=node.id, request=request,
-        system_prompt=None if plan.instructions is None
-        else plan.instructions.render(ctx.scope),
+        step_id=node.id, request=agent.request(()),  # agent turns arrive in one piece
+        system_prompt=system_prompt,
         prompt=None if prep.prompt is None else prep.prompt.render(ctx.scope),
         media=media, conversation=prep.conversation,
         speaker=plan.name if prep.conversation is not None else None,
-        structured=plan.structured, toolbox=build_toolbox(d.declared, ctx, node.id),
-        max_iterations=d.limits.max_tool_iterations,
-        max_reasks=max_reasks(step.retry, config), agent_name=plan.name,
+        structured=plan.structured, toolbox=toolbox,
+        max_iterations=d.limits.max_tool_iterations, max_reasks=reasks,
+        agent_name=plan.name, agent=agent,
     )
     return await run_turn(turn, client, ctx)
+
+
+def prepare_agents(checker: Any) -> dict[str, AgentPlan]:
+    """Each valid agent of the file, ready to run; problems go to `checker.err`."""
+    agents: dict[str, AgentDef] = getattr(checker, "agents", {}) or {}
+    if not agents:
+        return {}
+    data = checker.data if isinstance(checker.data, dict) else {}
+    found_agents = data.get("agents")
+    raw_agents: dict[str, Any] = found_agents if isinstance(found_agents, dict) else {}
+    config = checker.definition_config
+    providers = data.get("providers") if isinstance(data.get("providers"), dict) else None
+    plans: dict[str, AgentPlan] = {}
+
+    def line(name: str, *path: str) -> int | None:
+        found = checker.marks.line_of(raw_agents, name)
+        node: Any = raw_agents.get(name)
+        for part in path:
+            if not isinstance(node, dict):
+                break
+            found = checker.marks.line_of(node, part) or found
+            node = node.get(part)
+        return found  # type: ignore[no-any-return]
+
+    for name, d in agents.items():
+        where = f"agents.{name}"
+        if not AGENT_NAME.match(name):
+            checker.err(f"agent name {name!r} takes letters, digits, _ and -, up to 64 "
+                        "characters (it is the agent's speaker name)", line(name), where)
+            continue
+        profiles = data.get("profiles")
+        if d.profile is not None and not (isinstance(profiles, dict) and d.profile in profiles):
+            checker.err(f"{where}.profile: unknown profile {d.profile!r}", line(name, "profile"),
+                        f"{where}.profile")
+        instructions = None
+        if d.instructions is not None:
+            try:
+                instructions = compile_template(d.instructions)
+            except TemplateError as exc:
+                checker.problems.append(TemplateError(
+                    f"{where}.instructions: {exc.message}", file=checker.filename,
+                    line=line(name, "instructions"), field=f"{where}.instructions"))
+        structured = None
+        if d.output_schema is not None:
+            model = choose_model(d.model, d.profile, profiles if isinstance(profiles, dict)
+                                 else {}, config.model if config is not None else None)
+            provider = d.provider or (config.provider if config is not None else None)
+            try:
+                structured = prepare_structured(
+                    d.output_schema, name, protocol=load_protocol(provider, model, providers),
+                    model=model, with_tools=bool(d.tools))
+            except ConfigError as exc:
+                checker.err(f"{where}.output_schema: {exc}", line(name, "output_schema"),
+                            f"{where}.output_schema")
+        plans[name] = AgentPlan(name=name, definition=d, instructions=instructions,
+                                structured=structured)
+    return plans

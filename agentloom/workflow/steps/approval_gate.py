@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from agentloom import http
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow.durable.run import PauseRun, current_durable
+from agentloom.http import HttpRequest, HttpTimeout
+from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
+from agentloom.workflow.engine.pause import PauseRun, waited_too_long
 from agentloom.workflow.engine.result import StepOutcome
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     prep: Prepared = node.prepared
     message = (prep.message.render(ctx.scope) if prep.message is not None
                else f"approve step {node.id!r} of workflow {ctx.workflow.name!r}?")
-    durable = current_durable.get()
+    durable = ctx.durable
     got = durable.take_decision(node.id) if durable is not None else None
     if got is None or durable is None:
         data: dict[str, Any] = {"timeout_seconds": step.timeout_seconds,
@@ -64,16 +66,14 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raise PauseRun("approval", message, data=data)
     decision, paused_at = got
     approve = decision.approve
-    if step.timeout_seconds is not None and paused_at is not None:
-        at = paused_at if paused_at.tzinfo is not None else paused_at.replace(tzinfo=UTC)
-        waited = (durable.clock_now() - at).total_seconds()
-        if waited > step.timeout_seconds:
-            if step.on_timeout is None:
-                raise DeadlineExceeded(
-                    f"approval of step {node.id!r} timed out: resumed {waited:.0f}s after "
-                    f"the pause, over timeout_seconds={step.timeout_seconds:g}, and the "
-                    "step sets no on_timeout", scope="step")
-            approve = step.on_timeout == "approve"
+    waited = waited_too_long(paused_at, durable.clock_now(), step.timeout_seconds)
+    if waited is not None:
+        if step.on_timeout is None:
+            raise DeadlineExceeded(
+                f"approval of step {node.id!r} timed out: resumed {waited:.0f}s after "
+                f"the pause, over timeout_seconds={step.timeout_seconds:g}, and the "
+                "step sets no on_timeout", scope="step")
+        approve = step.on_timeout == "approve"
     if approve is None:
         raise PauseRun("approval", message + " (resume with --approve or --reject)",
                        data={"timeout_seconds": step.timeout_seconds,
@@ -85,8 +85,6 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
 async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
                   ctx: RunContext) -> bool:
     """POST the approval request; True if the receiver answered 2xx."""
-    from agentloom.transport import HttpRequest, HttpTimeout
-
     if not notify.url.startswith(("http://", "https://")):
         log.warning("approval gate %r: notify.url must be http(s), got %r", step_id, notify.url)
         return False
@@ -102,8 +100,6 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,
                           timeout=HttpTimeout(connect=notify.timeout or 10.0,
                                               read=notify.timeout or 10.0))
-    from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
-
     sandbox = ctx.workflow.config.sandbox
     internal = bool(sandbox is not None and sandbox.allow_internal_webhook_targets)
     try:
@@ -115,9 +111,7 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     transport = ctx.transport
     owned = transport is None
     if owned:
-        from agentloom.http._aiohttp import AiohttpTransport
-
-        transport = AiohttpTransport()
+        transport = http.AiohttpTransport()  # imported on first use: aiohttp is slow to load
     try:
         for attempt in range(_NOTIFY_TRIES):
             if attempt:

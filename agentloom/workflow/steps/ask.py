@@ -9,11 +9,10 @@ reaches checkpoints, recordings, traces or `--json` output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC
 from typing import TYPE_CHECKING
 
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow.durable.run import PauseRun, coerce_answer, current_durable
+from agentloom.workflow.engine.pause import PauseRun, coerce_answer, waited_too_long
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.templates import to_text
 
@@ -39,22 +38,20 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     prep: Prepared = node.prepared
     question = prep.question.render(ctx.scope)
     data = {"kind": step.answer_type, "choices": step.choices}
-    durable = current_durable.get()
+    durable = ctx.durable
     got = durable.take_decision(node.id) if durable is not None else None
     if got is None or durable is None:
         raise PauseRun("answer", question, data=data)
     decision, paused_at = got
     raw = decision.answer if decision.has_answer else None
-    if step.timeout_seconds is not None and paused_at is not None:
-        at = paused_at if paused_at.tzinfo is not None else paused_at.replace(tzinfo=UTC)
-        waited = (durable.clock_now() - at).total_seconds()
-        if waited > step.timeout_seconds:
-            if step.default is None:
-                raise DeadlineExceeded(
-                    f"question of step {node.id!r} timed out: resumed {waited:.0f}s after "
-                    f"the pause, over timeout_seconds={step.timeout_seconds:g}, and the "
-                    "step sets no default", scope="step")
-            raw = step.default
+    waited = waited_too_long(paused_at, durable.clock_now(), step.timeout_seconds)
+    if waited is not None:
+        if step.default is None:
+            raise DeadlineExceeded(
+                f"question of step {node.id!r} timed out: resumed {waited:.0f}s after "
+                f"the pause, over timeout_seconds={step.timeout_seconds:g}, and the "
+                "step sets no default", scope="step")
+        raw = step.default
     if raw is None:
         raise PauseRun("answer", question + " (resume with --answer VALUE)", data=data)
     value = coerce_answer(step.answer_type, step.choices, raw)

@@ -11,25 +11,28 @@ and state writes belong to the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
+from agentloom.loop.agent import build_request
 from agentloom.messages import (
-    ModelRequest,
     NamedToolChoice,
     ReasoningConfig,
     ToolChoice,
 )
-from agentloom.tools._vendor import normalize_vendor_tools
-from agentloom.workflow.engine.functions import declared_tools
+from agentloom.structured import OutputPlan
+from agentloom.tools import normalize_vendor_tools
+from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template
+from agentloom.workflow.load.workflow import choose_model
 from agentloom.workflow.schema.steps import LLMCallStep, NamedChoice
-from agentloom.workflow.steps._client_choice import check_choice, client_for
 from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
-from agentloom.workflow.steps._structured_step import StructuredPlan
 from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run_turn
+from agentloom.workflow.steps.client import check_choice, client_for
+from agentloom.workflow.steps.functions import declared_tools
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -46,7 +49,7 @@ class Prepared:
     attachments: tuple[Template, ...]
     tool_choice: ToolChoice
     reasoning: ReasoningConfig | None
-    structured: StructuredPlan | None = None
+    structured: OutputPlan | None = None
     conversation: StatePath | None = None
 
     def templates(self) -> Iterator[tuple[tuple[str | int, ...], Template]]:
@@ -60,7 +63,8 @@ class Prepared:
 
 def prepare(step: LLMCallStep, pc: PrepareContext) -> Prepared:
     th = step.thinking
-    model = step.model or (pc.config.model if pc.config is not None else None)
+    model = choose_model(step.model, step.profile, pc.document.get("profiles") or {},
+                         pc.config.model if pc.config is not None else None)
     reasoning = None if th is None or not th.enabled else ReasoningConfig(
         enabled=True, budget_tokens=th.budget_tokens, level=th.level,
         capture=th.capture_reasoning)
@@ -85,8 +89,8 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     step: LLMCallStep = node.step  # type: ignore[assignment]
     prep: Prepared = node.prepared
     config = ctx.workflow.config
-    media = await _attachments(step, prep, ctx) if prep.attachments else ()
-    model = step.model or config.model
+    media = await load_attachments(step, prep, ctx) if prep.attachments else ()
+    model = ctx.workflow.models[node.id]
     client = client_for(node, ctx)
     stream = step.stream if step.stream is not None else config.stream
     system_prompt = (None if prep.system_prompt is None
@@ -96,12 +100,12 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     # Without a conversation or a schema the request is complete here: built once with
     # its messages and tools, instead of copied by each later layer that fills one in.
     plain = prep.conversation is None and prep.structured is None
-    request = ModelRequest(
-        model=model or _default_model(ctx),
+    request = build_request(
+        model=model or default_model(ctx),
         messages=plain_messages(node.id, system_prompt, prompt, media) if plain else (),
         temperature=step.temperature,
         max_tokens=step.max_tokens,
-        tools=toolbox.specs if plain and toolbox is not None else (),
+        tools=toolbox if plain else None,
         tool_choice=prep.tool_choice,
         reasoning=prep.reasoning,
         stream=bool(stream),
@@ -127,13 +131,11 @@ def _declared(node: StepNode) -> list[Any]:
     return decls
 
 
-async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tuple[Any, ...]:
+async def load_attachments(step: LLMCallStep, prep: Prepared,
+                           ctx: RunContext) -> tuple[Any, ...]:
     """Read every attachment (rendered sources) at once; any failure fails the step
     before a request is sent."""
     import asyncio
-    from pathlib import Path
-
-    from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 
     sb = ctx.workflow.config.sandbox
     policy = AttachmentPolicy(
@@ -162,5 +164,5 @@ async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tu
     return tuple(parts)
 
 
-def _default_model(ctx: RunContext) -> str:
+def default_model(ctx: RunContext) -> str:
     return str(getattr(ctx.clients, "default_model", None) or "")

@@ -26,7 +26,6 @@ from agentloom.workflow.engine.nested import (
     problems_text,
     raise_if_paused,
     rolled_usage,
-    run_child,
 )
 from agentloom.workflow.engine.result import RunResult, RunStatus, StepOutcome, StepStatus
 from agentloom.workflow.lang.paths import MISSING, Path, PathError, format_path, lookup, parse_path
@@ -76,7 +75,7 @@ def prepare(step: MapStep, pc: PrepareContext) -> Prepared:
     try:
         body = load_block({"name": f"{step.id}-body", "steps": raw_steps},
                           filename=f"{pc.filename} (map {step.id!r} {at})",
-                          base_dir=pc.base_dir)
+                          base_dir=pc.base_dir, library=pc.library)
     except NestingError as exc:
         pc.report(exc.message, at)
     except WorkflowError as exc:
@@ -105,7 +104,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
             state = deep_copy(ctx.state)
             state[step.as_] = deep_copy(item)
             state["index"] = index
-            return await run_child(body, ctx, state=state,
+            return await ctx.run_child(body, state=state,
                                    run_id=f"{ctx.run_id}/{node.id}[{index}]",
                                    scope=f"{node.id}/{index}")
 

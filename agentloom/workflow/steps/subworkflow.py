@@ -28,9 +28,9 @@ from agentloom.workflow.engine.nested import (
     problems_text,
     raise_if_paused,
     rolled_usage,
-    run_child,
 )
 from agentloom.workflow.engine.result import RunStatus, StepOutcome
+from agentloom.workflow.lang.paths import MISSING, lookup, parse_path
 from agentloom.workflow.lang.templates import Template
 
 if TYPE_CHECKING:
@@ -76,11 +76,11 @@ def prepare(step: SubworkflowStep, pc: PrepareContext) -> Prepared:
             if not path.is_file():
                 pc.report(f"subworkflow file not found: {path}", "workflow_path")
             else:
-                child = load_child_file(path, parent=pc.filename)
+                child = load_child_file(path, parent=pc.filename, library=pc.library)
         elif step.workflow_inline is not None:
             child = load_block(step.workflow_inline,
                                filename=f"{pc.filename} (step {step.id!r} workflow_inline)",
-                               base_dir=pc.base_dir)
+                               base_dir=pc.base_dir, library=pc.library)
     except NestingError as exc:
         pc.report(exc.message, "workflow_path" if step.workflow_path else "workflow_inline")
     except WorkflowError as exc:
@@ -108,7 +108,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     state: dict[str, Any] = {} if step.isolated_state else deep_copy(ctx.state)
     for key, given in prep.inputs:
         state[key] = given.value(ctx.scope) if isinstance(given, Template) else deep_copy(given)
-    result = await run_child(prep.child, ctx, state=state, run_id=f"{ctx.run_id}/{node.id}",
+    result = await ctx.run_child(prep.child, state=state, run_id=f"{ctx.run_id}/{node.id}",
                              scope=node.id)
     raise_if_paused(result)
     usage = rolled_usage([result])
@@ -118,8 +118,6 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
             f"{result.status.value}: {first_failure(result)}", usage=usage)
     value: Any
     if step.return_keys:
-        from agentloom.workflow.lang.paths import MISSING, lookup, parse_path
-
         value = {}
         for key in step.return_keys:
             path = parse_path(key.removeprefix("state."))

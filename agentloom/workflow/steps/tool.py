@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, TemplateError, ToolError
+from agentloom.loop import ToolContext
 from agentloom.messages import ToolCallPart
+from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import parse_path
 from agentloom.workflow.lang.templates import Ref, Template, compile_template
@@ -90,8 +92,6 @@ def _render(value: Any, ctx: RunContext) -> Any:
 
 
 async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
-    from agentloom.loop import ToolContext
-
     step: ToolStep = node.step  # type: ignore[assignment]
     if ctx.tools is None:
         raise ConfigError(f"step {node.id!r}: no tool registry is set to run {step.tool_name!r}")
@@ -99,9 +99,6 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     box = ctx.tools.toolbox([step.tool_name], policy=ctx.sandbox_policy())
     call = ToolCallPart(id=f"{node.id}-call", name=step.tool_name,
                         arguments=json.dumps(args, ensure_ascii=False, default=str))
-    from agentloom.workflow.engine.functions import NESTED_USAGE
-    from agentloom.workflow.engine.nested import sum_usage
-
     nested: list[Any] = []  # a workflow function's model usage is this step's
     token = NESTED_USAGE.set(nested)
     try:

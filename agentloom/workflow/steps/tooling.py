@@ -1,8 +1,9 @@
 """The tools of one run: built-ins, the caller's tools, MCP servers, workflow functions.
 
-`open_run_tools` is entered once per run by `arun_workflow`. It copies the caller's
-registry (never changing it), starts the MCP servers the file declares (once for the
-run, closed at its end, also on failure or cancellation), adds the workflow functions,
+`open_run_tools` is entered once per run by the engine (through the step library). It
+copies the caller's registry (never changing it), starts the MCP servers the file
+declares (once for the run, closed at its end, also on failure or cancellation), adds the
+workflow functions,
 then checks every tool name the file declares against what is now registered, before
 any step runs: a typo fails the run at once with `file:line` and a did-you-mean, not
 halfway through. Only the CLI loads `--tools` files and entry points (`base_registry`).
@@ -15,10 +16,18 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError, WorkflowError
+from agentloom.tools import (
+    ToolRegistry,
+    default_registry,
+    load_entry_point_tools,
+    load_tools_from_module,
+)
+from agentloom.workflow.load.problems import WorkflowProblems
+from agentloom.workflow.steps.functions import function_tool
 
 if TYPE_CHECKING:
-    from agentloom.tools import SandboxPolicy, ToolRegistry
-    from agentloom.workflow.engine.context import ClientFactory, ToolSource
+    from agentloom.tools import SandboxPolicy
+    from agentloom.workflow.engine.context import ChildRunner, ClientFactory, ToolSource
     from agentloom.workflow.load.workflow import Workflow
 
 
@@ -32,8 +41,6 @@ def base_registry(
 ) -> ToolRegistry:
     """The built-ins (with `transport` for http_request), the `@tool` functions of each
     module or `.py` file, the `agentloom.tools` entry points if asked, and `tools`."""
-    from agentloom.tools import default_registry, load_entry_point_tools, load_tools_from_module
-
     registry = default_registry(transport=transport, policy=policy, tools=tools)
     for module in tool_modules:
         registry.register_all(load_tools_from_module(module))
@@ -56,8 +63,6 @@ def plain_run_tools(workflow: Workflow, tools: ToolSource | None,
                     transport: Any = None) -> ToolSource | None:
     """`open_run_tools` for a file without functions and MCP servers: nothing to start or
     close, so no context to enter per run."""
-    from agentloom.tools import ToolRegistry
-
     if not workflow.tool_refs:
         return tools
     if tools is None:
@@ -76,12 +81,11 @@ async def open_run_tools(
     clients: ClientFactory,
     transport: Any = None,
     clock: Any = None,
+    runner: ChildRunner,
 ) -> AsyncIterator[ToolSource | None]:
     """The run's tool source. `tools` None means the built-ins alone (http_request
     through `transport`); a `ToolRegistry` is copied and extended; any other ToolSource
     is used as is, which works only for files without functions and MCP servers."""
-    from agentloom.tools import ToolRegistry
-
     if not needs_tooling(workflow):
         yield tools
         return
@@ -108,17 +112,17 @@ async def open_run_tools(
             stack.push_async_callback(source.aclose)
             registry.register_all(source.tools)
         if workflow.functions:
-            from agentloom.workflow.engine.functions import function_tool
-
             for fn in workflow.functions.values():
-                registry.register(function_tool(fn, clients=clients, tools=registry,
-                                                transport=transport, clock=clock),
+                registry.register(function_tool(fn, runner=runner, clients=clients,
+                                                tools=registry, transport=transport,
+                                                clock=clock),
                                   replace=True)
         check_tool_refs(workflow, registry)
         yield registry
 
 
 async def _start_mcp(workflow: Workflow) -> Any:
+    # MCP is an optional extra (the `mcp` SDK): imported only by a file that uses it.
     from agentloom.tools import MCPServerConfig, MCPToolSource
 
     configs = []
@@ -140,8 +144,6 @@ async def _start_mcp(workflow: Workflow) -> Any:
 def check_tool_refs(workflow: Workflow, registry: ToolRegistry) -> None:
     """Every declared tool name must resolve in `registry` (MCP tool names are known only
     once their server runs): all problems at once, as `file:line`."""
-    from agentloom.workflow.load.problems import WorkflowProblems
-
     problems: list[WorkflowError] = []
     for ref in workflow.tool_refs:
         try:

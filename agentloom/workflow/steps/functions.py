@@ -15,20 +15,24 @@ from __future__ import annotations
 
 import contextvars
 import difflib
-import random
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentloom.errors import ToolError, WorkflowError
-from agentloom.workflow.lang.templates import Template
+from agentloom._clock import SYSTEM_CLOCK
+from agentloom.errors import ConfigError, TemplateError, ToolError, WorkflowError
+from agentloom.tools import ArgSpec, FunctionTool, check_parameters, normalize_vendor_tools
+from agentloom.workflow.engine.nested import NESTED_USAGE, rolled_usage
+from agentloom.workflow.lang.templates import Scope, Template, compile_template
+from agentloom.workflow.load.loader import Checker
+from agentloom.workflow.load.problems import WorkflowProblems
+from agentloom.workflow.schema.steps import ToolDecl
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from agentloom.tools import FunctionTool
-    from agentloom.workflow.engine.context import ClientFactory, ToolSource
-    from agentloom.workflow.load.loader import PrepareContext, _Checker
+    from agentloom.workflow.engine.context import ChildRunner, ClientFactory, ToolSource
+    from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode, Workflow
     from agentloom.workflow.schema.workflow import WorkflowDefinition
 
@@ -37,14 +41,6 @@ MAX_DEPTH = 8
 """Functions calling functions (through their own llm_call steps) nest at most this deep."""
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("agentloom_function_depth",
                                                              default=0)
-CURRENT_RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("agentloom_current_run",
-                                                                 default=None)
-"""The RunContext whose steps are running (set by `arun_workflow`, inherited by step
-tasks): a function's nested run shares its caller's budget through it."""
-NESTED_USAGE: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
-    "agentloom_nested_usage", default=None)
-"""Set by a step around its tool loop: each function body called in it adds its model
-usage here, so the step's tokens and cost cover every call it made (spec 000)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -101,7 +97,7 @@ def check_arg_refs(pc: PrepareContext, prepared: Any, allowed: frozenset[str] | 
                           f"{_hint(name, allowed)} (declared: {declared})", *field_path)
 
 
-def check_tooling(checker: _Checker, definition: WorkflowDefinition,
+def check_tooling(checker: Checker, definition: WorkflowDefinition,
                   nodes: dict[str, StepNode], base_dir: Path) -> Tooling:
     """Load every function body and check every tool reference the file makes; problems
     go to `checker.problems`, likely typos of tools the run may still provide to
@@ -123,10 +119,7 @@ def check_tooling(checker: _Checker, definition: WorkflowDefinition,
     return tooling
 
 
-def _check_vendor_tools(checker: _Checker, nodes: dict[str, StepNode]) -> None:
-    from agentloom.errors import ConfigError
-    from agentloom.tools import normalize_vendor_tools
-
+def _check_vendor_tools(checker: Checker, nodes: dict[str, StepNode]) -> None:
     for sid, node in nodes.items():
         items = getattr(node.step, "vendor_tools", None)
         if items is None:
@@ -136,15 +129,15 @@ def _check_vendor_tools(checker: _Checker, nodes: dict[str, StepNode]) -> None:
         except ConfigError as exc:
             checker.problems.append(WorkflowError(
                 f"step {sid!r}: {exc}", file=checker.filename, field="vendor_tools",
-                line=checker.line_in_step(checker._raw_index[sid], ("vendor_tools",))))
+                line=checker.line_in_step(checker.raw_index[sid], ("vendor_tools",))))
 
 
-def _refs(checker: _Checker, nodes: dict[str, StepNode], function: str | None) -> \
+def _refs(checker: Checker, nodes: dict[str, StepNode], function: str | None) -> \
         list[ToolRef]:
     out: list[ToolRef] = []
     agents_seen: set[str] = set()
     for sid, node in nodes.items():
-        index = checker._raw_index[sid]
+        index = checker.raw_index[sid]
         out.extend(_refs_of(node, lambda fp, i=index: checker.line_in_step(i, fp), function))
         if node.type == "agent":
             name = node.step.agent  # type: ignore[attr-defined]
@@ -154,7 +147,7 @@ def _refs(checker: _Checker, nodes: dict[str, StepNode], function: str | None) -
     return out
 
 
-def _agent_refs(checker: _Checker, step_id: str, agent: str, function: str | None) -> \
+def _agent_refs(checker: Checker, step_id: str, agent: str, function: str | None) -> \
         list[ToolRef]:
     """The tools of the agent an `agent` step runs, at their lines under `agents:`."""
     definition = getattr(checker, "agents", {}).get(agent)
@@ -172,14 +165,8 @@ def _agent_refs(checker: _Checker, step_id: str, agent: str, function: str | Non
     return out
 
 
-def _load_function(checker: _Checker, name: str, decl: Any, raw: dict[str, Any],
-                   base_dir: Path) -> tuple[FunctionDef | None, _Checker | None]:
-    from agentloom.errors import ConfigError
-    from agentloom.tools import ArgSpec
-    from agentloom.workflow.lang.templates import compile_template
-    from agentloom.workflow.load.loader import _Checker as Checker
-    from agentloom.workflow.load.problems import WorkflowProblems
-
+def _load_function(checker: Checker, name: str, decl: Any, raw: dict[str, Any],
+                   base_dir: Path) -> tuple[FunctionDef | None, Checker | None]:
     marks, filename = checker.marks, checker.filename
     where = marks.line_of(raw) or marks.line_of(checker.data.get("functions"), name)
     ok = True
@@ -202,7 +189,7 @@ def _load_function(checker: _Checker, name: str, decl: Any, raw: dict[str, Any],
         for key in ("config", "state", "providers", "agents"):
             if isinstance(checker.data.get(key), dict) and checker.definition_config is not None:
                 sub_data[key] = checker.data[key]
-        sub = Checker(sub_data, marks, filename)
+        sub = Checker(sub_data, marks, filename, checker.library)
         sub.function_args = frozenset(decl.args)
         try:
             body = sub.build(base_dir)
@@ -240,7 +227,7 @@ def _load_function(checker: _Checker, name: str, decl: Any, raw: dict[str, Any],
                        returns=returns), sub
 
 
-def definition_name(checker: _Checker) -> str:
+def definition_name(checker: Checker) -> str:
     name = checker.data.get("name") if isinstance(checker.data, dict) else None
     return str(name) if name else "workflow"
 
@@ -261,7 +248,7 @@ def _refs_of(node: StepNode, line: Any, function: str | None = None) -> list[Too
     return out
 
 
-def _check_refs(checker: _Checker, definition: WorkflowDefinition, tooling: Tooling) -> None:
+def _check_refs(checker: Checker, definition: WorkflowDefinition, tooling: Tooling) -> None:
     servers = set(definition.mcp_servers)
     functions = set(definition.functions)
     known = {*BUILTIN_NAMES, *functions}
@@ -293,9 +280,6 @@ def _check_refs(checker: _Checker, definition: WorkflowDefinition, tooling: Tool
 
 
 def _bad_parameters(name: str, parameters: Any) -> str | None:
-    from agentloom.errors import ConfigError
-    from agentloom.tools._tool import check_parameters
-
     try:
         check_parameters(name, parameters)
     except ConfigError as exc:
@@ -303,7 +287,7 @@ def _bad_parameters(name: str, parameters: Any) -> str | None:
     return None
 
 
-def _check_max_tools(checker: _Checker, definition: WorkflowDefinition,
+def _check_max_tools(checker: Checker, definition: WorkflowDefinition,
                      nodes: dict[str, StepNode]) -> None:
     raw_profiles = checker.data.get("profiles") if isinstance(checker.data, dict) else None
     profiles = raw_profiles if isinstance(raw_profiles, dict) else {}
@@ -325,7 +309,7 @@ def _check_max_tools(checker: _Checker, definition: WorkflowDefinition,
             checker.problems.append(WorkflowError(
                 f"step {sid!r}: {len(names)} tools declared, but {where} allows "
                 f"{limit} per call", file=checker.filename,
-                line=checker.line_in_step(checker._raw_index[sid], ("tools",)), field="tools"))
+                line=checker.line_in_step(checker.raw_index[sid], ("tools",)), field="tools"))
 
 
 def _hint(name: str, options: Any) -> str:
@@ -335,12 +319,11 @@ def _hint(name: str, options: Any) -> str:
 
 # -- run time -----------------------------------------------------------------------------
 
-def function_tool(fn: FunctionDef, *, clients: ClientFactory, tools: ToolSource,
-                  transport: Any = None, clock: Any = None) -> FunctionTool:
-    """The tool the model calls: coerces the arguments, runs the body as a nested run,
-    renders `return`. A failed body is a ToolError, which the model reads as the call's
-    error result."""
-    from agentloom.tools import FunctionTool
+def function_tool(fn: FunctionDef, *, runner: ChildRunner, clients: ClientFactory,
+                  tools: ToolSource, transport: Any = None, clock: Any = None) -> FunctionTool:
+    """The tool the model calls: coerces the arguments, runs the body as a nested run
+    (through the engine's `runner`), renders `return`. A failed body is a ToolError,
+    which the model reads as the call's error result."""
 
     async def body(args: dict[str, Any]) -> object:
         depth = _DEPTH.get()
@@ -348,7 +331,7 @@ def function_tool(fn: FunctionDef, *, clients: ClientFactory, tools: ToolSource,
             raise ToolError(f"function {fn.name!r}: functions nest at most {MAX_DEPTH} deep")
         token = _DEPTH.set(depth + 1)
         try:
-            return await _run_body(fn, args, clients=clients, tools=tools,
+            return await _run_body(fn, args, runner=runner, clients=clients, tools=tools,
                                    transport=transport, clock=clock)
         finally:
             _DEPTH.reset(token)
@@ -356,51 +339,23 @@ def function_tool(fn: FunctionDef, *, clients: ClientFactory, tools: ToolSource,
     return FunctionTool(fn.name, fn.description, fn.args, body)
 
 
-async def _run_body(fn: FunctionDef, args: dict[str, Any], *, clients: ClientFactory,
-                    tools: ToolSource, transport: Any, clock: Any) -> object:
-    from agentloom._clock import SYSTEM_CLOCK
-    from agentloom.errors import TemplateError
-    from agentloom.workflow.engine.context import RunContext
-    from agentloom.workflow.engine.run import _deep_copy, _Run
-    from agentloom.workflow.lang.templates import Scope
-
+async def _run_body(fn: FunctionDef, args: dict[str, Any], *, runner: ChildRunner,
+                    clients: ClientFactory, tools: ToolSource, transport: Any,
+                    clock: Any) -> object:
     if fn.body is None:
         scope = Scope({}, {}, args)
     else:
-        from agentloom.workflow.durable.scope import call_scope
-        from agentloom.workflow.engine.nested import rolled_usage
-
-        parent = CURRENT_RUN.get()
-        # In a durable run the body is durable too: its model calls and tool calls are
-        # journalled (the caller's wrapped clients and tools) under the call's scope.
-        durable = call_scope.get()
-        if durable is not None and parent is not None:
-            clients, tools = parent.clients, parent.tools
-        ctx = RunContext(workflow=fn.body, run_id=f"fn-{fn.name}-{uuid.uuid4().hex[:12]}",
-                         state=_deep_copy(fn.body.definition.state), clients=clients,
-                         tools=tools, clock=clock or SYSTEM_CLOCK, transport=transport)
-        ctx.scope.args = args
-        if parent is not None:
-            ctx.budget = parent.budget
-        token = CURRENT_RUN.set(ctx)
-        scope_token = call_scope.set(None)
-        bound = durable.bind() if durable is not None else None
-        try:
-            result = await _Run(ctx, random.Random(), durable).run()  # type: ignore[arg-type]
-        finally:
-            if durable is not None:
-                durable.unbind(bound)  # type: ignore[arg-type]
-            call_scope.reset(scope_token)
-            CURRENT_RUN.reset(token)
+        result, scope, durable = await runner.run_call(
+            fn.body, args=args, run_id=f"fn-{fn.name}-{uuid.uuid4().hex[:12]}",
+            clients=clients, tools=tools, clock=clock or SYSTEM_CLOCK, transport=transport)
         sink = NESTED_USAGE.get()
         usage = rolled_usage([result])
         if sink is not None and usage is not None:
             sink.append(usage)
         if result.pause is not None:
-            _paused(fn, result.pause, durable is not None)
+            _paused(fn, result.pause, durable)
         if not result.ok:
             raise ToolError(f"function {fn.name!r} failed: {result.error or result.status}")
-        scope = ctx.scope
     try:
         return fn.returns.value(scope)
     except TemplateError as exc:
@@ -421,7 +376,5 @@ def _paused(fn: FunctionDef, pause: Any, durable: bool) -> None:
 
 def declared_tools(step: Any) -> list[Any]:
     """An llm_call's `tools`, `functions` and `mcp` as one list of tool declarations."""
-    from agentloom.workflow.schema.steps import ToolDecl
-
     names = [*(step.functions or ()), *(step.mcp or ())]
     return [*(step.tools or ()), *(ToolDecl(name=n) for n in names)]
