@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import AgentLoomError
 from agentloom.loop._journal import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
-from agentloom.store import Checkpoint, PauseInfo, ToolLoopProgress
+from agentloom.store import Checkpoint, DeltaBuilder, PauseInfo, ToolLoopProgress
 
 if TYPE_CHECKING:
     from agentloom.observe.redact import Redactor
@@ -171,6 +171,14 @@ class DurableRun:
     _final: set[str] = field(default_factory=set)
     """Steps the engine has finished with (`step_done`): their stored form is reused."""
     _final_cache: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    _deltas: DeltaBuilder = field(default_factory=DeltaBuilder)
+    """What the store holds, so a step's write carries only what the step changed."""
+    _delta_epoch: Any = _UNSET
+    """What the redactor redacted when the store's writes were made (`_UNSET`: the next
+    write is whole, as after a resume)."""
+    _cost: tuple[Decimal, bool, bool] = (Decimal(0), False, False)
+    """(total, seen, unknown) over `_costed`: the run's cost, kept as steps finish."""
+    _costed: set[str] = field(default_factory=set)
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -180,6 +188,8 @@ class DurableRun:
         if self.resumed is None:
             await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
                                         self._state(engine_run.ctx.state), meta=self.meta)
+            self._deltas.baseline(engine_run.ctx.state)
+            self._delta_epoch = self._delta_redaction()
             await self._renew_claim()
             return
         cp = self.resumed
@@ -212,6 +222,25 @@ class DurableRun:
         return StepResult(**kw)
 
     async def save(self, status: str = "running", paused: PauseInfo | None = None) -> None:
+        """One atomic write of what changed since the last one: a delta (a row), or the
+        whole run when there is no delta to build on (after a resume) or the redactor
+        learned a secret (what was written before is redacted anew)."""
+        epoch = self._delta_redaction()
+        if epoch is _UNSET or epoch != self._delta_epoch:
+            await self._save_whole(status, paused, epoch)
+            return
+        run, extra = self._run, self._extra()
+        total, seen, unknown = self._cost
+        async with self._lock:
+            delta = self._deltas.take(
+                run.ctx.state, status=status, paused=paused,  # type: ignore[arg-type]
+                cost_usd=None if unknown or not seen else total, extra=extra,
+                redact=self._redact)
+            await self.store.save_delta(self.run_id, delta)
+            self._deltas.commit()
+        await self._renew_claim()
+
+    async def _save_whole(self, status: str, paused: PauseInfo | None, epoch: Any) -> None:
         """One atomic checkpoint of the whole run as it is now."""
         run = self._run
         from agentloom.workflow._result import StepStatus
@@ -221,17 +250,53 @@ class DurableRun:
             if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
                 results[node_id] = self._final_raw(node_id, r)
         results.update(self._child_results)
+        self._recount_cost()
+        extra = self._extra()
         cp = Checkpoint(
             state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
-            step_results=results, tool_loops=list(self._loops.values()), paused=paused,
-            cost_usd=_cost(run.results.values()),
-            extra={"not_taken": {**run.not_taken, **self._child_not_taken},
-                   "loop_usage": dict(self._loop_usage),
-                   "loop_nested_usage": dict(self._loop_nested)},
+            step_results=results, paused=paused, cost_usd=_cost(run.results.values()),
+            tool_loops=[replace(p, messages=list(self._redact(p.messages)))
+                        for p in self._loops.values()],
+            extra=extra,
         )
         async with self._lock:
             await self.store.save_checkpoint(self.run_id, cp)
+            self._deltas.baseline(run.ctx.state, results=results, extra=extra,
+                                  loops={k: p.messages for k, p in self._loops.items()})
+            self._delta_epoch = epoch
         await self._renew_claim()
+
+    def _extra(self) -> dict[str, Any]:
+        run = self._run
+        return {"not_taken": {**run.not_taken, **self._child_not_taken},
+                "loop_usage": dict(self._loop_usage),
+                "loop_nested_usage": dict(self._loop_nested)}
+
+    def _delta_redaction(self) -> Any:
+        """What the redactor redacts now (its secrets and key names); `_UNSET` for a
+        redactor we can't see into, whose every write is then whole."""
+        if self.redactor is None:
+            return None
+        from agentloom.observe.redact import Redactor
+
+        if type(self.redactor) is not Redactor:
+            return _UNSET
+        return (self.redactor._secret_re, self.redactor.key_globs)
+
+    def _count_cost(self, node_id: str, r: StepResult) -> None:
+        if node_id in self._costed or r.usage is None:
+            return
+        self._costed.add(node_id)
+        total, seen, unknown = self._cost
+        if r.usage.cost_usd is None:
+            self._cost = (total, seen, True)
+        else:
+            self._cost = (total + r.usage.cost_usd, True, unknown)
+
+    def _recount_cost(self) -> None:
+        self._cost, self._costed = (Decimal(0), False, False), set()
+        for node_id, r in self._run.results.items():
+            self._count_cost(node_id, r)
 
     def _final_raw(self, node_id: str, r: StepResult) -> dict[str, Any]:
         """A step's stored form; once the engine is done with the step (`step_done`),
@@ -269,7 +334,14 @@ class DurableRun:
         return raw
 
     async def finish(self, result: Any, paused: PauseRun | None) -> None:
+        from agentloom.workflow._result import StepStatus
+
         status = _STORE_STATUS.get(result.status.value, "failed")
+        for node_id, r in self._run.results.items():  # once per run: what no step_done wrote
+            if node_id not in self._final and r.status in (StepStatus.SUCCESS,
+                                                           StepStatus.FAILED):
+                self._deltas.step_result(node_id, self._raw(r))
+        self._recount_cost()
         await self.save(status, paused.info() if paused is not None else None)
         if self.worker_id is not None and hasattr(self.store, "release_claim"):
             await self.store.release_claim(self.run_id, self.worker_id)
@@ -300,7 +372,8 @@ class DurableRun:
         from agentloom.workflow._result import StepStatus
 
         if result.status in (StepStatus.SUCCESS, StepStatus.FAILED):
-            self._child_results[key] = self._raw(result)
+            self._child_results[key] = raw = self._raw(result)
+            self._deltas.step_result(key, raw)
 
     def keep_child_not_taken(self, key: str, router: str) -> None:
         self._child_not_taken[key] = router
@@ -314,6 +387,7 @@ class DurableRun:
                       self._loop_usage, self._loop_nested):
             for k in [k for k in table if k.startswith(prefix)]:
                 del table[k]
+        self._deltas.drop_prefix(prefix)
 
     # --- the tool loop (LoopJournal) ---------------------------------------------------
 
@@ -335,8 +409,10 @@ class DurableRun:
 
     async def on_turn(self, step_id: str, turn: int, messages: list[Message],
                       usage: Usage) -> None:
+        # Kept as the loop has it; redacted when written (`_deltas` writes new ones only).
         self._loops[step_id] = ToolLoopProgress(step_id=step_id, turn=turn,
-                                                messages=list(self._redact(messages)))
+                                                messages=list(messages))
+        self._deltas.loop_turn(step_id, turn, messages)
         self._loop_usage[step_id] = usage
         from agentloom.workflow._functions import NESTED_USAGE
         from agentloom.workflow._nested import sum_usage
@@ -349,6 +425,14 @@ class DurableRun:
     async def step_done(self, node_id: str) -> None:
         self._final.add(node_id)  # the engine won't change this step's result again
         self._loops.pop(node_id, None)
+        self._deltas.drop_loop(node_id)
+        r = self._run.results.get(node_id)  # None for a nested run's step (`parent/step`)
+        if r is not None:
+            from agentloom.workflow._result import StepStatus
+
+            if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
+                self._deltas.step_result(node_id, self._final_raw(node_id, r))
+            self._count_cost(node_id, r)
         self._loop_usage.pop(node_id, None)
         self._loop_nested.pop(node_id, None)
         self.drop_children(f"{node_id}/")
