@@ -23,7 +23,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import is_not, ne
 from typing import Any
 
@@ -119,7 +119,7 @@ class DeltaBuilder:
              cost_usd: Decimal | None, extra: Mapping[str, Any],
              redact: Redact | None = None) -> CheckpointDelta:
         """The delta that brings the stored checkpoint to now."""
-        changed, removed = self._state_changes(state)
+        changed, removed, misaligned = self._state_changes(state)
         live = {k: state[k] for k in changed}
         redact = redact or _same
         loops, kept = self._loop_changes(redact)
@@ -127,7 +127,7 @@ class DeltaBuilder:
         self._pending = _Taken(state=live, removed=removed, results=dict(self._results),
                                results_removed=set(self._results_removed),
                                turns=dict(self._turns), loops_removed=set(self._loops_removed),
-                               extra=dict(extra))
+                               extra=dict(extra), order=list(state) if misaligned else None)
         return CheckpointDelta(
             status=status, state=redact(live) if live else {}, state_removed=removed,
             step_results=dict(self._results), step_results_removed=sorted(self._results_removed),
@@ -145,6 +145,8 @@ class DeltaBuilder:
         for key in taken.removed:
             self._shadow.pop(key, None)
             self._copies.pop(key, None)
+        if taken.order is not None:  # keys moved in the state: follow its order again
+            self._shadow = {k: self._shadow[k] for k in taken.order if k in self._shadow}
         for key, raw in taken.results.items():
             if self._results.get(key) is raw:  # not replaced since the take
                 del self._results[key]
@@ -185,11 +187,25 @@ class DeltaBuilder:
         else:
             self._copies[key] = _snapshot(value)
 
-    def _state_changes(self, state: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    def _state_changes(self, state: Mapping[str, Any]
+                       ) -> tuple[list[str], list[str], bool]:
+        """(changed keys, removed keys, whether the shadow's key order must follow the
+        state's again)."""
         shadow = self._shadow
-        # Which keys hold another object than when written, in C: no per-key Python code.
-        changed = list(compress(state.keys(), map(
-            is_not, state.values(), map(shadow.get, state.keys(), repeat(_MISSING)))))
+        # Keys hold another object than when written: found in C, position by position
+        # (`commit` keeps the shadow in the state's key order), then checked by key, so
+        # a key moved by a delete and re-insert is not taken for a changed one.
+        flagged = list(compress(state.keys(),
+                                map(is_not, state.values(), shadow.values())))
+        changed = [k for k in flagged if shadow.get(k, _MISSING) is not state[k]]
+        tail = list(islice(state.keys(), len(shadow), None)) if len(state) > len(shadow) \
+            else []
+        misaligned = len(changed) != len(flagged) or any(k not in shadow for k in changed)
+        for k in tail:
+            if k in shadow:
+                misaligned = True
+            if shadow.get(k, _MISSING) is not state[k]:
+                changed.append(k)
         if self._copies:
             keys = list(self._copies)
             live = map(state.get, keys, repeat(_MISSING))
@@ -204,7 +220,7 @@ class DeltaBuilder:
         removed: list[str] = []
         if len(shadow) + new > len(state):
             removed = [k for k in shadow if k not in state]
-        return changed, removed
+        return changed, removed, misaligned
 
     def _loop_changes(self, redact: Redact) -> tuple[list[ToolLoopProgress], dict[str, int]]:
         loops: list[ToolLoopProgress] = []
@@ -232,6 +248,8 @@ class _Taken:
     turns: dict[str, tuple[int, list[Any]]]
     loops_removed: set[str]
     extra: dict[str, Any]
+    order: list[str] | None = None
+    """The state's keys, when the shadow's order no longer matches theirs."""
 
 
 def _same(value: Any) -> Any:
