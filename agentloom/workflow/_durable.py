@@ -201,6 +201,7 @@ class DurableRun:
         self._loop_usage = dict(cp.extra.get("loop_usage") or {})
         self._loop_nested = dict(cp.extra.get("loop_nested_usage") or {})
         self._child_results = {k: v for k, v in cp.step_results.items() if "/" in k}
+        engine_run.handled.update(cp.extra.get("handled") or ())
         for target, router in (cp.extra.get("not_taken") or {}).items():
             if "/" in target:
                 self._child_not_taken[target] = router
@@ -269,6 +270,7 @@ class DurableRun:
     def _extra(self) -> dict[str, Any]:
         run = self._run
         return {"not_taken": {**run.not_taken, **self._child_not_taken},
+                "handled": sorted(run.handled),  # failures their on_error block handled
                 "loop_usage": dict(self._loop_usage),
                 "loop_nested_usage": dict(self._loop_nested)}
 
