@@ -128,6 +128,8 @@ _KEPT = frozenset({
     "reasoning_content", "iterations", "started_at", "duration_seconds"})
 """The StepResult fields a checkpoint keeps (plain values; reports are not resumed)."""
 
+_KEPT_NAMES: dict[type, tuple[str, ...]] = {}
+
 _STORE_STATUS = {"success": "succeeded", "failed": "failed", "deadline_exceeded": "timeout",
                  "budget_exceeded": "budget_exceeded", "cancelled": "cancelled",
                  "paused": "paused", "needs_decision": "needs_decision"}
@@ -329,7 +331,10 @@ class DurableRun:
         return self.redactor._secret_re
 
     def _raw(self, r: StepResult) -> dict[str, Any]:
-        raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
+        names = _KEPT_NAMES.get(type(r))
+        if names is None:  # dataclasses.fields walks the class: once per type, not step
+            names = _KEPT_NAMES[type(r)] = tuple(f.name for f in fields(r) if f.name in _KEPT)
+        raw = {name: getattr(r, name) for name in names}
         raw["status"] = r.status.value
         raw["output"] = self._redact(r.output)
         raw["text"] = self._redact(r.text)
