@@ -208,6 +208,18 @@ class SqlStore:
         back to Python between them."""
         now = self._now()
         cost = str(cost_usd) if cost_usd is not None else None
+        if self._db.dialect == "postgres" and not after:
+            # One statement (PostgreSQL runs an UPDATE in a WITH): one round trip, where
+            # a transaction of two costs four.
+            (rows,) = await self._db.batch([(
+                "WITH u AS (UPDATE runs SET latest_seq = latest_seq + 1, status = ?, "
+                "updated_at = ?, cost_usd = COALESCE(?, cost_usd) WHERE run_id = ? "
+                f"RETURNING run_id, latest_seq) INSERT INTO {table} (run_id, seq, "
+                "created_at, payload) SELECT run_id, latest_seq, ?, ?j FROM u RETURNING seq",
+                (status, now, cost, run_id, now, payload))])
+            if not rows:
+                raise RunNotFound(run_id)
+            return int(rows[0][0])
         results = await self._db.batch([
             ("UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
              "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ?", (status, now, cost, run_id)),
