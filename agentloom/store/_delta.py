@@ -121,15 +121,21 @@ class DeltaBuilder:
         """The delta that brings the stored checkpoint to now."""
         changed, removed, misaligned = self._state_changes(state)
         live = {k: state[k] for k in changed}
+        # Mutable values are copied now, not after the write: a parallel step may change
+        # one in place while the write is on its way, and the delta holds the copy, so
+        # what is stored and what the next take compares against are the same value.
+        copies = {k: _snapshot(v) for k, v in live.items() if type(v) not in _IMMUTABLE}
+        written = {**live, **{k: c for k, c in copies.items() if type(c) is not _Uncopyable}}
         redact = redact or _same
         loops, kept = self._loop_changes(redact)
         extra_sets = {k: v for k, v in extra.items() if _differ(v, self._extra.get(k, _MISSING))}
-        self._pending = _Taken(state=live, removed=removed, results=dict(self._results),
+        self._pending = _Taken(state=live, copies=copies, removed=removed,
+                               results=dict(self._results),
                                results_removed=set(self._results_removed),
                                turns=dict(self._turns), loops_removed=set(self._loops_removed),
                                extra=dict(extra), order=list(state) if misaligned else None)
         return CheckpointDelta(
-            status=status, state=redact(live) if live else {}, state_removed=removed,
+            status=status, state=redact(written) if written else {}, state_removed=removed,
             step_results=dict(self._results), step_results_removed=sorted(self._results_removed),
             tool_loops=loops, loop_messages_kept=kept,
             tool_loops_removed=sorted(self._loops_removed), paused=paused, cost_usd=cost_usd,
@@ -141,7 +147,11 @@ class DeltaBuilder:
         if taken is None:
             return
         for key, value in taken.state.items():
-            self._remember(key, value)
+            self._shadow[key] = value
+            if key in taken.copies:
+                self._copies[key] = taken.copies[key]
+            else:
+                self._copies.pop(key, None)
         for key in taken.removed:
             self._shadow.pop(key, None)
             self._copies.pop(key, None)
@@ -242,6 +252,7 @@ class _Taken:
     """What the last `take` put in its delta, for `commit` to record."""
 
     state: dict[str, Any]
+    copies: dict[str, Any]
     removed: list[str]
     results: dict[str, Any]
     results_removed: set[str]

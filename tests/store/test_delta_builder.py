@@ -165,3 +165,15 @@ def test_apply_delta_sets_removes_and_replaces() -> None:
                 seq=4, created_at=None)
     assert (cp.state, cp.step_results, cp.extra, cp.status, cp.seq) == (
         {"b": 2, "c": 3}, {}, {"x": 1, "y": 2}, "failed", 4)
+
+
+def test_a_value_changed_in_place_while_its_write_is_on_the_way_is_written_next() -> None:
+    state: dict[str, Any] = {"report": {"a": 1}}
+    b = DeltaBuilder()
+    b.baseline(state)
+    state["report"]["b"] = 2
+    delta = b.take(state, status="running", paused=None, cost_usd=None, extra={})
+    state["report"]["c"] = 3  # a parallel step, before the store answered
+    b.commit()
+    assert delta.state == {"report": {"a": 1, "b": 2}}, "the delta holds the value as taken"
+    assert _take(b, state).state == {"report": {"a": 1, "b": 2, "c": 3}}

@@ -136,7 +136,7 @@ async def test_keep_checkpoints_drops_the_deltas_a_whole_checkpoint_replaces(
         tmp_path: Path) -> None:
     import sqlite3
 
-    from agentloom.store import Checkpoint, CheckpointDelta
+    from agentloom.store import CheckpointDelta
 
     path = tmp_path / "runs.db"
     async with SqliteStore(path, keep_checkpoints=1) as store:
