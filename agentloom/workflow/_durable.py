@@ -233,12 +233,10 @@ class DurableRun:
             await self._save_whole(status, paused, epoch)
             return
         run, extra = self._run, self._extra()
-        total, seen, unknown = self._cost
         async with self._lock:
             delta = self._deltas.take(
                 run.ctx.state, status=status, paused=paused,  # type: ignore[arg-type]
-                cost_usd=None if unknown or not seen else total, extra=extra,
-                redact=self._redact)
+                cost_usd=self._cost_so_far(), extra=extra, redact=self._redact)
             await self.store.save_delta(self.run_id, delta)
             self._deltas.commit()
         await self._renew_claim()
@@ -257,7 +255,7 @@ class DurableRun:
         extra = self._extra()
         cp = Checkpoint(
             state=self._state(run.ctx.state), status=status,  # type: ignore[arg-type]
-            step_results=results, paused=paused, cost_usd=_cost(run.results.values()),
+            step_results=results, paused=paused, cost_usd=self._cost_so_far(),
             tool_loops=[replace(p, messages=list(self._redact(p.messages)))
                         for p in self._loops.values()],
             extra=extra,
@@ -296,6 +294,11 @@ class DurableRun:
             self._cost = (total, seen, True)
         else:
             self._cost = (total + r.usage.cost_usd, True, unknown)
+
+    def _cost_so_far(self) -> Decimal | None:
+        """None when unknown: some step's cost is, or no step had one yet."""
+        total, seen, unknown = self._cost
+        return None if unknown or not seen else total
 
     def _recount_cost(self) -> None:
         self._cost, self._costed = (Decimal(0), False, False), set()
@@ -506,14 +509,3 @@ class DurableRun:
             return self.redactor.redact_text(value)
         return self.redactor.redact_state(value)
 
-
-def _cost(results: Any) -> Decimal | None:
-    total, seen = Decimal(0), False
-    for r in results:
-        if r.usage is None:
-            continue
-        if r.usage.cost_usd is None:
-            return None
-        total += r.usage.cost_usd
-        seen = True
-    return total if seen else None
