@@ -441,7 +441,8 @@ class DurableRun:
             from agentloom.workflow._result import StepStatus
 
             if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
-                self._deltas.step_result(node_id, self._final_raw(node_id, r))
+                # Written once, so not cached: a run keeps no second copy of each result.
+                self._deltas.step_result(node_id, self._raw(r))
             self._count_cost(node_id, r)
         self._loop_usage.pop(node_id, None)
         self._loop_nested.pop(node_id, None)
