@@ -45,10 +45,11 @@ class _Uncopyable:
 
 def _snapshot(value: Any) -> Any:
     t = type(value)
-    if t is dict:
-        return {k: _snapshot(v) for k, v in value.items()}
-    if t is list:
-        return [_snapshot(v) for v in value]
+    if t is dict or t is list:
+        items = [_snapshot(v) for v in (value.values() if t is dict else value)]
+        if any(type(v) is _Uncopyable for v in items):
+            return _Uncopyable()  # then the live value is written, and refused by name
+        return dict(zip(value, items, strict=True)) if t is dict else items
     if t in _IMMUTABLE:
         return value
     try:

@@ -177,3 +177,22 @@ def test_a_value_changed_in_place_while_its_write_is_on_the_way_is_written_next(
     b.commit()
     assert delta.state == {"report": {"a": 1, "b": 2}}, "the delta holds the value as taken"
     assert _take(b, state).state == {"report": {"a": 1, "b": 2, "c": 3}}
+
+
+def test_a_value_that_cannot_be_copied_is_written_live_and_refused_by_its_own_name() -> None:
+    import threading
+
+    from agentloom.store import JsonSerializer, StoreError
+
+    b = DeltaBuilder()
+    b.baseline({})
+    state: dict[str, Any] = {"box": {"lock": threading.Lock()}}
+    delta = _take(b, state)
+    assert delta.state["box"] is state["box"]
+    try:
+        JsonSerializer().dumps(delta.state)
+    except StoreError as exc:
+        assert "lock" in str(exc).lower()
+    else:
+        raise AssertionError("a lock must not be storable")
+    assert _take(b, state).state == {"box": state["box"]}, "compared as changed each time"
