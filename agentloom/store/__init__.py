@@ -19,6 +19,7 @@ from agentloom.store._base import (
     FINISHED_STATUSES,
     RUN_STATUSES,
     Checkpoint,
+    CheckpointDelta,
     CheckpointStore,
     ModelExchangeRecord,
     PauseInfo,
@@ -31,6 +32,7 @@ from agentloom.store._base import (
     StoreError,
     ToolCallRecord,
     ToolLoopProgress,
+    apply_delta,
     tool_call_resume_action,
 )
 
@@ -38,7 +40,9 @@ __all__ = [
     "FINISHED_STATUSES",
     "RUN_STATUSES",
     "Checkpoint",
+    "CheckpointDelta",
     "CheckpointStore",
+    "DeltaBuilder",
     "EncodeOnce",
     "JsonSerializer",
     "MemoryBackend",
@@ -57,11 +61,13 @@ __all__ = [
     "StoreError",
     "ToolCallRecord",
     "ToolLoopProgress",
+    "apply_delta",
     "open_store",
     "tool_call_resume_action",
 ]
 
 if TYPE_CHECKING:
+    from agentloom.store._delta import DeltaBuilder as DeltaBuilder
     from agentloom.store._memory import MemoryBackend as MemoryBackend
     from agentloom.store._memory import MemoryStore as MemoryStore
     from agentloom.store._postgres import PostgresStore as PostgresStore
@@ -71,6 +77,7 @@ if TYPE_CHECKING:
     from agentloom.store._sqlite import SqliteStore as SqliteStore
 
 _LAZY = {
+    "DeltaBuilder": "agentloom.store._delta",
     "MemoryStore": "agentloom.store._memory",
     "MemoryBackend": "agentloom.store._memory",
     "SqliteStore": "agentloom.store._sqlite",

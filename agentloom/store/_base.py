@@ -1,10 +1,13 @@
 """What a checkpoint store is: the records it keeps and the async protocol every backend meets.
 
-A run is one row (`RunRecord`) plus a numbered series of `Checkpoint`s; the newest one is
-what a resume starts from. Tool calls and model exchanges are written ahead, apart from
-checkpoints, because they must land *before* a side effect happens (a tool call) or right
-after a paid call returns (a model exchange), not only at the end of a turn. Every
-backend passes `agentloom.testing.store_conformance`; the protocol is async-only.
+A run is one row (`RunRecord`) plus a numbered series of writes: whole `Checkpoint`s and,
+between them, `CheckpointDelta`s (what one step or tool-loop turn changed). What a resume
+starts from is the newest whole checkpoint with every later delta applied in order
+(`apply_delta`), so a step costs one small row however long the run is. Tool calls and
+model exchanges are written ahead, apart from checkpoints, because they must land
+*before* a side effect happens (a tool call) or right after a paid call returns (a model
+exchange), not only at the end of a turn. Every backend passes
+`agentloom.testing.store_conformance`; the protocol is async-only.
 """
 
 from __future__ import annotations
@@ -95,6 +98,57 @@ class Checkpoint:
     created_at: datetime | None = None
 
 
+@dataclass(slots=True, kw_only=True)
+class CheckpointDelta:
+    """What one write changes in a run's checkpoint; `save_delta` stores it as one row.
+
+    Maps hold only the top-level keys this write sets (whole values) and `*_removed` the
+    keys it deletes; `status`, `paused` and `cost_usd` replace the checkpoint's."""
+
+    status: RunStatus = "running"
+    state: dict[str, Any] = field(default_factory=dict)
+    state_removed: list[str] = field(default_factory=list)
+    step_results: dict[str, Any] = field(default_factory=dict)
+    step_results_removed: list[str] = field(default_factory=list)
+    conversations: dict[str, Any] = field(default_factory=dict)
+    tool_loops: list[ToolLoopProgress] = field(default_factory=list)
+    """Loops this write sets, by `step_id`. One named in `loop_messages_kept` continues
+    the stored loop: its first `kept` messages stay and `messages` are appended."""
+    loop_messages_kept: dict[str, int] = field(default_factory=dict)
+    tool_loops_removed: list[str] = field(default_factory=list)
+    paused: PauseInfo | None = None
+    cost_usd: Decimal | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    extra_removed: list[str] = field(default_factory=list)
+
+
+def apply_delta(cp: Checkpoint, delta: CheckpointDelta, *, seq: int,
+                created_at: datetime | None) -> None:
+    """Bring `cp` (in place) to what it is after `delta`, the write numbered `seq`."""
+    for target, sets, removed in ((cp.state, delta.state, delta.state_removed),
+                                  (cp.step_results, delta.step_results,
+                                   delta.step_results_removed),
+                                  (cp.extra, delta.extra, delta.extra_removed)):
+        target.update(sets)
+        for key in removed:
+            target.pop(key, None)
+    cp.conversations.update(delta.conversations)
+    loops = {p.step_id: p for p in cp.tool_loops}
+    for p in delta.tool_loops:
+        kept = delta.loop_messages_kept.get(p.step_id)
+        old = loops.get(p.step_id)
+        if kept is not None and old is not None:
+            p = ToolLoopProgress(step_id=p.step_id, turn=p.turn,
+                                 messages=[*old.messages[:kept], *p.messages],
+                                 pending_calls=p.pending_calls, results=p.results)
+        loops[p.step_id] = p
+    for step_id in delta.tool_loops_removed:
+        loops.pop(step_id, None)
+    cp.tool_loops = list(loops.values())
+    cp.status, cp.paused, cp.cost_usd = delta.status, delta.paused, delta.cost_usd
+    cp.seq, cp.created_at = seq, created_at
+
+
 @dataclass(slots=True, frozen=True, kw_only=True)
 class RunRecord:
     """A run's summary row: what `agentloom runs` lists."""
@@ -158,7 +212,14 @@ class CheckpointStore(Protocol):
         """Write the checkpoint and the run's status/cost atomically; returns its seq."""
         ...
 
-    async def load_latest(self, run_id: str) -> Checkpoint | None: ...
+    async def save_delta(self, run_id: str, delta: CheckpointDelta) -> int:
+        """Write one delta (a row of its own) and the run's status/cost atomically;
+        returns its seq, from the same series as `save_checkpoint`'s."""
+        ...
+
+    async def load_latest(self, run_id: str) -> Checkpoint | None:
+        """The newest whole checkpoint with every later delta applied; None if no run."""
+        ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 

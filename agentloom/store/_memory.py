@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from agentloom.store._base import (
     FINISHED_STATUSES,
     Checkpoint,
+    CheckpointDelta,
     ModelExchangeRecord,
     RunExists,
     RunNotFound,
@@ -26,6 +28,7 @@ from agentloom.store._base import (
     StoreError,
     ToolCallRecord,
     ToolCallStatus,
+    apply_delta,
     check_status,
     check_tool_status,
 )
@@ -34,6 +37,8 @@ from agentloom.store._serde import (
     Serializer,
     checkpoint_from_payload,
     checkpoint_to_payload,
+    delta_from_payload,
+    delta_to_payload,
 )
 from agentloom.store._sql import utcnow
 
@@ -42,6 +47,7 @@ from agentloom.store._sql import utcnow
 class MemoryBackend:
     runs: dict[str, RunRecord] = field(default_factory=dict)
     checkpoints: dict[str, list[tuple[int, datetime, str]]] = field(default_factory=dict)
+    deltas: dict[str, list[tuple[int, datetime, str]]] = field(default_factory=dict)
     tool_calls: dict[tuple[str, str, str], tuple[ToolCallRecord, str, str | None]] = field(
         default_factory=dict
     )
@@ -97,17 +103,32 @@ class MemoryStore:
         self._check_open()
         check_status(checkpoint.status)
         payload = self._serde.dumps(checkpoint_to_payload(checkpoint))
+        seq, now = self._advance(run_id, checkpoint.status, checkpoint.cost_usd)
+        history = self._b.checkpoints[run_id]
+        history.append((seq, now, payload))
+        if self._keep is not None:
+            if len(history) > self._keep:
+                del history[: len(history) - self._keep]
+            self._b.deltas[run_id] = []  # before the newest whole checkpoint: dead
+        return seq
+
+    async def save_delta(self, run_id: str, delta: CheckpointDelta) -> int:
+        self._check_open()
+        check_status(delta.status)
+        payload = self._serde.dumps(delta_to_payload(delta))
+        seq, now = self._advance(run_id, delta.status, delta.cost_usd)
+        self._b.deltas.setdefault(run_id, []).append((seq, now, payload))
+        return seq
+
+    def _advance(self, run_id: str, status: RunStatus, cost_usd: Decimal | None
+                 ) -> tuple[int, datetime]:
         run = self._require(run_id)
         now = self._now()
         seq = run.latest_seq + 1
-        cost = checkpoint.cost_usd if checkpoint.cost_usd is not None else run.cost_usd
-        self._b.runs[run_id] = replace(run, latest_seq=seq, status=checkpoint.status,
-                                       updated_at=now, cost_usd=cost)
-        history = self._b.checkpoints[run_id]
-        history.append((seq, now, payload))
-        if self._keep is not None and len(history) > self._keep:
-            del history[: len(history) - self._keep]
-        return seq
+        cost = cost_usd if cost_usd is not None else run.cost_usd
+        self._b.runs[run_id] = replace(run, latest_seq=seq, status=status, updated_at=now,
+                                       cost_usd=cost)
+        return seq, now
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:
         self._check_open()
@@ -115,7 +136,12 @@ class MemoryStore:
         if not cps:
             return None
         seq, created, payload = cps[-1]
-        return checkpoint_from_payload(self._serde.loads(payload), seq=seq, created_at=created)
+        cp = checkpoint_from_payload(self._serde.loads(payload), seq=seq, created_at=created)
+        for dseq, dcreated, dpayload in self._b.deltas.get(run_id, ()):
+            if dseq > seq:
+                apply_delta(cp, delta_from_payload(self._serde.loads(dpayload)), seq=dseq,
+                            created_at=dcreated)
+        return cp
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         self._check_open()
@@ -201,6 +227,7 @@ class MemoryStore:
         for rid in doomed:
             del self._b.runs[rid]
             self._b.checkpoints.pop(rid, None)
+            self._b.deltas.pop(rid, None)
         for key in [k for k in self._b.tool_calls if k[0] in doomed]:
             del self._b.tool_calls[key]
         for xkey in [k for k in self._b.exchanges if k[0] in doomed]:

@@ -82,5 +82,22 @@ def m001_initial(dialect: str) -> list[str]:
     ]
 
 
+@migration
+def m002_checkpoint_deltas(dialect: str) -> list[str]:
+    """One row per step or tool-loop turn: what it changed, not the whole run again.
+    Stores made before it keep their whole checkpoints, which stay readable as they are:
+    a run's newest whole checkpoint is the base its later deltas apply to."""
+    js, ts = _types(dialect)
+    return [
+        f"""CREATE TABLE checkpoint_deltas (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            created_at {ts} NOT NULL,
+            payload {js} NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )""",
+    ]
+
+
 def migration_name(fn: Migration) -> str:
     return fn.__name__

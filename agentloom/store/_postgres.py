@@ -97,6 +97,21 @@ class _PgDb:
                     self._conn = None
                 raise
 
+    async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
+        if len(statements) == 1:  # autocommit: one statement is its own transaction
+            async with self._lock:
+                if self._conn is None:
+                    await self.open()
+                conn = self._conn
+                try:
+                    return [await _PgTx(conn).execute(*statements[0])]
+                except Exception:
+                    if conn.closed:
+                        self._conn = None
+                    raise
+        async with self.transaction() as tx:
+            return [await tx.execute(sql, params) for sql, params in statements]
+
     async def migration_lock(self, tx: Any) -> None:
         await tx.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
 

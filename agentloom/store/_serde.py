@@ -26,7 +26,13 @@ from agentloom.messages import (
     part_from_dict,
     part_to_dict,
 )
-from agentloom.store._base import Checkpoint, PauseInfo, StoreError, ToolLoopProgress
+from agentloom.store._base import (
+    Checkpoint,
+    CheckpointDelta,
+    PauseInfo,
+    StoreError,
+    ToolLoopProgress,
+)
 
 _TAG = "__al__"
 _PART_KINDS = frozenset(
@@ -227,4 +233,39 @@ def checkpoint_from_payload(data: dict[str, Any], *, seq: int,
         extra=data.get("extra") or {},
         seq=seq,
         created_at=created_at,
+    )
+
+
+def delta_to_payload(delta: CheckpointDelta) -> dict[str, Any]:
+    """A delta's payload column: only the parts it has, so a step's row stays small."""
+    out: dict[str, Any] = {"status": delta.status, "cost_usd": delta.cost_usd}
+    for name in ("state", "state_removed", "step_results", "step_results_removed",
+                 "conversations", "loop_messages_kept", "tool_loops_removed", "extra",
+                 "extra_removed"):
+        value = getattr(delta, name)
+        if value:
+            out[name] = value
+    if delta.tool_loops:
+        out["tool_loops"] = [_shallow(t) for t in delta.tool_loops]
+    if delta.paused is not None:
+        out["paused"] = _shallow(delta.paused)
+    return out
+
+
+def delta_from_payload(data: dict[str, Any]) -> CheckpointDelta:
+    paused = data.get("paused")
+    return CheckpointDelta(
+        status=data.get("status", "running"),
+        state=data.get("state") or {},
+        state_removed=data.get("state_removed") or [],
+        step_results=data.get("step_results") or {},
+        step_results_removed=data.get("step_results_removed") or [],
+        conversations=data.get("conversations") or {},
+        tool_loops=[ToolLoopProgress(**t) for t in data.get("tool_loops") or []],
+        loop_messages_kept=data.get("loop_messages_kept") or {},
+        tool_loops_removed=data.get("tool_loops_removed") or [],
+        paused=PauseInfo(**paused) if paused else None,
+        cost_usd=data.get("cost_usd"),
+        extra=data.get("extra") or {},
+        extra_removed=data.get("extra_removed") or [],
     )

@@ -3,9 +3,11 @@
 SQLite (a worker thread) and PostgreSQL (psycopg async) differ in how a statement runs,
 not in what the store does. `SqlDb` hides that: `transaction()` yields something with one
 method, `execute(sql, params) -> rows`. Statements use `?` placeholders and `?j` for a JSON
-parameter; the PostgreSQL adapter rewrites them (`%s`, `%s::jsonb`). Every public method
-is one transaction, so a write lands whole or not at all; the seq of a checkpoint comes
-from `UPDATE runs ... RETURNING latest_seq` inside it, so it is monotonic per run even
+parameter; the PostgreSQL adapter rewrites them (`%s`, `%s::jsonb`). The writes a run
+makes at every step (a delta, a model exchange, a tool call) are single statements whose
+SQL checks the run itself, sent with `batch()`: one round trip each. Every public method
+is one transaction, so a write lands whole or not at all; the seq of a checkpoint or delta
+comes from `UPDATE runs ... RETURNING latest_seq` inside it, so it is monotonic per run even
 with several writers (the row lock serialises them).
 """
 
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 from agentloom.store._base import (
     FINISHED_STATUSES,
     Checkpoint,
+    CheckpointDelta,
     ModelExchangeRecord,
     RunExists,
     RunNotFound,
@@ -29,6 +32,7 @@ from agentloom.store._base import (
     StoreError,
     ToolCallRecord,
     ToolCallStatus,
+    apply_delta,
     check_status,
     check_tool_status,
 )
@@ -38,6 +42,8 @@ from agentloom.store._serde import (
     Serializer,
     checkpoint_from_payload,
     checkpoint_to_payload,
+    delta_from_payload,
+    delta_to_payload,
 )
 
 Rows = list[tuple[Any, ...]]
@@ -53,6 +59,11 @@ class SqlDb(Protocol):
     async def open(self) -> None: ...
 
     def transaction(self) -> AbstractAsyncContextManager[SqlTx]: ...
+
+    async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
+        """Run `statements` as one transaction, in one trip where the driver allows
+        (SQLite: one hop to its thread for BEGIN, all of them and COMMIT)."""
+        ...
 
     async def migration_lock(self, tx: SqlTx) -> None:
         """Serialise migrations between processes (PostgreSQL: an advisory lock)."""
@@ -170,25 +181,56 @@ class SqlStore:
         check_status(checkpoint.status)
         await self._ensure()
         payload = self._dumps(checkpoint_to_payload(checkpoint))  # fails before any write
+        after: list[tuple[str, Sequence[Any]]] = []
+        if self._keep is not None:
+            newest = "(SELECT latest_seq FROM runs WHERE run_id = ?)"
+            after = [
+                (f"DELETE FROM checkpoints WHERE run_id = ? AND seq <= {newest} - ?",
+                 (run_id, run_id, self._keep)),
+                # Deltas before the newest whole checkpoint no longer shape the run.
+                (f"DELETE FROM checkpoint_deltas WHERE run_id = ? AND seq < {newest}",
+                 (run_id, run_id)),
+            ]
+        return await self._append("checkpoints", run_id, checkpoint.status,
+                                  checkpoint.cost_usd, payload, after)
+
+    async def save_delta(self, run_id: str, delta: CheckpointDelta) -> int:
+        check_status(delta.status)
+        await self._ensure()
+        payload = self._dumps(delta_to_payload(delta))  # fails before any write
+        return await self._append("checkpoint_deltas", run_id, delta.status, delta.cost_usd,
+                                  payload)
+
+    async def _append(self, table: str, run_id: str, status: str, cost_usd: Decimal | None,
+                      payload: str, after: Sequence[tuple[str, Sequence[Any]]] = ()) -> int:
+        """The run's next seq (taken with its row locked) and the write stored under it,
+        in one transaction; the INSERT reads the seq the UPDATE made, so no value goes
+        back to Python between them."""
         now = self._now()
-        cost = str(checkpoint.cost_usd) if checkpoint.cost_usd is not None else None
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(
-                "UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
-                "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ? RETURNING latest_seq",
-                (checkpoint.status, now, cost, run_id),
-            )
+        cost = str(cost_usd) if cost_usd is not None else None
+        if self._db.dialect == "postgres" and not after:
+            # One statement (PostgreSQL runs an UPDATE in a WITH): one round trip, where
+            # a transaction of two costs four.
+            (rows,) = await self._db.batch([(
+                "WITH u AS (UPDATE runs SET latest_seq = latest_seq + 1, status = ?, "
+                "updated_at = ?, cost_usd = COALESCE(?, cost_usd) WHERE run_id = ? "
+                f"RETURNING run_id, latest_seq) INSERT INTO {table} (run_id, seq, "
+                "created_at, payload) SELECT run_id, latest_seq, ?, ?j FROM u RETURNING seq",
+                (status, now, cost, run_id, now, payload))])
             if not rows:
                 raise RunNotFound(run_id)
-            seq = int(rows[0][0])
-            await tx.execute(
-                "INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES (?, ?, ?, ?j)",
-                (run_id, seq, now, payload),
-            )
-            if self._keep is not None:
-                await tx.execute("DELETE FROM checkpoints WHERE run_id = ? AND seq <= ?",
-                                 (run_id, seq - self._keep))
-        return seq
+            return int(rows[0][0])
+        results = await self._db.batch([
+            ("UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
+             "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ?", (status, now, cost, run_id)),
+            (f"INSERT INTO {table} (run_id, seq, created_at, payload) SELECT run_id, "
+             "latest_seq, ?, ?j FROM runs WHERE run_id = ? RETURNING seq",
+             (now, payload, run_id)),
+            *after,
+        ])
+        if not results[1]:
+            raise RunNotFound(run_id)
+        return int(results[1][0][0])
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:
         await self._ensure()
@@ -197,11 +239,19 @@ class SqlStore:
                 "SELECT seq, created_at, payload FROM checkpoints WHERE run_id = ? "
                 "ORDER BY seq DESC LIMIT 1", (run_id,),
             )
-        if not rows:
-            return None
+            if not rows:
+                return None
+            deltas = await tx.execute(
+                "SELECT seq, created_at, payload FROM checkpoint_deltas WHERE run_id = ? "
+                "AND seq > ? ORDER BY seq", (run_id, rows[0][0]),
+            )
         seq, created, payload = rows[0]
-        return checkpoint_from_payload(self._loads(payload), seq=int(seq),
-                                       created_at=self._dt(created))
+        cp = checkpoint_from_payload(self._loads(payload), seq=int(seq),
+                                     created_at=self._dt(created))
+        for seq, created, payload in deltas:
+            apply_delta(cp, delta_from_payload(self._loads(payload)), seq=int(seq),
+                        created_at=self._dt(created))
+        return cp
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()
@@ -250,28 +300,30 @@ class SqlStore:
         await self._ensure()
         result_json = self._dumps(result)
         args_json = self._dumps(arguments) if arguments is not None else None
-        async with self._db.transaction() as tx:
-            await self._require_run(tx, run_id)
-            existing = await tx.execute(
-                "SELECT status FROM tool_calls WHERE run_id = ? AND step_id = ? AND call_id = ?",
-                (run_id, step_id, call_id),
-            )
-            if existing and existing[0][0] == "done" and status == "in_flight":
-                raise StoreError(
-                    f"tool call {call_id!r} of step {step_id!r} (run {run_id!r}) is already "
-                    "done; it cannot go back to in_flight"
-                )
-            await tx.execute(
-                "INSERT INTO tool_calls (run_id, step_id, call_id, turn, status, idempotent, "
-                "name, arguments, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?j, ?j, ?) "
-                "ON CONFLICT (run_id, step_id, call_id) DO UPDATE SET turn = excluded.turn, "
-                "status = excluded.status, idempotent = excluded.idempotent, "
-                "name = COALESCE(excluded.name, tool_calls.name), "
-                "arguments = COALESCE(excluded.arguments, tool_calls.arguments), "
-                "result = excluded.result, updated_at = excluded.updated_at",
-                (run_id, step_id, call_id, turn, status, bool(idempotent), name, args_json,
-                 result_json, self._now()),
-            )
+        # One statement: nothing for an unknown run, and a call already done is left
+        # alone when asked back to in_flight; either way no row comes back.
+        (rows,) = await self._db.batch([(
+            "INSERT INTO tool_calls (run_id, step_id, call_id, turn, status, idempotent, "
+            "name, arguments, result, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ?j, ?j, ? "
+            "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?) "
+            "ON CONFLICT (run_id, step_id, call_id) DO UPDATE SET turn = excluded.turn, "
+            "status = excluded.status, idempotent = excluded.idempotent, "
+            "name = COALESCE(excluded.name, tool_calls.name), "
+            "arguments = COALESCE(excluded.arguments, tool_calls.arguments), "
+            "result = excluded.result, updated_at = excluded.updated_at "
+            "WHERE NOT (tool_calls.status = 'done' AND excluded.status = 'in_flight') "
+            "RETURNING run_id",
+            (run_id, step_id, call_id, turn, status, bool(idempotent), name, args_json,
+             result_json, self._now(), run_id),
+        )])
+        if rows:
+            return
+        if await self.get_run(run_id) is None:
+            raise RunNotFound(run_id)
+        raise StoreError(
+            f"tool call {call_id!r} of step {step_id!r} (run {run_id!r}) is already "
+            "done; it cannot go back to in_flight"
+        )
 
     async def get_tool_calls(self, run_id: str, step_id: str | None = None
                              ) -> list[ToolCallRecord]:
@@ -296,15 +348,15 @@ class SqlStore:
                                     request_hash: str, response: Any) -> None:
         await self._ensure()
         response_json = self._dumps(response)
-        async with self._db.transaction() as tx:
-            await self._require_run(tx, run_id)
-            await tx.execute(
-                "INSERT INTO model_exchanges (run_id, step_id, turn, request_hash, response, "
-                "created_at) VALUES (?, ?, ?, ?, ?j, ?) ON CONFLICT (run_id, step_id, turn, "
-                "request_hash) DO UPDATE SET response = excluded.response, "
-                "created_at = excluded.created_at",
-                (run_id, step_id, turn, request_hash, response_json, self._now()),
-            )
+        (rows,) = await self._db.batch([(
+            "INSERT INTO model_exchanges (run_id, step_id, turn, request_hash, response, "
+            "created_at) SELECT ?, ?, ?, ?, ?j, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
+            "run_id = ?) ON CONFLICT (run_id, step_id, turn, request_hash) DO UPDATE SET "
+            "response = excluded.response, created_at = excluded.created_at RETURNING run_id",
+            (run_id, step_id, turn, request_hash, response_json, self._now(), run_id),
+        )])
+        if not rows:
+            raise RunNotFound(run_id)
 
     async def get_model_exchanges(self, run_id: str, step_id: str | None = None
                                   ) -> list[ModelExchangeRecord]:
@@ -337,7 +389,8 @@ class SqlStore:
         params = (cutoff, *sorted(statuses))
         async with self._db.transaction() as tx:
             ids = await tx.execute(f"SELECT run_id FROM runs WHERE {where}", params)
-            for table in ("checkpoints", "tool_calls", "model_exchanges"):
+            for table in ("checkpoints", "checkpoint_deltas", "tool_calls",
+                          "model_exchanges"):
                 await tx.execute(
                     f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs WHERE {where})",
                     params,

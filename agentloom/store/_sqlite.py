@@ -1,7 +1,8 @@
 """The embedded default store: one SQLite file, driven from one dedicated worker thread.
 
-sqlite3 blocks, so every statement runs on a single-thread executor that owns the
-connection (no blocking I/O on the event loop, and sqlite3's same-thread rule holds). An
+sqlite3 blocks, so every statement runs on one worker thread that owns the connection
+(no blocking I/O on the event loop, and sqlite3's same-thread rule holds); a result comes
+back through `call_soon_threadsafe`, which costs less than an executor's futures. An
 asyncio lock keeps one transaction at a time; writes use `BEGIN IMMEDIATE` so a second
 process waits on the busy timeout instead of failing halfway. WAL mode lets readers run
 beside a writer, and a committed transaction survives `kill -9` of the process.
@@ -10,10 +11,11 @@ beside a writer, and a committed transaction survives `kill -9` of the process.
 from __future__ import annotations
 
 import asyncio
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,20 +51,66 @@ class _SqliteTx:
         return await self._db.call(self._db.begin_and_execute, *args)
 
 
+def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.cancelled():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+class _Worker:
+    """The store's thread: runs calls in the order they come, one at a time."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # A daemon: a store nobody closed must not keep the process alive (an idle
+        # worker waits on its queue; a write cut short is what SQLite survives anyway).
+        self._thread = threading.Thread(target=self._serve, name="agentloom-sqlite",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._jobs.put((loop, fut, fn, args))
+        return fut
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            loop, fut, fn, args = job
+            try:
+                result, error = fn(*args), None
+            except BaseException as exc:  # handed to the caller, whatever it is
+                result, error = None, exc
+            try:
+                loop.call_soon_threadsafe(_settle, fut, result, error)
+            except RuntimeError:  # that loop is closed: nobody waits for this
+                pass
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+
 class _SqliteDb:
     dialect = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout: float) -> None:
         self.path = path
         self._busy_timeout = busy_timeout
-        self._executor: ThreadPoolExecutor | None = None
+        self._worker: _Worker | None = None
         self._conn: sqlite3.Connection | None = None
         self._lock = asyncio.Lock()
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="agentloom-sqlite")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        if self._worker is None:
+            self._worker = _Worker()
+        result: T = await self._worker.submit(fn, args)
+        return result
 
     def _open_sync(self) -> None:
         try:
@@ -112,6 +160,24 @@ class _SqliteDb:
                                        ) from exc
             raise
 
+    async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
+        args = [(sql.replace("?j", "?"), tuple(_param(p) for p in params))
+                for sql, params in statements]
+        async with self._lock:
+            return await self.call(self._batch_sync, args)
+
+    def _batch_sync(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[Rows]:
+        # BEGIN, the statements and COMMIT in one hop to this thread: it finishes whole
+        # (or rolls back) even if the caller is cancelled meanwhile.
+        self._begin()
+        try:
+            out = [self.execute_sync(sql, params) for sql, params in statements]
+        except BaseException:
+            self._rollback_if_open()
+            raise
+        self._commit()
+        return out
+
     def begin_and_execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
         self._begin()
         return self.execute_sync(sql, params)
@@ -159,11 +225,11 @@ class _SqliteDb:
             self._conn = None
 
     async def close(self) -> None:
-        if self._executor is None:
+        if self._worker is None:
             return
         await self.call(self._close_sync)
-        self._executor.shutdown(wait=False)
-        self._executor = None
+        self._worker.stop()
+        self._worker = None
 
 
 class SqliteStore(SqlStore):

@@ -130,3 +130,28 @@ async def test_keep_checkpoints_bounds_history(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         seqs = [r[0] for r in conn.execute("SELECT seq FROM checkpoints ORDER BY seq")]
     assert seqs == [4, 5]
+
+
+async def test_keep_checkpoints_drops_the_deltas_a_whole_checkpoint_replaces(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentloom.store import CheckpointDelta
+
+    path = tmp_path / "runs.db"
+    async with SqliteStore(path, keep_checkpoints=1) as store:
+        await store.create_run("r", "flow", "h", {"a": 0})
+        for i in range(3):
+            await store.save_delta("r", CheckpointDelta(state={f"d{i}": i}))
+        cp = await store.load_latest("r")
+        assert cp is not None and cp.state == {"a": 0, "d0": 0, "d1": 1, "d2": 2}
+        assert await store.save_checkpoint("r", cp) == 4
+        assert await store.save_delta("r", CheckpointDelta(state={"after": True})) == 5
+        again = await store.load_latest("r")
+        assert again is not None and again.seq == 5
+        assert again.state == {**cp.state, "after": True}
+    with sqlite3.connect(path) as conn:
+        whole = [r[0] for r in conn.execute("SELECT seq FROM checkpoints ORDER BY seq")]
+        deltas = [r[0] for r in conn.execute("SELECT seq FROM checkpoint_deltas ORDER BY seq")]
+    conn.close()
+    assert (whole, deltas) == ([4], [5])

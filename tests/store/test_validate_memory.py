@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from _store_factories import memory_storage
 
-from agentloom.store import Checkpoint, MemoryBackend, MemoryStore
+from agentloom.store import Checkpoint, CheckpointDelta, MemoryBackend, MemoryStore
 from agentloom.testing.store_conformance import (
     OPTIONAL_CAPABILITIES,
     REQUIRED_CAPABILITIES,
@@ -33,6 +34,13 @@ class _ForgetfulStore(MemoryStore):
         return 1
 
 
+class _AppendlessStore(MemoryStore):
+    """Drops what a loop turn appends: a delta backend that rewrites instead of adding."""
+
+    async def save_delta(self, run_id: str, delta: CheckpointDelta) -> int:
+        return await super().save_delta(run_id, replace(delta, loop_messages_kept={}))
+
+
 class _NoClaims:
     """A store without the optional claim methods (delegates everything else)."""
 
@@ -56,7 +64,8 @@ async def test_a_broken_store_fails_with_a_named_check() -> None:
     failed = {r.name for r in report.failed}
     assert "check_seq_is_monotonic" in failed
     assert all(r.capability in (Capability.PUT_GET, Capability.ATOMIC_WRITE,
-                                Capability.RESUME_AFTER_CRASH) for r in report.failed)
+                                Capability.RESUME_AFTER_CRASH, Capability.DELTAS)
+               for r in report.failed)
     text = report.render()
     assert "FAIL put_get/check_seq_is_monotonic" in text and "put_get.py:" in text
 
@@ -72,3 +81,16 @@ async def test_optional_capability_is_detected_not_required() -> None:
     assert Capability.CLAIM not in report.detected
     assert all(r.capability is not Capability.CLAIM for r in report.results)
     assert "optional capabilities not offered: claim" in report.render()
+
+
+async def test_a_store_that_loses_appended_loop_messages_fails_the_delta_checks() -> None:
+    @store_factory("appendless")
+    async def storage() -> AsyncIterator[Any]:
+        backend = MemoryBackend()
+        yield lambda now: _AppendlessStore(backend, now=now)
+
+    report = await validate(storage)
+    assert not report.ok
+    assert {(r.capability, r.name) for r in report.failed} == {
+        (Capability.DELTAS, "check_loop_messages_append")}
+    assert "FAIL deltas/check_loop_messages_append" in report.render()

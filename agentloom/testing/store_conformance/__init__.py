@@ -11,7 +11,7 @@
     assert report.ok, report.render()
 
 One module per capability (`put_get`, `list_runs`, `pending_tool_calls`, `atomic_write`,
-`resume_after_crash`, `prune`, `claim`); required ones must pass, optional ones are
+`resume_after_crash`, `deltas`, `prune`, `claim`); required ones must pass, optional ones are
 checked when the store has their methods.
 """
 

@@ -18,11 +18,12 @@ class Capability(StrEnum):
     RESUME_AFTER_CRASH = "resume_after_crash"
     PRUNE = "prune"
     CLAIM = "claim"
+    DELTAS = "deltas"
 
 
 REQUIRED_CAPABILITIES: frozenset[Capability] = frozenset({
     Capability.PUT_GET, Capability.LIST, Capability.PENDING_TOOL_CALLS,
-    Capability.ATOMIC_WRITE, Capability.RESUME_AFTER_CRASH,
+    Capability.ATOMIC_WRITE, Capability.RESUME_AFTER_CRASH, Capability.DELTAS,
 })
 OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM})
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from agentloom.testing.store_conformance import (
     atomic_write,
     claim,
+    deltas,
     list_runs,
     pending_tool_calls,
     prune,
@@ -37,6 +38,7 @@ CHECKS: dict[Capability, list[CheckFn]] = {
     Capability.RESUME_AFTER_CRASH: resume_after_crash.CHECKS,
     Capability.PRUNE: prune.CHECKS,
     Capability.CLAIM: claim.CHECKS,
+    Capability.DELTAS: deltas.CHECKS,
 }
 
 

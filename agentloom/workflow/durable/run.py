@@ -22,20 +22,21 @@ import asyncio
 import hashlib
 import time
 from contextvars import Token
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
 from agentloom.redact import Redactor
-from agentloom.store import Checkpoint, EncodeOnce, PauseInfo, ToolLoopProgress
+from agentloom.store import Checkpoint, DeltaBuilder, EncodeOnce, PauseInfo, ToolLoopProgress
 from agentloom.workflow.durable.context import UNSET, Decision, ask
 from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
 from agentloom.workflow.durable.scope import DurableScope
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
 from agentloom.workflow.engine.pause import ANSWER_KINDS, PauseRun, coerce_answer
-from agentloom.workflow.engine.result import StepResult, StepStatus, total_cost
+from agentloom.workflow.engine.result import StepResult, StepStatus
 
 if TYPE_CHECKING:
     from agentloom.store import CheckpointStore, ToolCallRecord
@@ -56,6 +57,8 @@ _KEPT = frozenset({
     "usage", "model", "provider", "finish_reason", "time_to_first_token",
     "reasoning_content", "iterations", "started_at", "duration_seconds"})
 """The StepResult fields a checkpoint keeps (plain values; reports are not resumed)."""
+
+_KEPT_NAMES: dict[type, tuple[str, ...]] = {}
 
 _STORE_STATUS = {"success": "succeeded", "failed": "failed", "deadline_exceeded": "timeout",
                  "budget_exceeded": "budget_exceeded", "cancelled": "cancelled",
@@ -100,8 +103,21 @@ class DurableRun:
     _final: set[str] = field(default_factory=set)
     """Steps the engine has finished with (`step_done`): their stored form is reused."""
     _final_cache: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    _deltas: DeltaBuilder = field(default_factory=DeltaBuilder)
+    """What the store holds, so a step's write carries only what the step changed."""
+    _delta_epoch: Any = _UNSET
+    """What the redactor redacted when the store's writes were made (`_UNSET`: the next
+    write is whole, as after a resume)."""
+    _cost: tuple[Decimal, bool, bool] = (Decimal(0), False, False)
+    """(total, seen, unknown) over `_costed`: the run's cost, kept as steps finish."""
+    _costed: set[str] = field(default_factory=set)
 
     # --- lifecycle -----------------------------------------------------------------
+
+    @property
+    def _engine_run(self) -> RunView:
+        assert self._run is not None, "used before begin()"
+        return self._run
 
     async def begin(self, engine_run: RunView, workflow_name: str) -> None:
         """Register the run (new) or load what the resume needs."""
@@ -109,6 +125,8 @@ class DurableRun:
         if self.resumed is None:
             await self.store.create_run(self.run_id, workflow_name, self.workflow_hash,
                                         self._state(engine_run.state), meta=self.meta)
+            self._deltas.baseline(engine_run.state)
+            self._delta_epoch = self._delta_redaction()
             await self._renew_claim()
             return
         cp = self.resumed
@@ -120,6 +138,7 @@ class DurableRun:
         self._loop_usage = dict(cp.extra.get("loop_usage") or {})
         self._loop_nested = dict(cp.extra.get("loop_nested_usage") or {})
         self._child_results = {k: v for k, v in cp.step_results.items() if "/" in k}
+        engine_run.handled.update(cp.extra.get("handled") or ())
         for target, router in (cp.extra.get("not_taken") or {}).items():
             if "/" in target:
                 self._child_not_taken[target] = router
@@ -139,6 +158,23 @@ class DurableRun:
         return StepResult(**kw)
 
     async def save(self, status: str = "running", paused: PauseInfo | None = None) -> None:
+        """One atomic write of what changed since the last one: a delta (a row), or the
+        whole run when there is no delta to build on (after a resume) or the redactor
+        learned a secret (what was written before is redacted anew)."""
+        epoch = self._delta_redaction()
+        if epoch is _UNSET or epoch != self._delta_epoch:
+            await self._save_whole(status, paused, epoch)
+            return
+        run, extra = self._engine_run, self._extra()
+        async with self._lock:
+            delta = self._deltas.take(
+                run.state, status=status, paused=paused,  # type: ignore[arg-type]
+                cost_usd=self._cost_so_far(), extra=extra, redact=self._redact)
+            await self.store.save_delta(self.run_id, delta)
+            self._deltas.commit()
+        await self._renew_claim()
+
+    async def _save_whole(self, status: str, paused: PauseInfo | None, epoch: Any) -> None:
         """One atomic checkpoint of the whole run as it is now."""
         run = self._run
         assert run is not None, "save() before begin()"
@@ -147,17 +183,57 @@ class DurableRun:
             if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
                 results[node_id] = self._final_raw(node_id, r)
         results.update(self._child_results)
+        self._recount_cost()
+        extra = self._extra()
         cp = Checkpoint(
             state=self._state(run.state), status=status,  # type: ignore[arg-type]
-            step_results=results, tool_loops=list(self._loops.values()), paused=paused,
-            cost_usd=total_cost(run.results.values()),
-            extra={"not_taken": {**run.not_taken, **self._child_not_taken},
-                   "loop_usage": dict(self._loop_usage),
-                   "loop_nested_usage": dict(self._loop_nested)},
+            step_results=results, paused=paused, cost_usd=self._cost_so_far(),
+            tool_loops=[replace(p, messages=list(self._redact(p.messages)))
+                        for p in self._loops.values()],
+            extra=extra,
         )
         async with self._lock:
             await self.store.save_checkpoint(self.run_id, cp)
+            self._deltas.baseline(run.state, results=results, extra=extra,
+                                  loops={k: p.messages for k, p in self._loops.items()})
+            self._delta_epoch = epoch
         await self._renew_claim()
+
+    def _extra(self) -> dict[str, Any]:
+        run = self._engine_run
+        return {"not_taken": {**run.not_taken, **self._child_not_taken},
+                "handled": sorted(run.handled),  # failures their on_error block handled
+                "loop_usage": dict(self._loop_usage),
+                "loop_nested_usage": dict(self._loop_nested)}
+
+    def _delta_redaction(self) -> Any:
+        """What the redactor redacts now (its secrets and key names); `_UNSET` for a
+        redactor we can't see into, whose every write is then whole."""
+        epoch = self._redaction_epoch()
+        if epoch is None or epoch is _UNSET:
+            return epoch
+        assert self.redactor is not None
+        return (epoch, self.redactor.key_globs)
+
+    def _count_cost(self, node_id: str, r: StepResult) -> None:
+        if node_id in self._costed or r.usage is None:
+            return
+        self._costed.add(node_id)
+        total, seen, unknown = self._cost
+        if r.usage.cost_usd is None:
+            self._cost = (total, seen, True)
+        else:
+            self._cost = (total + r.usage.cost_usd, True, unknown)
+
+    def _cost_so_far(self) -> Decimal | None:
+        """None when unknown: some step's cost is, or no step had one yet."""
+        total, seen, unknown = self._cost
+        return None if unknown or not seen else total
+
+    def _recount_cost(self) -> None:
+        self._cost, self._costed = (Decimal(0), False, False), set()
+        for node_id, r in self._engine_run.results.items():
+            self._count_cost(node_id, r)
 
     def _final_raw(self, node_id: str, r: StepResult) -> dict[str, Any]:
         """A step's stored form; once the engine is done with the step (`step_done`),
@@ -184,7 +260,10 @@ class DurableRun:
         return self.redactor.secrets_version
 
     def _raw(self, r: StepResult) -> dict[str, Any]:
-        raw = {f.name: getattr(r, f.name) for f in fields(r) if f.name in _KEPT}
+        names = _KEPT_NAMES.get(type(r))
+        if names is None:  # dataclasses.fields walks the class: once per type, not step
+            names = _KEPT_NAMES[type(r)] = tuple(f.name for f in fields(r) if f.name in _KEPT)
+        raw = {name: getattr(r, name) for name in names}
         raw["status"] = r.status.value
         raw["output"] = self._redact(r.output)
         raw["text"] = self._redact(r.text)
@@ -192,6 +271,11 @@ class DurableRun:
 
     async def finish(self, result: Any, paused: PauseRun | None) -> None:
         status = _STORE_STATUS.get(result.status.value, "failed")
+        for node_id, r in self._engine_run.results.items():  # once per run: what no step_done wrote
+            if node_id not in self._final and r.status in (StepStatus.SUCCESS,
+                                                           StepStatus.FAILED):
+                self._deltas.step_result(node_id, self._raw(r))
+        self._recount_cost()
         await self.save(status, paused.info() if paused is not None else None)
         if self.worker_id is not None and hasattr(self.store, "release_claim"):
             await self.store.release_claim(self.run_id, self.worker_id)
@@ -216,7 +300,8 @@ class DurableRun:
 
     def keep_child_result(self, key: str, result: StepResult) -> None:
         if result.status in (StepStatus.SUCCESS, StepStatus.FAILED):
-            self._child_results[key] = self._raw(result)
+            self._child_results[key] = raw = self._raw(result)
+            self._deltas.step_result(key, raw)
 
     def keep_child_not_taken(self, key: str, router: str) -> None:
         self._child_not_taken[key] = router
@@ -230,6 +315,7 @@ class DurableRun:
                       self._loop_usage, self._loop_nested):
             for k in [k for k in table if k.startswith(prefix)]:
                 del table[k]
+        self._deltas.drop_prefix(prefix)
 
     # --- the tool loop (LoopJournal) ---------------------------------------------------
 
@@ -249,8 +335,10 @@ class DurableRun:
 
     async def on_turn(self, step_id: str, turn: int, messages: list[Message],
                       usage: Usage) -> None:
+        # Kept as the loop has it; redacted when written (`_deltas` writes new ones only).
         self._loops[step_id] = ToolLoopProgress(step_id=step_id, turn=turn,
-                                                messages=list(self._redact(messages)))
+                                                messages=list(messages))
+        self._deltas.loop_turn(step_id, turn, messages)
         self._loop_usage[step_id] = usage
         nested = sum_usage(list(NESTED_USAGE.get() or ()))
         if nested is not None:
@@ -260,6 +348,13 @@ class DurableRun:
     async def step_done(self, node_id: str) -> None:
         self._final.add(node_id)  # the engine won't change this step's result again
         self._loops.pop(node_id, None)
+        self._deltas.drop_loop(node_id)
+        r = self._engine_run.results.get(node_id)  # None for a nested run's step (`parent/step`)
+        if r is not None:
+            if r.status in (StepStatus.SUCCESS, StepStatus.FAILED):
+                # Written once, so not cached: a run keeps no second copy of each result.
+                self._deltas.step_result(node_id, self._raw(r))
+            self._count_cost(node_id, r)
         self._loop_usage.pop(node_id, None)
         self._loop_nested.pop(node_id, None)
         self.drop_children(f"{node_id}/")

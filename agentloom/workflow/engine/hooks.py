@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 class RunView(Protocol):
     """What a durable run reads of the engine's run: its workflow and state, per-step
-    results and the router branches not taken."""
+    results, the router branches not taken and the failures handled."""
 
     @property
     def workflow(self) -> Workflow: ...
@@ -36,6 +36,10 @@ class RunView(Protocol):
 
     @property
     def not_taken(self) -> dict[str, str]: ...
+
+    @property
+    def handled(self) -> set[str]:
+        """Failed steps whose on_error block handled the failure (kept across a resume)."""
 
 
 class DurableHooks(Protocol):
