@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-
 # Prefixes whose low 32 bits are an IPv4 address that a host, translator or relay on the
 # path turns the packet into (RFC 4291 compatible/mapped, RFC 6145 SIIT, RFC 6052/8215 NAT64).
 _EMBEDS_LOW_32 = tuple(

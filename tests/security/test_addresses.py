@@ -47,4 +47,3 @@ def test_an_allowed_ipv4_network_covers_its_ipv6_forms() -> None:
     policy = AddressPolicy(allowed=("127.0.0.0/8",))
     assert policy.permits("x", "::ffff:0:7f00:1")
     assert policy.permits("x", "2002:7f00:1::1")
-
