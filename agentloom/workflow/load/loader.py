@@ -24,7 +24,7 @@ from agentloom.workflow.load.diagnose import dotted as _dotted
 from agentloom.workflow.load.model_checks import check_conversations, prepare_agents, valid_agents
 from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.load.workflow import StepNode, Workflow
-from agentloom.workflow.load.yaml_source import Marks, load_yaml
+from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
 from agentloom.workflow.schema.steps import STEP_TYPES, StepBase, step_adapter
 from agentloom.workflow.schema.workflow import WorkflowConfig, WorkflowDefinition
 
@@ -56,7 +56,7 @@ def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None
     if isinstance(source, os.PathLike) or "\n" not in source:
         path = FsPath(source)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(path)
         except OSError as exc:
             raise WorkflowError(f"cannot read workflow file: {exc.strerror or exc}",
                                 file=str(path)) from None
