@@ -164,14 +164,14 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
     import uuid
 
     from agentloom.errors import AgentLoomError
-    from agentloom.store import open_store
+    from agentloom.store import StoreCorrupt, open_store
     from agentloom.workflow.durable.run import DurableRun
 
     store = open_store(args.store) if args.store else open_store(None)
     try:
         await store.__aenter__()  # type: ignore[attr-defined]
     except (AgentLoomError, OSError) as exc:
-        if args.store:
+        if args.store or isinstance(exc, StoreCorrupt):  # never run past a damaged store
             raise
         sys.stderr.write(f"agentloom: checkpoints off, the run store can't be opened: {exc}\n")
         return None
