@@ -32,10 +32,12 @@ def run_cli(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
             timeout: float = SAFETY_TIMEOUT) -> Child:
     """`python -m agentloom.cli ARGS` in `cwd`; a child still running after `timeout` is
     killed and reported (`killed`), so a hang fails the test instead of the suite."""
+    extra = dict(env or {})
     child_env = dict(os.environ)
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [child_env.get("PYTHONPATH")])])
-    child_env.update(env or {})
+    # This checkout first (after any directory the test adds), whatever is installed.
+    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [
+        extra.pop("PYTHONPATH", None), str(REPO), child_env.get("PYTHONPATH")]))
+    child_env.update(extra)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([sys.executable, "-m", "agentloom.cli", *args], cwd=cwd,
                                 env=child_env, stdout=out, stderr=err,

@@ -205,6 +205,8 @@ class _Checker:
         self._check_outputs(nodes)
         self._warn_unknown_state(nodes)
         self._check_state_reads(nodes)
+        if definition is not None and definition.mcp_servers:
+            self._check_extra_mcp()
         tooling = None
         if definition is not None and self.function_args is None:
             from agentloom.workflow.engine.functions import check_tooling
@@ -219,6 +221,15 @@ class _Checker:
         if tooling is not None:
             wf.functions, wf.tool_refs = tooling.functions, tooling.refs
         return wf
+
+    def _check_extra_mcp(self) -> None:
+        from agentloom.errors import ConfigError
+        from agentloom.tools import require_mcp
+
+        try:
+            require_mcp()
+        except ConfigError as exc:
+            self.err(str(exc), self.marks.line_of(self.data, "mcp_servers"), "mcp_servers")
 
     # -- pydantic errors -> file:line ---------------------------------------------------
 
