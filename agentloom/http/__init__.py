@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentloom.http._base import (
+    BodyTooLarge,
     BufferedResponse,
     HttpRequest,
     HttpResponse,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AiohttpTransport",
+    "BodyTooLarge",
     "BufferedResponse",
     "Fault",
     "FaultTransport",

@@ -14,8 +14,8 @@ import json
 import time
 from typing import Any
 
-from agentloom.errors import ConfigError, ProviderError
-from agentloom.http._base import HttpResponse, Transport, TransportError
+from agentloom.errors import ConfigError, ProviderError, ReplyTooLarge
+from agentloom.http._base import BodyTooLarge, HttpResponse, Transport, TransportError
 from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.providers._assemble import ResponseBuilder
 from agentloom.providers._base import (
@@ -124,6 +124,8 @@ class ProviderClient:
                 f"provider {endpoint.name!r} needs an API key: set {endpoint.api_key_env}"
             )
         http_request = self.protocol.encode(request, endpoint)
+        if endpoint.max_reply_bytes is not None:
+            http_request.max_bytes = endpoint.max_reply_bytes
         start = _perf()
         try:
             try:
@@ -228,6 +230,12 @@ class ProviderClient:
         self, request: ModelRequest, exc: TransportError, *, partial: bool = False
     ) -> ProviderError:
         name = self.endpoint.name
+        if isinstance(exc, BodyTooLarge):
+            return ReplyTooLarge(
+                f"{name} sent a reply larger than {exc.limit} bytes for model "
+                f"{request.model}; reading stopped there (providers.{name}.max_reply_bytes "
+                "raises the cap)", provider=name, model=request.model, phase="body",
+                request_sent=True, retryable=False, partial=partial)
         return ProviderError(
             f"{name} call failed before a full reply ({exc})", provider=name,
             model=request.model, status=None, phase=exc.phase,  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from agentloom.errors import ProviderError
+from agentloom.errors import ProviderError, ReplyTooLarge
 
 DEFAULT_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _NO_STATUS_PHASES = frozenset({"connect", "tls", "proxy", "send", "read", "body"})
@@ -58,6 +58,8 @@ class RetryPolicy:
     def is_retryable(self, error: ProviderError) -> bool:
         """Status errors by the policy's codes; failures without a status by their phase
         (network and body failures retry, `local` refusals never do)."""
+        if isinstance(error, ReplyTooLarge):
+            return False  # the same call would send the same oversized reply
         if error.status is not None and error.phase == "status":
             return error.status in self.retryable_status_codes
         if error.phase in _NO_STATUS_PHASES:

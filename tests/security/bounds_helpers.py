@@ -6,6 +6,7 @@ is only a safety net), with one clear line, and its peak RSS stays bounded.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -14,6 +15,9 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from aiohttp import web
 
 REPO = Path(__file__).resolve().parents[2]
 SAFETY_TIMEOUT = 120.0
@@ -69,3 +73,69 @@ def one_line(text: str) -> str:
     assert "Traceback" not in text, text[-3000:]
     assert len(lines) >= 1, text
     return lines[-1]
+
+
+class HostileServer:
+    """An OpenAI-compatible endpoint on 127.0.0.1 that answers every chat call with
+    `handler` (an aiohttp handler), served from a thread so a child process can call it
+    while the test waits on the child."""
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> HostileServer:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            app = web.Application()
+            app.router.add_post("/v1/chat/completions", self.handler)
+            self._runner = web.AppRunner(app, handler_cancellation=True)
+            loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None and self._thread is not None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+
+
+def llm_flow(tmp_path: Path, server: HostileServer, *, provider_extra: str = "",
+             stream: bool = False) -> Path:
+    """One llm_call step against `server`, the key read from HOSTILE_KEY."""
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "name: hostile\n"
+        "providers:\n"
+        "  hostile:\n"
+        "    type: openai\n"
+        f"    base_url: {server.base_url}\n"
+        "    api_key_env: HOSTILE_KEY\n"
+        f"{provider_extra}"
+        "config: {provider: hostile, model: gpt-4o-mini}\n"
+        "steps:\n"
+        "  - id: ask\n"
+        "    type: llm_call\n"
+        "    prompt: hello\n"
+        f"    stream: {'true' if stream else 'false'}\n"
+        "    output: answer\n")
+    return path
