@@ -70,7 +70,7 @@ async def endless_sse(request: web.Request) -> web.StreamResponse:
 
 
 def _run(tmp_path: Path, handler: object, *, stream: bool = False,
-         provider_extra: str = "") -> tuple[object, dict[str, object]]:
+         provider_extra: str = "") -> dict[str, object]:
     calls.clear()
     with HostileServer(handler) as server:
         flow = llm_flow(tmp_path, server, stream=stream, provider_extra=provider_extra)
@@ -80,7 +80,7 @@ def _run(tmp_path: Path, handler: object, *, stream: bool = False,
     assert child.peak_rss_mb < PEAK_MB, f"peak RSS {child.peak_rss_mb:.0f} MB"
     assert child.returncode == 1, child.stderr
     assert len(child.stdout) < MB  # --json prints the failure, not the reply
-    return child, json.loads(child.stdout)
+    return json.loads(child.stdout)  # type: ignore[no-any-return]
 
 
 def _step_failure(result: dict[str, object]) -> dict[str, object]:
@@ -94,7 +94,7 @@ def _step_failure(result: dict[str, object]) -> dict[str, object]:
 
 
 def test_a_200_mb_body_stops_at_the_cap(tmp_path: Path) -> None:
-    child, result = _run(tmp_path, huge_body)
+    result = _run(tmp_path, huge_body)
     step = _step_failure(result)
     assert f"larger than {CAP} bytes" in str(step["error"])
     assert calls == ["huge"], "an oversized reply must not be retried"
@@ -104,18 +104,18 @@ def test_a_gzip_bomb_stops_at_the_cap_on_the_inflated_size(tmp_path: Path) -> No
     global BOMB
     BOMB = _gzip_bomb(1024)  # ~1 MB on the wire, 1 GB inflated
     assert len(BOMB) < 2 * MB
-    child, result = _run(tmp_path, gzip_bomb)
+    result = _run(tmp_path, gzip_bomb)
     assert f"larger than {CAP} bytes" in str(_step_failure(result)["error"])
     assert calls == ["gzip"]
 
 
 def test_an_endless_stream_stops_at_the_cap(tmp_path: Path) -> None:
-    child, result = _run(tmp_path, endless_sse, stream=True)
+    result = _run(tmp_path, endless_sse, stream=True)
     assert f"larger than {CAP} bytes" in str(_step_failure(result)["error"])
     assert calls == ["sse"]
 
 
 def test_the_cap_is_set_per_provider(tmp_path: Path) -> None:
-    child, result = _run(tmp_path, huge_body, provider_extra="    max_reply_bytes: 1000000\n")
+    result = _run(tmp_path, huge_body, provider_extra="    max_reply_bytes: 1000000\n")
     assert "larger than 1000000 bytes" in str(_step_failure(result)["error"])
     assert "providers.hostile.max_reply_bytes" in str(_step_failure(result)["error"])
