@@ -141,6 +141,9 @@ def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
               for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
     merged = {**(wf.definition.state or {}), **state}
     keys = [v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
+    for provider in (getattr(wf.definition, "providers", None) or {}).values():
+        # A key under any name the workflow gives it (api_key_env: MY_KEY), or in the file.
+        keys += [v for v in (os.environ.get(provider.api_key_env or ""), provider.api_key) if v]
     return Redactor.from_state_schema(schema, state=merged, secrets=keys)
 
 

@@ -25,6 +25,8 @@ from agentloom.cli._common import (
 from agentloom.cli._gc import loading, start_running
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentloom.messages import StreamEvent
     from agentloom.workflow import RunResult, Workflow
 
@@ -70,7 +72,7 @@ def command_run(args: argparse.Namespace) -> int:
         data = args.redactor.redact_state(result.to_dict())
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     else:
-        _print_human(result, streamed=args.stream)
+        _print_human(result, streamed=args.stream, redact=args.redactor.redact_text)
     if result.status.value in ("paused", "needs_decision"):
         report_pause(result, args, args.durable)
         return EXIT_OK
@@ -131,7 +133,7 @@ def _print_delta(step_id: str, event: StreamEvent) -> None:
         sys.stdout.flush()
 
 
-def _print_human(result: RunResult, *, streamed: bool) -> None:
+def _print_human(result: RunResult, *, streamed: bool, redact: Callable[[str], str]) -> None:
     from agentloom.workflow import StepStatus
     from agentloom.workflow.lang.templates import to_text
 
@@ -146,7 +148,7 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
             out.write(to_text(value).rstrip() + "\n")
     for r in result.steps.values():
         if r.status is StepStatus.FAILED:
-            sys.stderr.write(f"step {r.id!r} failed: {r.error}\n")
+            sys.stderr.write(redact(f"step {r.id!r} failed: {r.error}\n"))
     counts: dict[str, int] = {}
     for r in result.steps.values():
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
@@ -162,4 +164,4 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
     ]
     out.write(" · ".join(bits) + "\n")
     if result.error and not result.ok:
-        sys.stderr.write(f"run {result.status.value}: {result.error}\n")
+        sys.stderr.write(redact(f"run {result.status.value}: {result.error}\n"))

@@ -25,6 +25,7 @@ from agentloom.providers._base import (
     EventSink,
     WireProtocol,
 )
+from agentloom.redact import REDACTED, Redactor
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "cf-ray")
@@ -33,6 +34,7 @@ _BODY_EXCERPT = 500
 _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 
 _perf = time.perf_counter
+_PATTERNS = Redactor()  # the always-on patterns (sk-..., Bearer ..., key=...)
 
 
 def parse_retry_after(headers: dict[str, str], *, now: float | None = None) -> float | None:
@@ -201,16 +203,26 @@ class ProviderClient:
 
     # --- errors --------------------------------------------------------------------------
 
+    def _scrub(self, text: str) -> str:
+        """A provider's words with our key taken out: a 401 often echoes the key it got,
+        and this text goes on to checkpoints, stderr, traces and spans."""
+        key = self.endpoint.api_key
+        if key and key in text:
+            text = text.replace(key, REDACTED)
+        return _PATTERNS.redact_text(text)
+
     def _status_error(
         self, request: ModelRequest, status: int, headers: dict[str, str], body: bytes
     ) -> ProviderError:
         name = self.endpoint.name
         return ProviderError(
-            f"{name} returned HTTP {status} for model {request.model}: {_error_message(body)}",
+            self._scrub(f"{name} returned HTTP {status} for model {request.model}: "
+                        f"{_error_message(body)}"),
             provider=name, model=request.model, status=status, phase="status",
-            request_sent=True, retryable=status in RETRYABLE_STATUSES, headers=headers,
-            retry_after=parse_retry_after(headers),
-            body=body[:_BODY_EXCERPT].decode("utf-8", "replace"), request_id=_request_id(headers),
+            request_sent=True, retryable=status in RETRYABLE_STATUSES,
+            headers=_PATTERNS.redact_headers(headers), retry_after=parse_retry_after(headers),
+            body=self._scrub(body[:_BODY_EXCERPT].decode("utf-8", "replace")),
+            request_id=_request_id(headers),
         )
 
     def _body_error(
@@ -219,10 +231,12 @@ class ProviderClient:
     ) -> ProviderError:
         name = self.endpoint.name
         return ProviderError(
-            f"{name} sent a reply that could not be read ({type(exc).__name__}: {exc})",
+            self._scrub(f"{name} sent a reply that could not be read "
+                        f"({type(exc).__name__}: {exc})"),
             provider=name, model=request.model, status=status,
-            phase="body", request_sent=True, retryable=True, headers=headers,
-            body=body[:_BODY_EXCERPT].decode("utf-8", "replace") or None,
+            phase="body", request_sent=True, retryable=True,
+            headers=_PATTERNS.redact_headers(headers),
+            body=self._scrub(body[:_BODY_EXCERPT].decode("utf-8", "replace")) or None,
             request_id=_request_id(headers),
         )
 
@@ -237,7 +251,7 @@ class ProviderClient:
                 "raises the cap)", provider=name, model=request.model, phase="body",
                 request_sent=True, retryable=False, partial=partial)
         return ProviderError(
-            f"{name} call failed before a full reply ({exc})", provider=name,
+            self._scrub(f"{name} call failed before a full reply ({exc})"), provider=name,
             model=request.model, status=None, phase=exc.phase,  # type: ignore[arg-type]
             request_sent=exc.request_sent, retryable=True, partial=partial,
         )
