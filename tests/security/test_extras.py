@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from bounds_helpers import one_line, run_cli
 
+from agentloom.cli import main
 from agentloom.errors import ConfigError
 from agentloom.tools import MCPServerConfig, MCPToolSource
 
@@ -38,18 +39,26 @@ def _without(tmp_path: Path, module: str) -> dict[str, str]:
     return {"PYTHONPATH": str(blocker)}
 
 
-@pytest.mark.parametrize("command", ["validate", "run"])
-def test_mcp_servers_without_the_extra_fail_at_load(tmp_path: Path, command: str) -> None:
+def test_mcp_servers_without_the_extra_fail_at_load_in_run(tmp_path: Path) -> None:
     flow = tmp_path / "flow.yaml"
     flow.write_text(FLOW.format(python=sys.executable))
-    extra = ["--no-checkpoint"] if command == "run" else []
-    child = run_cli([command, str(flow), *extra], tmp_path, env=_without(tmp_path, "mcp"))
+    child = run_cli(["run", str(flow), "--no-checkpoint"], tmp_path,
+                    env=_without(tmp_path, "mcp"))
     assert not child.killed, "hung"
     assert child.returncode == 1
     first = child.stderr.strip().splitlines()[0]
     assert first == (f"{flow}:2: MCP servers need the optional 'mcp' package, which is "
                      f"not installed: {HINT}")
     assert one_line(child.stderr) == f"1 problem found in {flow}"
+
+
+def test_validate_says_so_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(FLOW.format(python=sys.executable))
+    assert main(["validate", str(flow)]) == 1
+    assert f"{flow}:2: MCP servers need the optional 'mcp' package" in capsys.readouterr().err
 
 
 async def test_an_mcp_source_without_the_extra_raises_instead_of_waiting(
