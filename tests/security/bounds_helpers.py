@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,24 +48,44 @@ def run_cli(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
                                 env=child_env, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL)
         killed = threading.Event()
+        done = threading.Event()
+        peak_kb = [0]
 
-        def kill() -> None:
-            killed.set()
-            os.kill(proc.pid, signal.SIGKILL)
+        def watch() -> None:
+            # The child's own high-water mark. Its rusage can't tell: Linux carries the
+            # forking parent's peak (a pytest process grown by other tests) across exec.
+            deadline = time.monotonic() + timeout
+            while not done.wait(0.01):
+                peak_kb[0] = max(peak_kb[0], _vm_hwm_kb(proc.pid))
+                if time.monotonic() > deadline:
+                    killed.set()
+                    os.kill(proc.pid, signal.SIGKILL)
+                    return
 
-        timer = threading.Timer(timeout, kill)
-        timer.start()
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         try:
-            # wait4 reports this child's own peak RSS (RUSAGE_CHILDREN would mix in others).
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status, _usage = os.wait4(proc.pid, 0)
         finally:
-            timer.cancel()
+            done.set()
+            watcher.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return Child(proc.returncode, out.read().decode(errors="replace"),
-                     err.read().decode(errors="replace"), usage.ru_maxrss / 1024,
+                     err.read().decode(errors="replace"), peak_kb[0] / 1024,
                      killed.is_set())
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass  # exited between two looks: the last one counts
+    return 0
 
 
 def one_line(text: str) -> str:
