@@ -211,6 +211,9 @@ class ProviderClient:
             text = text.replace(key, REDACTED)
         return _PATTERNS.redact_text(text)
 
+    def _scrub_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        return {k: self._scrub(v) for k, v in _PATTERNS.redact_headers(headers).items()}
+
     def _status_error(
         self, request: ModelRequest, status: int, headers: dict[str, str], body: bytes
     ) -> ProviderError:
@@ -220,7 +223,7 @@ class ProviderClient:
                         f"{_error_message(body)}"),
             provider=name, model=request.model, status=status, phase="status",
             request_sent=True, retryable=status in RETRYABLE_STATUSES,
-            headers=_PATTERNS.redact_headers(headers), retry_after=parse_retry_after(headers),
+            headers=self._scrub_headers(headers), retry_after=parse_retry_after(headers),
             body=self._scrub(body[:_BODY_EXCERPT].decode("utf-8", "replace")),
             request_id=_request_id(headers),
         )
@@ -235,7 +238,7 @@ class ProviderClient:
                         f"({type(exc).__name__}: {exc})"),
             provider=name, model=request.model, status=status,
             phase="body", request_sent=True, retryable=True,
-            headers=_PATTERNS.redact_headers(headers),
+            headers=self._scrub_headers(headers),
             body=self._scrub(body[:_BODY_EXCERPT].decode("utf-8", "replace")) or None,
             request_id=_request_id(headers),
         )

@@ -7,9 +7,14 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from bounds_helpers import HostileServer, llm_flow, run_cli
 
+from agentloom.errors import ProviderError
+from agentloom.http import AiohttpTransport
+from agentloom.messages import Message, ModelRequest
+from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
 from agentloom.recording._redact_stream import redact_stream
 from agentloom.redact import Redactor
 
@@ -50,6 +55,23 @@ async def split_secrets(request: web.Request) -> web.StreamResponse:
         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n"
         "data: [DONE]\n\n").encode())
     return resp
+
+
+async def test_a_provider_error_carries_no_key_in_message_body_or_headers() -> None:
+    with HostileServer(echo_key_401) as server:
+        endpoint = vendor_endpoint("generic_openai", base_url=server.base_url, api_key=KEY)
+        transport = AiohttpTransport()
+        client = ProviderClient(endpoint, get_protocol("openai"), transport)
+        try:
+            with pytest.raises(ProviderError) as info:
+                await client.complete(ModelRequest(model="gpt-4o-mini",
+                                                   messages=(Message.user("hi"),)))
+        finally:
+            await transport.aclose()
+    error = info.value
+    assert error.status == 401
+    assert KEY not in f"{error} {error.body} {error.headers}"
+    assert error.headers["x-echo"] == "[REDACTED]"
 
 
 def _files_text(root: Path) -> str:
