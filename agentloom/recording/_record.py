@@ -16,7 +16,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.http._base import BufferedResponse, HttpRequest, HttpResponse, TransportError
+from agentloom.http._base import (
+    BodyTooLarge,
+    BufferedResponse,
+    HttpRequest,
+    HttpResponse,
+    TransportError,
+)
 from agentloom.recording._format import (
     CallContext,
     Recorder,
@@ -25,6 +31,11 @@ from agentloom.recording._format import (
     request_hash,
 )
 from agentloom.recording._redact_stream import redact_stream
+
+
+def _cap_of(exc: TransportError) -> dict[str, int]:
+    """A reply cut at its size cap replays as the same typed, non-retryable failure."""
+    return {"max_bytes": exc.limit} if isinstance(exc, BodyTooLarge) else {}
 
 
 def _redacted_url(recorder: Recorder, url: str) -> str:
@@ -58,7 +69,7 @@ class _RecordingStream:
         except TransportError as exc:
             # A stream that broke midway replays the same way: these chunks, then this.
             error = {"message": str(exc), "phase": exc.phase, "request_sent": exc.request_sent,
-                     "t": round(self._clock.now() - self._start, 6)}
+                     "t": round(self._clock.now() - self._start, 6), **_cap_of(exc)}
             raise
         finally:
             await self._finish(complete, error)
@@ -102,7 +113,7 @@ class RecordTransport:
         except TransportError as exc:
             await self.recorder.add({**base, "elapsed": self._elapsed(start), "error": {
                 "message": self._redact(str(exc)), "phase": exc.phase,
-                "request_sent": exc.request_sent}})
+                "request_sent": exc.request_sent, **_cap_of(exc)}})
             raise
         headers = self._headers(response.headers)
         if request.stream:

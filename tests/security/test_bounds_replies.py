@@ -4,10 +4,12 @@ status, while the child's memory stays bounded. The server is a real loopback on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from bounds_helpers import HostileServer, llm_flow, run_cli
 
@@ -119,3 +121,27 @@ def test_the_cap_is_set_per_provider(tmp_path: Path) -> None:
     result = _run(tmp_path, huge_body, provider_extra="    max_reply_bytes: 1000000\n")
     assert "larger than 1000000 bytes" in str(_step_failure(result)["error"])
     assert "providers.hostile.max_reply_bytes" in str(_step_failure(result)["error"])
+
+
+async def test_an_oversized_reply_replays_as_the_same_typed_failure(tmp_path: Path) -> None:
+    from agentloom.errors import ReplyTooLarge
+    from agentloom.http import AiohttpTransport
+    from agentloom.messages import Message, ModelRequest
+    from agentloom.providers import ProviderClient, get_protocol, vendor_endpoint
+    from agentloom.recording import Recorder, RecordTransport, ReplayTransport
+
+    request = ModelRequest(model="gpt-4o-mini", messages=(Message.user("hi"),))
+    path = tmp_path / "rec.json"
+    with HostileServer(huge_body) as server:
+        endpoint = vendor_endpoint("generic_openai", base_url=server.base_url, api_key="k")
+        endpoint = dataclasses.replace(endpoint, max_reply_bytes=100_000)
+        live = RecordTransport(AiohttpTransport(), Recorder(path))
+        try:
+            with pytest.raises(ReplyTooLarge):
+                await ProviderClient(endpoint, get_protocol("openai"), live).complete(request)
+        finally:
+            await live.aclose()
+    replayed = ProviderClient(endpoint, get_protocol("openai"), ReplayTransport(path))
+    with pytest.raises(ReplyTooLarge) as info:
+        await replayed.complete(request)
+    assert info.value.retryable is False
