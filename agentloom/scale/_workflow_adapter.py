@@ -49,8 +49,10 @@ class WorkflowRunnerFactory:
     def from_file(cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None,
                   state: Mapping[str, Any] | None = None,
                   overrides: Mapping[str, Any] | None = None) -> WorkflowRunnerFactory:
+        from agentloom.workflow.load.yaml_source import read_source
+
         p = Path(path)
-        return cls(text=p.read_text(encoding="utf-8"), filename=str(p),
+        return cls(text=read_source(p), filename=str(p),  # size and encoding checked
                    base_dir=str(p.resolve().parent), env=runtime_env(env or {}),
                    state=dict(state or {}), overrides=dict(overrides or {}))
 

@@ -148,3 +148,17 @@ def test_state_file_and_state_flags_have_the_same_bounds(tmp_path: Path) -> None
         parse_state([], str(state_file))
     assert parse_state(["x=[1, 2]", "y=not: yaml: [", "z=3"], None) == {
         "x": [1, 2], "y": "not: yaml: [", "z": 3}
+
+
+def test_batch_reads_the_workflow_with_the_same_bounds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"id": "a"}\n')
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"name: x\n# caf\xe9\n" + TAIL.format(args="      path: x").encode())
+    code, err = _cli_err(capsys, "batch", str(path), str(inputs))
+    assert code == 1
+    assert err.strip() == (f"{path}:2: not valid UTF-8: byte 0xe9 at column 6; "
+                           "save the file as UTF-8")
+    code, err = _cli_err(capsys, "batch", str(bomb_in_state(tmp_path)), str(inputs))
+    assert code == 1 and "YAML bomb" in err
