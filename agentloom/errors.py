@@ -130,6 +130,11 @@ class ProviderError(AgentLoomError):
         return f"{self.args[0]} ({', '.join(bits)})"
 
 
+class ReplyTooLarge(ProviderError):
+    """A reply (its body after decompression, or a stream's total) passed the provider's
+    `max_reply_bytes`. Never retried: the same call would send the same reply."""
+
+
 class ToolError(AgentLoomError):
     """Raise from a tool to send a safe, readable error back to the model."""
 

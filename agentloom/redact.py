@@ -163,6 +163,25 @@ class Redactor:
                     text = pattern.sub(replacement, text)
         return text
 
+    def match_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where `redact_text` would replace something in `text`, as sorted (start, end)
+        spans (overlaps merged), so a caller can keep each secret in one piece."""
+        spans: list[tuple[int, int]] = []
+        if self._secret_re is not None:
+            spans += [m.span() for m in self._secret_re.finditer(text)]
+        if self._patterns:
+            lowered = text.lower()
+            for (pattern, _), anchors in zip(_PATTERNS, _ANCHORS, strict=True):
+                if any(a in lowered for a in anchors):
+                    spans += [m.span() for m in pattern.finditer(text)]
+        merged: list[tuple[int, int]] = []
+        for s, e in sorted(spans):
+            if merged and s < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+            else:
+                merged.append((s, e))
+        return merged
+
     def redact_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
         return {k: (REDACTED if k.lower() in SENSITIVE_NAMES else self.redact_text(v))
                 for k, v in headers.items()}

@@ -16,16 +16,18 @@ from typing import Protocol, runtime_checkable
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class HttpTimeout:
-    """Per-phase limits in seconds; None disables one.
+    """Per-phase limits in seconds; None disables one. `read` is the idle limit (no byte
+    for that long, a stream included); `total` bounds the whole exchange, body included,
+    so a reply that trickles forever still ends.
 
-        HttpTimeout()                      # 10 s to connect, 600 s between bytes
+        HttpTimeout()                      # 10 s to connect, 300 s idle, 1800 s in all
         HttpTimeout(connect=2, read=30)    # tighter
         HttpTimeout(total=5)               # whole exchange, body included
     """
 
     connect: float | None = 10.0
-    read: float | None = 600.0
-    total: float | None = None
+    read: float | None = 300.0
+    total: float | None = 1800.0
 
     def __post_init__(self) -> None:
         for name in ("connect", "read", "total"):
@@ -43,6 +45,9 @@ class HttpRequest:
     timeout: HttpTimeout | None = None
     stream: bool = False
     """Ask the transport not to read the body up front: the caller iterates it."""
+    max_bytes: int | None = None
+    """The most body bytes (after decompression, a whole stream included) to accept;
+    None: the transport's own cap. Past it the transport raises BodyTooLarge."""
 
 
 class HttpResponse(Protocol):
@@ -75,6 +80,16 @@ class TransportError(Exception):
         self.phase = phase
         self.request_sent = request_sent
         super().__init__(message)
+
+
+class BodyTooLarge(TransportError):
+    """A reply body (decompressed, or a stream's total) went past its byte cap. The
+    transport stopped reading and dropped the connection; the same call would do it again."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"reply body larger than {limit} bytes", phase="read",
+                         request_sent=True)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -39,18 +39,18 @@ def load_or_report(path: str) -> Workflow | None:
 
 def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:
     """`--state-file` first, then each `--state k=v` (values typed as YAML scalars)."""
-    import yaml
-
+    from agentloom.errors import WorkflowError
     from agentloom.workflow.lang.paths import PathError, assign, parse_path
+    from agentloom.workflow.load.yaml_source import load_yaml, read_source
 
     state: dict[str, Any] = {}
     if state_file:
-        text = existing_file(state_file, "state file").read_text(encoding="utf-8")
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise UsageError(f"--state-file {state_file}: invalid YAML/JSON: "
-                             f"{' '.join(str(exc).split())}") from None
+        path = existing_file(state_file, "state file")
+        try:  # the workflow file's bounds: size, encoding, alias expansion, depth
+            loaded, _ = load_yaml(read_source(path, "state file"), state_file)
+        except WorkflowError as exc:
+            raise UsageError(f"--state-file {' '.join(str(exc).splitlines()[0].split())}"
+                             ) from None
         if loaded is not None and not isinstance(loaded, dict):
             raise UsageError(f"--state-file {state_file}: expected a mapping of keys to values")
         state.update(loaded or {})
@@ -59,8 +59,10 @@ def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:
         if not sep or not key.strip():
             raise UsageError(f"--state {pair!r}: expected KEY=VALUE")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = load_yaml(raw, "--state")[0] if raw.strip() else ""
+        except WorkflowError as exc:
+            if not exc.message.startswith("invalid YAML"):
+                raise UsageError(f"--state {key}: {exc.message}") from None
             value = raw
         if isinstance(value, dict | list) and not raw.lstrip().startswith(("{", "[")):
             value = raw  # `a: b` or `- x` typed on a command line mean the text

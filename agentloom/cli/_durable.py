@@ -133,6 +133,9 @@ def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
               for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
     merged = {**(wf.definition.state or {}), **state}
     keys = [v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
+    for provider in (getattr(wf.definition, "providers", None) or {}).values():
+        # A key under any name the workflow gives it (api_key_env: MY_KEY), or in the file.
+        keys += [v for v in (os.environ.get(provider.api_key_env or ""), provider.api_key) if v]
     return Redactor.from_state_schema(schema, state=merged, secrets=keys)
 
 
@@ -158,14 +161,14 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
     import uuid
 
     from agentloom.errors import AgentLoomError
-    from agentloom.store import open_store
+    from agentloom.store import StoreCorrupt, open_store
     from agentloom.workflow.durable.run import DurableRun
 
     store = open_store(args.store) if args.store else open_store(None)
     try:
         await store.__aenter__()  # type: ignore[attr-defined]
     except (AgentLoomError, OSError) as exc:
-        if args.store:
+        if args.store or isinstance(exc, StoreCorrupt):  # never run past a damaged store
             raise
         sys.stderr.write(f"agentloom: checkpoints off, the run store can't be opened: {exc}\n")
         return None

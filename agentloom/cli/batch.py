@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     overrides = {k: v for k, v in (("model", args.model), ("provider", args.provider),
                                    ("timeout", args.timeout)) if v is not None}
-    factory = WorkflowRunnerFactory.from_file(args.file, env=os.environ, state=state,
-                                              overrides=overrides)
-    try:
+    try:  # reading the file can fail too (size, encoding)
+        factory = WorkflowRunnerFactory.from_file(args.file, env=os.environ, state=state,
+                                                  overrides=overrides)
         factory.check()
     except WorkflowError as exc:
         for err in getattr(exc, "errors", None) or [exc]:

@@ -26,6 +26,8 @@ from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._gc import loading, start_running
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentloom.messages import StreamEvent
     from agentloom.recording import Recording
     from agentloom.redact import Redactor
@@ -90,7 +92,7 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
         data = session.redactor.redact_state(result.to_dict())
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     else:
-        _print_human(result, streamed=args.stream)
+        _print_human(result, streamed=args.stream, redact=session.redactor.redact_text)
     if result.status.value in ("paused", "needs_decision"):
         report_pause(result, args, session.durable)
         return EXIT_OK
@@ -153,7 +155,7 @@ def _print_delta(step_id: str, event: StreamEvent) -> None:
         sys.stdout.flush()
 
 
-def _print_human(result: RunResult, *, streamed: bool) -> None:
+def _print_human(result: RunResult, *, streamed: bool, redact: Callable[[str], str]) -> None:
     from agentloom.workflow import StepStatus
     from agentloom.workflow.lang.templates import to_text
 
@@ -170,7 +172,7 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
     for r in result.steps.values():
         if r.status is StepStatus.FAILED:
             told.add(f"step {r.id!r} failed: {r.error}")
-            sys.stderr.write(f"step {r.id!r} failed: {r.error}\n")
+            sys.stderr.write(redact(f"step {r.id!r} failed: {r.error}\n"))
     counts: dict[str, int] = {}
     for r in result.steps.values():
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
@@ -186,4 +188,4 @@ def _print_human(result: RunResult, *, streamed: bool) -> None:
     ]
     out.write(" · ".join(bits) + "\n")
     if result.error and not result.ok and result.error not in told:  # said once, not twice
-        sys.stderr.write(f"run {result.status.value}: {result.error}\n")
+        sys.stderr.write(redact(f"run {result.status.value}: {result.error}\n"))

@@ -15,7 +15,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from agentloom.cli._exit import EXIT_OK, UsageError
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -58,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
 
     age = (parse_age(args.older_than) if args.older_than
            else retention() or timedelta(days=DEFAULT_RETENTION_DAYS))
-    return asyncio.run(_main(args, age))
+    from agentloom.store import StoreConfigError
+
+    try:
+        return asyncio.run(_main(args, age))
+    except StoreConfigError as exc:
+        sys.stderr.write(f"agentloom runs: {exc}\n")
+        return EXIT_FAILED
 
 
 async def _main(args: argparse.Namespace, age: timedelta) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from agentloom._lazy import lazy_getattr
 from agentloom.transport import (
+    BodyTooLarge,
     BufferedResponse,
     HttpRequest,
     HttpResponse,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AiohttpTransport",
+    "BodyTooLarge",
     "BufferedResponse",
     "Fault",
     "FaultTransport",

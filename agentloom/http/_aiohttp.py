@@ -6,6 +6,11 @@ that imports aiohttp's client. It never follows redirects: callers that want the
 attachment fetcher) follow each hop themselves, so every hop passes the address policy.
 All aiohttp and asyncio failures become `TransportError` in `_translate`, with the phase
 and whether the request reached the server, because retry and fallback decide on those.
+
+Replies are bounded: a body, counted after decompression (aiohttp inflates in bounded
+pieces, so a gzip bomb stops at the cap, not at its inflated size), and a stream's total
+are capped at `max_reply_bytes` (or the request's own `max_bytes`) by a plain counter;
+past it the read stops with `BodyTooLarge`.
 """
 
 from __future__ import annotations
@@ -17,12 +22,19 @@ from typing import TYPE_CHECKING
 import aiohttp
 from aiohttp import client_exceptions as cx
 
-from agentloom.transport import BufferedResponse, HttpRequest, HttpTimeout, TransportError
+from agentloom.transport import (
+    BodyTooLarge,
+    BufferedResponse,
+    HttpRequest,
+    HttpTimeout,
+    TransportError,
+)
 
 if TYPE_CHECKING:
     from agentloom.transport import HttpResponse
 
 _DEFAULT_TIMEOUT = HttpTimeout()
+DEFAULT_MAX_REPLY_BYTES = 32 * 1024 * 1024
 # After the request went out: a read timeout, a hang-up, a truncated or malformed reply.
 _READ_ERRORS = (
     cx.SocketTimeoutError, cx.ServerDisconnectedError, cx.ClientPayloadError,
@@ -53,19 +65,40 @@ def _translate(exc: BaseException, *, got_headers: bool) -> TransportError:
     return TransportError(text, phase=phase, request_sent=sent)
 
 
+async def _read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body, or BodyTooLarge as soon as it passes `limit` bytes."""
+    length = resp.content_length
+    if length is not None and "content-encoding" not in resp.headers:
+        if length > limit:
+            resp.close()
+            raise BodyTooLarge(limit)
+        return await resp.read()  # exactly `length` bytes: already bounded
+    parts: list[bytes] = []
+    total = 0
+    content = resp.content
+    while chunk := await content.readany():
+        total += len(chunk)
+        if total > limit:
+            resp.close()
+            raise BodyTooLarge(limit)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 class _StreamedResponse:
     """A response whose body is read as it arrives; `aiter_bytes` yields each piece."""
 
-    __slots__ = ("_resp", "headers", "status")
+    __slots__ = ("_limit", "_resp", "headers", "status")
 
-    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+    def __init__(self, resp: aiohttp.ClientResponse, limit: int) -> None:
         self.status = resp.status
         self.headers = {k.lower(): v for k, v in resp.headers.items()}
         self._resp = resp
+        self._limit = limit
 
     async def read(self) -> bytes:
         try:
-            return await self._resp.read()
+            return await _read_capped(self._resp, self._limit)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _translate(exc, got_headers=True) from exc
         finally:
@@ -73,11 +106,16 @@ class _StreamedResponse:
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         content = self._resp.content
+        left = self._limit
         try:
             while True:
                 chunk = await content.readany()
                 if not chunk:
                     break
+                left -= len(chunk)
+                if left < 0:
+                    self._resp.close()
+                    raise BodyTooLarge(self._limit)
                 yield chunk
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _translate(exc, got_headers=True) from exc
@@ -93,17 +131,23 @@ class AiohttpTransport:
 
         transport = AiohttpTransport()                    # pool of 1000, keep-alive
         transport = AiohttpTransport(timeout=HttpTimeout(connect=2, read=30))
+        transport = AiohttpTransport(max_reply_bytes=8 * 1024 * 1024)
         ...
         await transport.aclose()
 
-    A request's own `timeout` wins over the transport's.
+    A request's own `timeout` and `max_bytes` win over the transport's.
     """
 
-    __slots__ = ("_limit", "_limit_per_host", "_loop", "_session", "_timeout", "_timeouts")
+    __slots__ = ("_limit", "_limit_per_host", "_loop", "_max_reply_bytes", "_session",
+                 "_timeout", "_timeouts")
 
     def __init__(
-        self, *, limit: int = 1000, limit_per_host: int = 0, timeout: HttpTimeout | None = None
+        self, *, limit: int = 1000, limit_per_host: int = 0, timeout: HttpTimeout | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
+        if max_reply_bytes <= 0:
+            raise ValueError(f"max_reply_bytes must be positive, got {max_reply_bytes}")
+        self._max_reply_bytes = max_reply_bytes
         self._limit = limit
         self._limit_per_host = limit_per_host
         self._timeout = timeout or _DEFAULT_TIMEOUT
@@ -157,10 +201,11 @@ class AiohttpTransport:
                     allow_redirects=False, timeout=self._client_timeout(timeout),
                 )
             got_headers = True
+            limit = request.max_bytes or self._max_reply_bytes
             if request.stream:
-                return _StreamedResponse(resp)
+                return _StreamedResponse(resp, limit)
             try:
-                body = await resp.read()
+                body = await _read_capped(resp, limit)
             finally:
                 resp.release()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:

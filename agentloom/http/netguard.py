@@ -5,6 +5,8 @@ so, indirectly, from model output or user data. A URL at a private, loopback, li
 or otherwise non-public address could reach services behind the user's firewall (SSRF).
 The check runs on the *resolved* address of every hop, so a public name that resolves to
 127.0.0.1, a decimal IP (`http://2130706433/`) or a redirect to loopback are all refused.
+An IPv6 address that embeds an IPv4 address (mapped, compatible, SIIT-translated, NAT64,
+6to4) is judged as the IPv4 address it embeds: a translator or relay would deliver it there.
 """
 
 from __future__ import annotations
@@ -15,6 +17,32 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+# Prefixes whose low 32 bits are an IPv4 address that a host, translator or relay on the
+# path turns the packet into (RFC 4291 compatible/mapped, RFC 6145 SIIT, RFC 6052/8215 NAT64).
+_EMBEDS_LOW_32 = tuple(
+    ipaddress.IPv6Network(net)
+    for net in ("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48")
+)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for, or None when it embeds none."""
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in net for net in _EMBEDS_LOW_32):
+        if int(ip) <= 1:  # `::` and `::1` are IPv6's own, not 0.0.0.0 and 0.0.0.1
+            return None
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def effective_address(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address a connection to `address` really reaches, for the policy's checks."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        return embedded_ipv4(ip) or ip
+    return ip
 
 
 class AddressRefused(Exception):
@@ -40,9 +68,7 @@ class AddressPolicy:
         return nets
 
     def permits(self, host: str, address: str) -> bool:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
+        ip = effective_address(address)
         if ip.is_global and not ip.is_multicast:
             return True
         if self.allow_private:

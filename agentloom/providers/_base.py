@@ -52,6 +52,9 @@ class Endpoint:
     models: tuple[str, ...] | None = None
     """Models this endpoint serves; None means the protocol's own naming rule decides."""
     timeout: HttpTimeout = field(default_factory=HttpTimeout)
+    max_reply_bytes: int | None = None
+    """The largest reply accepted (decompressed; a stream in total); None: the transport's
+    default (32 MB)."""
 
 
 class StreamDecoder(Protocol):

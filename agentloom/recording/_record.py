@@ -3,7 +3,9 @@
 `RecordTransport(inner, recorder)` passes each request through and hands the recorder a
 redacted copy of it with the response: the whole body, or for a stream each chunk as it
 arrived with its offset from the start of the request, so replay can keep chunk
-boundaries and, if asked, the timing. A transport failure is recorded too, so a replay
+boundaries and, if asked, the timing. A stream is redacted as a whole when it ends
+(`_redact_stream`): a secret split across chunks or events is caught, and the stored
+chunks still concatenate to the stored stream. A transport failure is recorded too, so a replay
 walks the same retries. The step id and turn come from `recording.current_call_context`.
 """
 
@@ -21,7 +23,19 @@ from agentloom.recording._format import (
     encode_bytes,
     request_hash,
 )
-from agentloom.transport import BufferedResponse, HttpRequest, HttpResponse, TransportError
+from agentloom.recording._redact_stream import redact_stream
+from agentloom.transport import (
+    BodyTooLarge,
+    BufferedResponse,
+    HttpRequest,
+    HttpResponse,
+    TransportError,
+)
+
+
+def _cap_of(exc: TransportError) -> dict[str, int]:
+    """A reply cut at its size cap replays as the same typed, non-retryable failure."""
+    return {"max_bytes": exc.limit} if isinstance(exc, BodyTooLarge) else {}
 
 
 def _redacted_url(recorder: Recorder, url: str) -> str:
@@ -38,7 +52,7 @@ class _RecordingStream:
         self._done = done
         self._clock = clock
         self._start = start
-        self._chunks: list[dict[str, Any]] = []
+        self._chunks: list[tuple[float, bytes]] = []
         self._finished = False
 
     async def read(self) -> bytes:
@@ -49,14 +63,13 @@ class _RecordingStream:
         error: dict[str, Any] | None = None
         try:
             async for chunk in self._inner.aiter_bytes():
-                self._chunks.append({"t": round(self._clock.now() - self._start, 6),
-                                     **encode_bytes(chunk)})
+                self._chunks.append((round(self._clock.now() - self._start, 6), chunk))
                 yield chunk
             complete = True
         except TransportError as exc:
             # A stream that broke midway replays the same way: these chunks, then this.
             error = {"message": str(exc), "phase": exc.phase, "request_sent": exc.request_sent,
-                     "t": round(self._clock.now() - self._start, 6)}
+                     "t": round(self._clock.now() - self._start, 6), **_cap_of(exc)}
             raise
         finally:
             await self._finish(complete, error)
@@ -100,15 +113,15 @@ class RecordTransport:
         except TransportError as exc:
             await self.recorder.add({**base, "elapsed": self._elapsed(start), "error": {
                 "message": self._redact(str(exc)), "phase": exc.phase,
-                "request_sent": exc.request_sent}})
+                "request_sent": exc.request_sent, **_cap_of(exc)}})
             raise
         headers = self._headers(response.headers)
         if request.stream:
-            async def done(chunks: list[dict[str, Any]], complete: bool,
+            async def done(chunks: list[tuple[float, bytes]], complete: bool,
                            error: dict[str, Any] | None) -> None:
                 recorded: dict[str, Any] = {
                     "status": response.status, "headers": headers,
-                    "chunks": [self._redact_chunk(c) for c in chunks], "complete": complete}
+                    "chunks": self._redact_chunks(chunks), "complete": complete}
                 if error is not None:
                     recorded["stream_error"] = {**error, "message": self._redact(error["message"])}
                 await self.recorder.add({**base, "elapsed": self._elapsed(start),
@@ -130,6 +143,14 @@ class RecordTransport:
 
     def _redact(self, text: str) -> str:
         return self.recorder.redactor.redact_text(text)
+
+    def _redact_chunks(self, chunks: list[tuple[float, bytes]]) -> list[dict[str, Any]]:
+        """The stream redacted as a whole (a secret split across chunks is caught); bytes
+        that are not UTF-8 text fall back to chunk by chunk."""
+        whole = redact_stream(chunks, self.recorder.redactor)
+        if whole is not None:
+            return whole
+        return [self._redact_chunk({"t": t, **encode_bytes(data)}) for t, data in chunks]
 
     def _redact_chunk(self, item: dict[str, Any]) -> dict[str, Any]:
         if "text" in item:

@@ -24,8 +24,22 @@ from agentloom.recording._format import (
     decode_bytes,
 )
 from agentloom.redact import Redactor
-from agentloom.transport import BufferedResponse, HttpRequest, HttpResponse, TransportError
+from agentloom.transport import (
+    BodyTooLarge,
+    BufferedResponse,
+    HttpRequest,
+    HttpResponse,
+    TransportError,
+)
 
+
+def _replayed(error: dict[str, Any], what: str, phase: str,
+              sent: bool | None) -> TransportError:
+    if "max_bytes" in error:
+        return BodyTooLarge(int(error["max_bytes"]))
+    return TransportError(f"(replayed) {error.get('message', what)}",
+                          phase=error.get("phase", phase),
+                          request_sent=error.get("request_sent", sent))
 
 class _ReplayedStream:
     def __init__(self, status: int, headers: dict[str, str], chunks: list[dict[str, Any]],
@@ -50,9 +64,7 @@ class _ReplayedStream:
         if self._error is not None:
             if self._clock is not None:
                 await self._clock.sleep(max(0.0, float(self._error.get("t", last)) - last))
-            raise TransportError(f"(replayed) {self._error.get('message', 'stream broke')}",
-                                 phase=self._error.get("phase", "read"),
-                                 request_sent=self._error.get("request_sent", True))
+            raise _replayed(self._error, "stream broke", "read", True)
 
     async def aclose(self) -> None:
         return None
@@ -94,9 +106,7 @@ class ReplayTransport:
         if error is not None:
             if self._latency_clock is not None:
                 await self._latency_clock.sleep(float(exchange.get("elapsed", 0.0)))
-            raise TransportError(f"(replayed) {error.get('message', 'transport error')}",
-                                 phase=error.get("phase", "connect"),
-                                 request_sent=error.get("request_sent"))
+            raise _replayed(error, "transport error", "connect", None)
         resp = exchange["response"]
         status, headers = int(resp["status"]), dict(resp.get("headers") or {})
         if "chunks" in resp:

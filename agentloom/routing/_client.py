@@ -13,7 +13,7 @@ import json
 import time
 from typing import Any
 
-from agentloom.errors import ConfigError, ProviderError
+from agentloom.errors import ConfigError, ProviderError, ReplyTooLarge
 from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.providers import (
     AttemptRecord,
@@ -23,8 +23,9 @@ from agentloom.providers import (
     ResponseBuilder,
     WireProtocol,
 )
+from agentloom.redact import REDACTED, Redactor
 from agentloom.routing._retry import retry_after_seconds
-from agentloom.transport import HttpResponse, Transport, TransportError
+from agentloom.transport import BodyTooLarge, HttpResponse, Transport, TransportError
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "cf-ray")
@@ -33,6 +34,7 @@ _BODY_EXCERPT = 500
 _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 
 _perf = time.perf_counter
+_PATTERNS = Redactor()  # the always-on patterns (sk-..., Bearer ..., key=...)
 
 
 def _error_message(body: bytes) -> str:
@@ -91,6 +93,8 @@ class ProviderClient:
                 f"provider {endpoint.name!r} needs an API key: set {endpoint.api_key_env}"
             )
         http_request = self.protocol.encode(request, endpoint)
+        if endpoint.max_reply_bytes is not None:
+            http_request.max_bytes = endpoint.max_reply_bytes
         start = _perf()
         try:
             try:
@@ -166,16 +170,30 @@ class ProviderClient:
 
     # --- errors --------------------------------------------------------------------------
 
+    def _scrub(self, text: str) -> str:
+        """A provider's words with our key taken out: a 401 often echoes the key it got,
+        and this text goes on to checkpoints, stderr, traces and spans."""
+        key = self.endpoint.api_key
+        if key and key in text:
+            text = text.replace(key, REDACTED)
+        return _PATTERNS.redact_text(text)
+
+    def _scrub_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        return {k: self._scrub(v) for k, v in _PATTERNS.redact_headers(headers).items()}
+
     def _status_error(
         self, request: ModelRequest, status: int, headers: dict[str, str], body: bytes
     ) -> ProviderError:
         name = self.endpoint.name
         return ProviderError(
-            f"{name} returned HTTP {status} for model {request.model}: {_error_message(body)}",
+            self._scrub(f"{name} returned HTTP {status} for model {request.model}: "
+                        f"{_error_message(body)}"),
             provider=name, model=request.model, status=status, phase="status",
-            request_sent=True, retryable=status in RETRYABLE_STATUSES, headers=headers,
+            request_sent=True, retryable=status in RETRYABLE_STATUSES,
+            headers=self._scrub_headers(headers),
             retry_after=retry_after_seconds(headers, now_wall=time.time()),
-            body=body[:_BODY_EXCERPT].decode("utf-8", "replace"), request_id=_request_id(headers),
+            body=self._scrub(body[:_BODY_EXCERPT].decode("utf-8", "replace")),
+            request_id=_request_id(headers),
         )
 
     def _body_error(
@@ -184,10 +202,12 @@ class ProviderClient:
     ) -> ProviderError:
         name = self.endpoint.name
         return ProviderError(
-            f"{name} sent a reply that could not be read ({type(exc).__name__}: {exc})",
+            self._scrub(f"{name} sent a reply that could not be read "
+                        f"({type(exc).__name__}: {exc})"),
             provider=name, model=request.model, status=status,
-            phase="body", request_sent=True, retryable=True, headers=headers,
-            body=body[:_BODY_EXCERPT].decode("utf-8", "replace") or None,
+            phase="body", request_sent=True, retryable=True,
+            headers=self._scrub_headers(headers),
+            body=self._scrub(body[:_BODY_EXCERPT].decode("utf-8", "replace")) or None,
             request_id=_request_id(headers),
         )
 
@@ -195,8 +215,14 @@ class ProviderClient:
         self, request: ModelRequest, exc: TransportError, *, partial: bool = False
     ) -> ProviderError:
         name = self.endpoint.name
+        if isinstance(exc, BodyTooLarge):
+            return ReplyTooLarge(
+                f"{name} sent a reply larger than {exc.limit} bytes for model "
+                f"{request.model}; reading stopped there (providers.{name}.max_reply_bytes "
+                "raises the cap)", provider=name, model=request.model, phase="body",
+                request_sent=True, retryable=False, partial=partial)
         return ProviderError(
-            f"{name} call failed before a full reply ({exc})", provider=name,
+            self._scrub(f"{name} call failed before a full reply ({exc})"), provider=name,
             model=request.model, status=None, phase=exc.phase,  # type: ignore[arg-type]
             request_sent=exc.request_sent, retryable=True, partial=partial,
         )

@@ -17,7 +17,8 @@ from agentloom.errors import ConfigError
 from agentloom.providers import VENDORS, Endpoint, vendor_endpoint
 
 PROVIDER_FIELDS = frozenset(
-    {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models"}
+    {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models",
+     "max_reply_bytes"}
 )
 _GENERIC = (None, "openai", "generic_openai")
 
@@ -73,4 +74,10 @@ def endpoint_from_config(
         raise ConfigError(f"{where}: {exc}") from None
     if api_key is None and existing is not None:
         endpoint = dataclasses.replace(endpoint, api_key=existing.api_key)
-    return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env)
+    max_reply = config.get("max_reply_bytes")
+    if max_reply is not None and (type(max_reply) is not int or max_reply <= 0):
+        raise ConfigError(f"{where}.max_reply_bytes: expected a positive number of bytes")
+    if max_reply is None and existing is not None:
+        max_reply = existing.max_reply_bytes
+    return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env,
+                               max_reply_bytes=max_reply)

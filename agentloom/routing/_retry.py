@@ -18,7 +18,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agentloom.errors import ProviderError
+from agentloom.errors import ProviderError, ReplyTooLarge
 
 DEFAULT_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _NO_STATUS_PHASES = frozenset({"connect", "tls", "proxy", "send", "read", "body"})
@@ -63,6 +63,8 @@ class RetryPolicy:
     def is_retryable(self, error: ProviderError) -> bool:
         """Status errors by the policy's codes; failures without a status by their phase
         (network and body failures retry, `local` refusals never do)."""
+        if isinstance(error, ReplyTooLarge):
+            return False  # the same call would send the same oversized reply
         if error.status is not None and error.phase == "status":
             return error.status in self.retryable_status_codes
         if error.phase in _NO_STATUS_PHASES:
@@ -94,13 +96,17 @@ class RetryPolicy:
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:
         """Whether to try a whole operation again after `error`; `attempt` is the number
-        of attempts made so far (1 after the first). A `ProviderError` goes by
-        `is_retryable`; any other error by its `.retryable` attribute (a step attempt's
-        timeout is retryable, a template or configuration error is not)."""
+        of attempts made so far (1 after the first). An HTTP status goes by the policy's
+        codes; anything else by the error's own `.retryable`, which whoever raised it
+        decided (the router's verdict on its last candidate, a step attempt's timeout:
+        yes; an oversized reply, a template or configuration error: no)."""
         if attempt > self.max_retries:
             return False
-        if isinstance(error, ProviderError):
-            return self.is_retryable(error)
+        if isinstance(error, ReplyTooLarge):
+            return False
+        if isinstance(error, ProviderError) and error.status is not None and (
+                error.phase == "status"):
+            return error.status in self.retryable_status_codes
         return bool(getattr(error, "retryable", False))
 
     def delay(self, attempt: int, error: BaseException | None = None,

@@ -25,6 +25,7 @@ from agentloom.scale._types import BatchInput, BatchItemResult, RunOne
 from agentloom.store import open_store
 from agentloom.workflow import arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import workflow_hash
+from agentloom.workflow.load.yaml_source import read_source
 
 ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "OLLAMA_", "AGENTLOOM_")
 """The variables `Runtime.from_env` reads; only these are shipped to Ray workers."""
@@ -56,7 +57,7 @@ class WorkflowRunnerFactory:
                   state: Mapping[str, Any] | None = None,
                   overrides: Mapping[str, Any] | None = None) -> WorkflowRunnerFactory:
         p = Path(path)
-        return cls(text=p.read_text(encoding="utf-8"), filename=str(p),
+        return cls(text=read_source(p), filename=str(p),  # size and encoding checked
                    base_dir=str(p.resolve().parent), env=runtime_env(env or {}),
                    state=dict(state or {}), overrides=dict(overrides or {}))
 

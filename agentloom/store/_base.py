@@ -52,6 +52,10 @@ class StoreConfigError(ConfigError):
     """The store cannot be opened where it was asked to be (path, URL, permissions)."""
 
 
+class StoreCorrupt(StoreConfigError):
+    """The store's file is damaged or is not a run store. Nothing in it was changed."""
+
+
 @dataclass(slots=True, kw_only=True)
 class PauseInfo:
     """Which step waits, and for what (an approval, an answer to `ask`)."""

@@ -21,12 +21,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentloom.store._base import StoreConfigError
+from agentloom.store._base import StoreConfigError, StoreCorrupt
 from agentloom.store._serde import Serializer
 from agentloom.store._sql import Rows, SqlStore
 
 T = TypeVar("T")
 DEFAULT_PATH = Path(".agentloom") / "runs.db"
+
+
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (primary result codes)
+
+
+def _corrupt(path: Path, exc: sqlite3.Error) -> StoreCorrupt | None:
+    """A StoreCorrupt for an error that says the file is damaged or not a database."""
+    if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in _CORRUPT_CODES:
+        return None
+    return StoreCorrupt(
+        f"the run store at {path} is damaged or is not a run store ({exc}); it was left "
+        f"untouched: move it aside (mv {path} {path}.broken) to start a new one, or use "
+        "another with --store sqlite:///some/dir/runs.db")
 
 
 def _param(value: Any) -> Any:
@@ -109,10 +122,18 @@ class _SqliteDb:
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._worker is None:
             self._worker = _Worker()
-        result: T = await self._worker.submit(fn, args)
+        try:
+            result: T = await self._worker.submit(fn, args)
+        except sqlite3.DatabaseError as exc:
+            # A page damaged deep in the file surfaces on the first statement that reads it.
+            corrupt = _corrupt(self.path, exc)
+            if corrupt is None:
+                raise
+            raise corrupt from None
         return result
 
     def _open_sync(self) -> None:
+        conn: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
@@ -122,7 +143,14 @@ class _SqliteDb:
             # Touch the file for writing now, so an unwritable store fails here, by name.
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("ROLLBACK")
+            # A truncated or garbled file often opens; reading its schema tells.
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except (OSError, sqlite3.Error) as exc:
+            if conn is not None:
+                conn.close()
+            corrupt = _corrupt(self.path, exc) if isinstance(exc, sqlite3.Error) else None
+            if corrupt is not None:
+                raise corrupt from None
             raise StoreConfigError(
                 f"cannot open the run store at {self.path}: {exc} "
                 "(give a writable path, e.g. --store sqlite:///some/dir/runs.db)"

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agentloom.tools._loading import load_tools_from_module as load_tools_from_module
     from agentloom.tools._mcp import MCPServerConfig as MCPServerConfig
     from agentloom.tools._mcp import MCPToolSource as MCPToolSource
+    from agentloom.tools._mcp import require_mcp as require_mcp
     from agentloom.tools._vendor import normalize_vendor_tools as normalize_vendor_tools
     from agentloom.tools.builtins import builtin_tools as builtin_tools
     from agentloom.transport import Transport
@@ -46,6 +47,7 @@ _LAZY = {
     "MCPServerConfig": "agentloom.tools._mcp",
     "MCPToolSource": "agentloom.tools._mcp",
     "MCPTool": "agentloom.tools._mcp",
+    "require_mcp": "agentloom.tools._mcp",
     "normalize_vendor_tools": "agentloom.tools._vendor",
     "builtin_tools": "agentloom.tools.builtins",
     "BUILTIN_NAMES": "agentloom.tools.builtins",

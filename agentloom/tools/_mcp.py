@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import math
 import re
 import tempfile
@@ -24,6 +25,20 @@ from agentloom.tools._tool import BaseTool
 from agentloom.tools.contracts import ToolContext
 
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+INSTALL_HINT = "pip install 'agentloom[mcp]'"
+
+
+def require_mcp() -> None:
+    """Raise ConfigError, with the install line that fixes it, when the `mcp` extra is
+    missing. Called at load (so `validate` tells too) and before any server starts; it
+    looks the package up without importing it (the SDK is heavy, and a load is not a run)."""
+    try:
+        found = importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ConfigError("MCP servers need the optional 'mcp' package, which is not "
+                          f"installed: {INSTALL_HINT}")
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -126,6 +141,7 @@ class _Connection:
     _scope: Any = None
 
     async def start(self) -> None:
+        require_mcp()
         self._stderr = await asyncio.to_thread(
             tempfile.TemporaryFile, "w+", encoding="utf-8", errors="replace"
         )
@@ -175,10 +191,13 @@ class _Connection:
             return ""
 
     async def _own(self) -> None:
-        import anyio
-        from mcp import ClientSession
-
         assert self._ready is not None
+        try:
+            import anyio
+            from mcp import ClientSession
+        except ImportError as exc:  # an owner that dies silently would leave start() waiting
+            self._ready.set_exception(exc)
+            return
         # One anyio scope around everything: its deadline is the start timeout (lifted
         # once connected), and cancelling it is how `close` stops a start in progress.
         # Native task.cancel() does not reliably unwind the SDK's task groups.

@@ -9,13 +9,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from agentloom.workflow.durable.run import Decision, DurableRun
-
 from agentloom.store import SqliteStore
 from agentloom.store._serde import JsonSerializer
 from agentloom.testing.scripted import FunctionModel
 from agentloom.tools import ToolRegistry, tool
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
+from agentloom.workflow.durable.run import Decision, DurableRun
 
 
 class _Factory:

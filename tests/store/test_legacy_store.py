@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentloom.workflow.durable.run import Decision, DurableRun
 from legacy import GATE, legacy_rows, load_legacy_sqlite
 
 from agentloom.store import CheckpointDelta, PostgresStore, SqliteStore
 from agentloom.store._migrations import m001_initial
 from agentloom.testing.scripted import FunctionModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
+from agentloom.workflow.durable.run import Decision, DurableRun
 
 
 class _Factory:

@@ -5,7 +5,11 @@ paths (`state.a.b`, `state.items[0]`), comparisons, `and`/`or`/`not`, arithmetic
 and a fixed set of pure functions and methods (`len`, `lower`, `strip`, ...). Anything
 else (names, dunders, comprehensions, lambdas, keyword arguments) is refused with its
 position. Evaluation walks our own compiled tree, with limits on size: numbers, strings
-and lists that would grow past them raise instead of eating the machine.
+and lists that would grow past them raise instead of eating the machine. The arguments
+that set an operation's cost (`round`'s digits, `**`'s exponent, `*`'s repeat count) are
+checked *before* it runs. The language has no loops, so a compiled tree of at most
+MAX_NODES parts does at most MAX_NODES operations, each bounded by those limits: an
+evaluation ends in microseconds and cannot hold the event loop past the run's deadline.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ MAX_DEPTH = 30
 MAX_LEN = 100_000
 MAX_EXPONENT = 64
 MAX_INT_BITS = 4096
+# round(x, -n) on an int computes 10**n; digits past a MAX_INT_BITS number's own are moot.
+MAX_ROUND_DIGITS = 1300
 
 
 class ExpressionError(WorkflowError):
@@ -40,6 +46,12 @@ _DICT_METHODS = frozenset({"get", "keys", "values", "items"})
 _LIST_METHODS = frozenset({"count", "index"})
 
 
+def _round(value: Any, ndigits: Any = None) -> Any:
+    if isinstance(ndigits, int) and abs(ndigits) > MAX_ROUND_DIGITS:
+        raise ExpressionError(f"round() digits beyond {MAX_ROUND_DIGITS} in magnitude")
+    return round(value, ndigits)
+
+
 def _num(v: Any) -> Any:
     if isinstance(v, str):
         v = v.strip()
@@ -49,7 +61,7 @@ def _num(v: Any) -> Any:
 
 _FUNCS: dict[str, Callable[..., Any]] = {
     "len": len, "str": str, "int": lambda v: int(_num(v)), "float": lambda v: float(_num(v)),
-    "bool": bool, "abs": abs, "min": min, "max": max, "round": round,
+    "bool": bool, "abs": abs, "min": min, "max": max, "round": _round,
     "lower": lambda v: str(v).lower(), "upper": lambda v: str(v).upper(),
     "strip": lambda v: str(v).strip(),
 }
@@ -91,6 +103,10 @@ class Expression:
         except (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError,
                 KeyError, AttributeError) as exc:
             raise ExpressionError(f"expression {self.source!r} failed: {exc}") from None
+        except RecursionError:
+            # Comparing or printing state nested thousands deep.
+            raise ExpressionError(
+                f"expression {self.source!r} failed: a value is nested too deeply") from None
 
 
 def compile_expression(source: str) -> Expression:

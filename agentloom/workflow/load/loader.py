@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentloom.errors import TemplateError, WorkflowError
+from agentloom.errors import ConfigError, TemplateError, WorkflowError
+from agentloom.tools import require_mcp
 from agentloom.workflow.lang.paths import PathError, parse_path
 from agentloom.workflow.lang.templates import Template, compile_template
 from agentloom.workflow.load.diagnose import describe
@@ -26,7 +27,7 @@ from agentloom.workflow.load.model_checks import check_conversations, valid_agen
 from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.load.static_checks import check_state_reads
 from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
-from agentloom.workflow.load.yaml_source import Marks, load_yaml
+from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
 from agentloom.workflow.schema.steps import STEP_TYPES, StepBase, step_adapter
 from agentloom.workflow.schema.workflow import WorkflowConfig, WorkflowDefinition
 
@@ -60,7 +61,7 @@ def load_workflow(source: str | os.PathLike[str], *, library: StepLibrary,
     if isinstance(source, os.PathLike) or "\n" not in source:
         path = FsPath(source)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(path)
         except OSError as exc:
             raise WorkflowError(f"cannot read workflow file: {exc.strerror or exc}",
                                 file=str(path)) from None
@@ -217,6 +218,8 @@ class Checker:
         self._check_outputs(nodes)
         self._warn_unknown_state(nodes)
         self._check_state_reads(nodes)
+        if definition is not None and definition.mcp_servers:
+            self._check_extra_mcp()
         tooling = None
         if definition is not None and self.function_args is None:
             tooling = self.library.check_tooling(self, definition, nodes, base_dir)
@@ -229,6 +232,12 @@ class Checker:
         if tooling is not None:
             wf.functions, wf.tool_refs = tooling.functions, tooling.refs
         return wf
+
+    def _check_extra_mcp(self) -> None:
+        try:
+            require_mcp()
+        except ConfigError as exc:
+            self.err(str(exc), self.marks.line_of(self.data, "mcp_servers"), "mcp_servers")
 
     # -- pydantic errors -> file:line ---------------------------------------------------
 

@@ -4,17 +4,34 @@ A SafeLoader whose mappings and sequences record the line of every key and item 
 side table (keyed by the id of the container), so that any later error, from pydantic or
 from our own checks, can name `file:line` without the data itself carrying marks.
 Duplicate keys, which PyYAML would silently collapse to the last, are errors here.
+
+Bounded, because a workflow file may be hostile: the file's size is capped before it is
+read, its bytes must be UTF-8 (one clear line otherwise), and the composed node graph is
+measured *before* anything is constructed: an alias counts as the whole subtree it
+repeats, so a "billion laughs" file is refused at the line of the container that expands
+past MAX_NODES, instead of passing `validate` and exploding later in a deep copy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from agentloom.errors import WorkflowError
 from agentloom.workflow.load.problems import WorkflowProblems
+
+MAX_FILE_BYTES = 1024 * 1024
+"""A workflow (or `--state-file`) larger than this is refused unread."""
+MAX_NODES = 50_000
+"""Scalars, mappings and sequences after alias expansion."""
+MAX_DEPTH = 200
+"""Nesting of mappings and sequences (a recursive alias nests without end)."""
+
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 
 
 @dataclass(slots=True)
@@ -41,7 +58,83 @@ class Marks:
         return self.start.get(cid)
 
 
+def read_source(path: Path, what: str = "workflow file") -> str:
+    """A YAML file's text, refused with one line when it is too big or not UTF-8.
+    OSError (missing, unreadable) is left to the caller, which knows how to word it."""
+    with path.open("rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise WorkflowError(f"{what} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB",
+                            file=str(path))
+    return decode_source(data, str(path))
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            raise WorkflowError(f"the file is {name}-encoded; save it as UTF-8",
+                                file=filename)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise WorkflowError(
+            f"not valid UTF-8: byte 0x{data[exc.start]:02x} at column {column}; "
+            "save the file as UTF-8", file=filename, line=line) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise WorkflowError("the file contains NUL bytes (UTF-16 without a BOM?); "
+                            "save it as UTF-8", file=filename, line=line)
+    return text.removeprefix("\ufeff")
+
+
+def _measure(root: yaml.Node, filename: str) -> None:
+    """Refuse a node graph that expands past MAX_NODES or nests past MAX_DEPTH. Aliases
+    are the same node object reached twice, so sizes are memoized by node identity: the
+    walk costs the number of distinct nodes, whatever they expand to."""
+    memo: dict[int, tuple[int, int]] = {}  # id -> (expanded size, height)
+    aliases = 0
+
+    def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
+        nonlocal aliases
+        known = memo.get(id(node))
+        if known is not None:
+            aliases += 1
+        else:
+            if depth > MAX_DEPTH:
+                raise WorkflowError(
+                    f"YAML nested deeper than {MAX_DEPTH} levels (a recursive alias?)",
+                    file=filename, line=node.start_mark.line + 1)
+            size, height = 1, 0
+            if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+                children = (
+                    [n for pair in node.value for n in pair]
+                    if isinstance(node, yaml.MappingNode) else node.value
+                )
+                for child in children:
+                    child_size, child_height = walk(child, depth + 1)
+                    size += child_size
+                    height = max(height, child_height + 1)
+                    if size > MAX_NODES:
+                        why = " (aliases repeating aliases: a YAML bomb?)" if aliases else ""
+                        raise WorkflowError(
+                            f"YAML expands to more than {MAX_NODES} values here{why}",
+                            file=filename, line=node.start_mark.line + 1)
+            known = memo[id(node)] = (size, height)
+        if depth + known[1] > MAX_DEPTH:
+            raise WorkflowError(f"YAML nested deeper than {MAX_DEPTH} levels",
+                                file=filename, line=node.start_mark.line + 1)
+        return known
+
+    walk(root, 0)
+
+
 def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
+    if len(text) > MAX_FILE_BYTES:
+        raise WorkflowError(f"YAML text is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB",
+                            file=filename)
     marks = Marks()
     errors: list[WorkflowError] = []
 
@@ -79,8 +172,15 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    loader = Loader(text)
     try:
-        data = yaml.load(text, Loader=Loader)
+        node = loader.get_single_node()
+        if node is not None:
+            _measure(node, filename)
+        data = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        raise WorkflowError(f"YAML nested deeper than {MAX_DEPTH} levels",
+                            file=filename) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -88,6 +188,8 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
                             line=line) from None
     except yaml.YAMLError as exc:
         raise WorkflowError(f"invalid YAML: {exc}", file=filename) from None
+    finally:
+        loader.dispose()
     if errors:
         raise WorkflowProblems(errors)
     return data, marks

@@ -120,6 +120,8 @@ class ProviderConfig(Strict):
     """A key written in the file; prefer api_key_env."""
     headers: dict[str, str] = Field(default_factory=dict)
     models: list[str] | None = None
+    max_reply_bytes: int | None = Field(default=None, gt=0)
+    """The largest reply accepted (decompressed; a stream in total); default 32 MB."""
 
 
 class StateKeyRule(Strict):

@@ -1,0 +1,140 @@
+"""No secret reaches a file a run writes or its stderr: not an API key a 401 echoes back,
+not a key or state secret that a streamed reply splits across chunks or events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from bounds_helpers import HostileServer, llm_flow, run_cli
+
+from agentloom.errors import ProviderError
+from agentloom.http import AiohttpTransport
+from agentloom.messages import Message, ModelRequest
+from agentloom.providers import get_protocol, vendor_endpoint
+from agentloom.recording._redact_stream import redact_stream
+from agentloom.redact import Redactor
+from agentloom.routing import ProviderClient
+
+KEY = "hostile-key-0123456789abcdef"  # no vendor prefix: only knowing the key can catch it
+SECRET = "hunter2-very-secret"
+ENV = {"HOSTILE_KEY": KEY}
+
+
+async def echo_key_401(request: web.Request) -> web.Response:
+    token = request.headers.get("Authorization", "").split()[-1]
+    return web.json_response(
+        {"error": {"message": f"Incorrect API key provided: {token}. Check {token}.",
+                   "type": "invalid_request_error", "param": token}}, status=401,
+        headers={"x-echo": token})
+
+
+def _event(text: str) -> bytes:
+    return ("data: " + json.dumps({
+        "id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+        + "\n\n").encode()
+
+
+async def split_secrets(request: web.Request) -> web.StreamResponse:
+    """The key cut across two SSE events; the state secret cut by a chunk boundary
+    inside one event (the halves are written apart, so they arrive as two reads)."""
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    await resp.write(_event("key " + KEY[:10]))
+    await resp.write(_event(KEY[10:] + " and "))
+    inner = _event(f"pass {SECRET} end")
+    cut = inner.index(SECRET.encode()) + 7
+    await resp.write(inner[:cut])
+    await asyncio.sleep(0.05)
+    await resp.write(inner[cut:])
+    await resp.write(("data: " + json.dumps({
+        "id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n"
+        "data: [DONE]\n\n").encode())
+    return resp
+
+
+async def test_a_provider_error_carries_no_key_in_message_body_or_headers() -> None:
+    with HostileServer(echo_key_401) as server:
+        endpoint = vendor_endpoint("generic_openai", base_url=server.base_url, api_key=KEY)
+        transport = AiohttpTransport()
+        client = ProviderClient(endpoint, get_protocol("openai"), transport)
+        try:
+            with pytest.raises(ProviderError) as info:
+                await client.complete(ModelRequest(model="gpt-4o-mini",
+                                                   messages=(Message.user("hi"),)))
+        finally:
+            await transport.aclose()
+    error = info.value
+    assert error.status == 401
+    assert KEY not in f"{error} {error.body} {error.headers}"
+    assert error.headers["x-echo"] == "[REDACTED]"
+
+
+def _files_text(root: Path) -> str:
+    """Every byte the run left under `root`, the store's WAL included."""
+    return "".join(p.read_bytes().decode("latin-1") for p in root.rglob("*") if p.is_file()
+                   and p.name != "flow.yaml")
+
+
+def test_a_401_that_echoes_the_key_leaves_it_nowhere(tmp_path: Path) -> None:
+    with HostileServer(echo_key_401) as server:
+        flow = llm_flow(tmp_path, server)
+        child = run_cli(["run", str(flow), "--trace", "trace.jsonl", "--record", "rec.json"],
+                        tmp_path, env=ENV)
+    assert child.returncode == 1
+    assert "HTTP 401" in child.stderr and "[REDACTED]" in child.stderr
+    assert KEY not in child.stderr + child.stdout
+    assert (tmp_path / ".agentloom" / "runs.db").is_file()
+    written = _files_text(tmp_path)
+    assert "Incorrect API key" in written  # the error is stored ...
+    assert KEY not in written  # ... without the key
+
+
+def _assembled(chunks: list[dict[str, str]]) -> str:
+    text = "".join(c["text"] for c in chunks)
+    out = []
+    for line in text.splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                out.append(choice["delta"].get("content") or "")
+    return "".join(out)
+
+
+def test_a_stream_splitting_secrets_is_recorded_redacted(tmp_path: Path) -> None:
+    with HostileServer(split_secrets) as server:
+        flow = llm_flow(tmp_path, server, stream=True)
+        text = flow.read_text().replace(
+            "config:", "state_schema: {password: {redact: true}}\nconfig:")
+        flow.write_text(text)
+        child = run_cli(["run", str(flow), "--record", "rec.json", "--no-checkpoint",
+                         "--state", f"password={SECRET}"], tmp_path, env=ENV)
+    assert child.returncode == 0, child.stderr
+    recording = json.loads((tmp_path / "rec.json").read_text())
+    (exchange,) = recording["exchanges"]
+    chunks = exchange["response"]["chunks"]
+    reply = _assembled(chunks)
+    assert reply == "key [REDACTED] and pass [REDACTED] end"
+    stored = json.dumps(recording)
+    for secret in (KEY, SECRET, KEY[10:], SECRET[7:]):
+        assert secret not in stored
+
+
+def test_replay_of_a_redacted_stream_gives_the_redacted_reply(tmp_path: Path) -> None:
+    redactor = Redactor(secrets=[SECRET])
+    raw = _event(f"a {SECRET[:5]}") + _event(f"{SECRET[5:]} b") + b"data: [DONE]\n\n"
+    pieces = [(0.1, raw[:30]), (0.2, raw[30:200]), (0.3, raw[200:])]  # events are ~160 B
+    chunks = redact_stream(pieces, redactor)
+    assert chunks is not None
+    assert [c["t"] for c in chunks] == [0.1, 0.2, 0.3]
+    assert _assembled(chunks) == "a [REDACTED] b"
+    assert "".join(c["text"] for c in chunks).endswith("data: [DONE]\n\n")
+
+
+def test_a_stream_without_secrets_keeps_its_bytes() -> None:
+    pieces = [(0.1, _event("caf\u00e9")[:40]), (0.2, _event("caf\u00e9")[40:])]
+    assert redact_stream(pieces, Redactor(secrets=[SECRET])) is None
