@@ -325,6 +325,15 @@ class SandboxPolicy:
             )
         return resolved
 
+    def read_roots(self) -> list[Path] | None:
+        """The roots a read must stay beneath (resolved); None when not enabled."""
+        if not self.enabled:
+            return None
+        return self._roots((*self.readable_paths, *self.allowed_paths))
+
+    def write_roots(self) -> list[Path] | None:
+        return self._roots(self.allowed_paths) if self.enabled else None
+
     def check_write(self, path: str) -> Path:
         resolved = self.resolve_path(path)
         if not self.enabled:
