@@ -235,6 +235,8 @@ class SandboxPolicy:
             elif target == "base_dir":
                 values[target] = None if value is None else str(value)
             elif target == "isolation":
+                if value is None:
+                    continue
                 if value not in ISOLATION_MODES:
                     raise ConfigError(f"sandbox.isolation: expected one of "
                                       f"{', '.join(ISOLATION_MODES)}, got {value!r}")

@@ -39,6 +39,8 @@ class SandboxConfig(Strict):
     max_write_bytes: int | None = Field(default=None, ge=0)
     danger_opt_in: list[str] | None = None
     allow_internal_webhook_targets: bool | None = None
+    isolation: Literal["auto", "bwrap", "none"] | None = None
+    env: list[str] | None = None
 
 
 class WorkflowConfig(Strict):
