@@ -32,7 +32,14 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 
-from agentloom._netguard import AddressPolicy, AddressRefused, check_url, host_matches
+from agentloom._netguard import (
+    AddressPolicy,
+    AddressRefused,
+    check_url,
+    host_matches,
+    parse_host,
+    split_port,
+)
 from agentloom.errors import ConfigError
 from agentloom.messages import AudioPart, DocumentPart, ImagePart, MediaPart
 
@@ -97,6 +104,9 @@ class AttachmentPolicy:
     any_file: bool = False
     """True (the sandbox's `enabled: false`): a local file may be anywhere."""
     addresses: AddressPolicy = field(default_factory=AddressPolicy)
+    address_ports: tuple[tuple[str, int], ...] = ()
+    """(host or network, port) pairs reachable on that port only (`127.0.0.1:8080` in
+    sandbox.allowed_addresses), though not public."""
     max_bytes: int = MAX_BYTES
     download_timeout: float = DOWNLOAD_TIMEOUT
     """Seconds for a whole download, redirects included (and for reading a file)."""
@@ -111,7 +121,18 @@ class AttachmentPolicy:
                  *(sb.get("writable_paths") or [])]
         network = sb.get("allow_network")
         domains = sb.get("allowed_domains")
+        plain: list[str] = []
+        ports: list[tuple[str, int]] = []
+        for entry in sb.get("allowed_addresses") or []:
+            split = split_port(str(entry))
+            if split is None:
+                plain.append(str(entry))
+            else:
+                ports.append(split)
         return cls(
+            addresses=AddressPolicy(allow_private=bool(sb.get("allow_private_addresses")),
+                                    allowed=tuple(plain)),
+            address_ports=tuple(ports),
             allow_network=True if network is None else bool(network),
             allowed_domains=tuple(domains) if domains else None,
             sandbox_enabled=bool(paths) and sb.get("enabled") is not False,
@@ -340,19 +361,31 @@ def _literal_ip(host: str) -> str | None:
         return None
 
 
+def _addresses_for(url: str, policy: AttachmentPolicy) -> AddressPolicy:
+    """The address policy for this URL: the general one, plus the port rules that name
+    this URL's port."""
+    if not policy.address_ports:
+        return policy.addresses
+    _host, port = parse_host(url)
+    extra = tuple(entry for entry, p in policy.address_ports if p == port)
+    return AddressPolicy(allow_private=policy.addresses.allow_private,
+                         allowed=(*policy.addresses.allowed, *extra))
+
+
 async def _check_address(url: str, policy: AttachmentPolicy) -> None:
     parts = urlsplit(url)
     host = parts.hostname or ""
     literal = _literal_ip(host)
     try:
+        addresses = _addresses_for(url, policy)
         if literal is not None:
-            if not policy.addresses.permits(host, literal):
+            if not addresses.permits(host, literal):
                 shown = host if host == literal else f"{host} is {literal},"
                 raise AddressRefused(
                     f"refused {url!r}: {shown} a private, loopback or link-local address"
                 )
             return
-        await check_url(url, policy.addresses)
+        await check_url(url, addresses)
     except AddressRefused as exc:
         raise ConfigError(f"attachment URL refused: {exc}") from exc
 

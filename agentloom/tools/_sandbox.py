@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloom._netguard import AddressPolicy, AddressRefused, host_matches, parse_host, resolve
+from agentloom._netguard import (
+    AddressPolicy,
+    AddressRefused,
+    host_matches,
+    parse_host,
+    resolve,
+    split_port,
+)
 from agentloom.errors import ConfigError, ToolError
 from agentloom.tools._isolation import SAFE_PATH
 
@@ -188,7 +195,7 @@ class SandboxPolicy:
         plain: list[str] = []
         ports: list[tuple[str, int]] = []
         for entry in self.allowed_addresses:
-            split = _split_port(entry)
+            split = split_port(entry)
             if split is None:
                 plain.append(entry)
             else:
@@ -441,15 +448,3 @@ def _under(path: Path, root: Path) -> bool:
 
 def _looks_like_outside_path(arg: str) -> bool:
     return arg.startswith(("/", "~")) or ".." in Path(arg).parts
-
-
-def _split_port(entry: str) -> tuple[str, int] | None:
-    """`127.0.0.1:8080` / `[::1]:8080` / `host:8080` -> (address, port); else None."""
-    if entry.startswith("["):
-        host, sep, port = entry[1:].partition("]:")
-        return (host, int(port)) if sep and port.isdigit() else None
-    if entry.count(":") == 1:
-        host, port = entry.split(":")
-        if port.isdigit():
-            return host, int(port)
-    return None
