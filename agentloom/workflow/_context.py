@@ -69,18 +69,20 @@ class RunContext:
     observers: Any = None
     """The run's `agentloom.workflow._observe.RunObservers` (traces, spans), or None."""
     _policy: Any = None
+    _parent_sandbox: Any = None
     _clients: dict[tuple[str | None, str | None], ModelClient] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.state, self.step_text)
-        if self.observers is None:
+        from agentloom.workflow._functions import CURRENT_RUN
+
+        parent = CURRENT_RUN.get()
+        if parent is not None:
             # A run started inside another (a subworkflow, a `map` item, a workflow
             # function) reports to the same observers: one trace covers the whole run.
-            from agentloom.workflow._functions import CURRENT_RUN
-
-            parent = CURRENT_RUN.get()
-            if parent is not None:
+            if self.observers is None:
                 self.observers = parent.observers
+            self._parent_sandbox = parent.sandbox_config()
 
     def client(self, model: str | None, provider: str | None, retry: Any = None) -> ModelClient:
         """One client per (model, provider) for the run: steps on the same model share
@@ -92,9 +94,15 @@ class RunContext:
             self._clients[key] = client
         return client
 
+    def sandbox_config(self) -> Any:
+        """The run's `sandbox:` block: its workflow's own, else that of the run it is
+        nested in (a `map` body or `on_error` block has none of its own)."""
+        own = self.workflow.config.sandbox
+        return own if own is not None else self._parent_sandbox
+
     def sandbox_policy(self) -> Any:
-        """The tools' sandbox policy from `config.sandbox`, built once per run."""
-        sandbox = self.workflow.config.sandbox
+        """The tools' sandbox policy from the run's sandbox block, built once per run."""
+        sandbox = self.sandbox_config()
         if sandbox is None:
             return None
         if self._policy is None:

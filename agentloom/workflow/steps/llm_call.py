@@ -134,7 +134,7 @@ async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tu
 
     from agentloom.media import AttachmentPolicy, AttachmentSpec, load_attachment
 
-    sb = ctx.workflow.config.sandbox
+    sb = ctx.sandbox_config()
     policy = AttachmentPolicy.from_sandbox(None if sb is None
                                            else sb.model_dump(exclude_unset=True))
     specs = [
