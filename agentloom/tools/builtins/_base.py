@@ -86,6 +86,8 @@ async def bounded_file_op(tool: SandboxedTool, doing: str, path: str,
         raise ToolError(f"{name}: {path!r} is a directory") from None
     except PermissionError:
         raise ToolError(f"{name}: permission denied: {path!r}") from None
+    except OSError as exc:  # e.g. the path changed under the check (a swap in progress)
+        raise ToolError(f"{name}: {doing} {path!r} failed: {exc.strerror or exc}") from None
 
 
 def truncate(data: bytes, limit: int) -> str:
