@@ -52,11 +52,11 @@ class Isolation:
         return f"none ({self.problem})"
 
 
-@lru_cache(maxsize=1)
-def detect_bwrap() -> Isolation:
+@lru_cache(maxsize=4)
+def detect_bwrap(locations: tuple[str, ...] = BWRAP_LOCATIONS) -> Isolation:
     """Find bubblewrap and check that it can build a sandbox here. Blocking (it runs
     `bwrap` twice); the answer is cached for the process."""
-    path = next((p for p in BWRAP_LOCATIONS if os.access(p, os.X_OK)), None)
+    path = next((p for p in locations if os.access(p, os.X_OK)), None)
     if path is None:
         return Isolation(None, problem="bubblewrap not found; install the 'bubblewrap' "
                                        "package")
@@ -65,7 +65,7 @@ def detect_bwrap() -> Isolation:
                                  timeout=10, check=False).stdout.strip().split()[-1:]
         probe = subprocess.run(
             [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-all", "--die-with-parent", "true"],
+             "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "true"],
             capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return Isolation(path, problem=f"bubblewrap at {path} failed to start: {exc}")
@@ -79,7 +79,8 @@ def detect_bwrap() -> Isolation:
 def bwrap_argv(bwrap: str, command: list[str], *, cwd: str, readable: Iterable[Path],
                writable: Iterable[Path], network: bool) -> list[str]:
     """The bwrap command line that runs `command` (argv[0] absolute) in `cwd`."""
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+    # As root, bwrap would leave the child its capabilities (mount, mknod...): drop all.
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
         args.append("--share-net")
     for d in _SYSTEM_DIRS:

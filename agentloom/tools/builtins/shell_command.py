@@ -27,7 +27,7 @@ from typing import Any
 
 from agentloom.errors import ToolError
 from agentloom.loop._contracts import ToolContext
-from agentloom.tools._isolation import bwrap_argv, child_env, detect_bwrap
+from agentloom.tools._isolation import BWRAP_LOCATIONS, bwrap_argv, child_env, detect_bwrap
 from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
 
 log = logging.getLogger("agentloom.tools")
@@ -52,6 +52,8 @@ class ShellCommandTool(SandboxedTool):
         },
         "required": ["command"],
     }
+    bwrap_locations: tuple[str, ...] = BWRAP_LOCATIONS
+    """Where bubblewrap is looked for (fixed system paths, never $PATH)."""
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         command = arg(arguments, "command", (str, list), tool=self.name)
@@ -106,7 +108,7 @@ class ShellCommandTool(SandboxedTool):
                 log.warning("shell_command runs without OS isolation (sandbox.isolation: "
                             "none): only its words are checked")
             return None
-        found = await asyncio.to_thread(detect_bwrap)
+        found = await asyncio.to_thread(detect_bwrap, self.bwrap_locations)
         if not found.available:
             raise ToolError(
                 f"shell_command: refused: commands run isolated under bubblewrap, and "
