@@ -78,7 +78,7 @@ async def test_the_child_gets_no_secret_from_the_environment(
 
 
 def test_env_entries_are_checked() -> None:
-    with pytest.raises(ConfigError, match="sandbox.env"):
+    with pytest.raises(ConfigError, match=r"sandbox\.env"):
         SandboxPolicy(env=("not a name",))
 
 
@@ -219,7 +219,7 @@ async def test_a_git_alias_is_contained(tree: tuple[Path, Path],
 async def test_network_is_there_only_when_allowed(tree: tuple[Path, Path],
                                                  listener: socket.socket) -> None:
     # The contrast that shows the listener test can see a connection at all.
-    work, outside = tree
+    work, _ = tree
     port = listener.getsockname()[1]
     command = ["tar", "-cf", "a.tar", "--checkpoint=1",
                f"--checkpoint-action=exec=bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'",
@@ -278,13 +278,13 @@ async def test_without_bubblewrap_commands_are_refused(tree: tuple[Path, Path],
     work, _ = tree
     tool = shell(work, "cat", isolation=mode)
     tool.bwrap_locations = (str(work / "no-bwrap-here"),)
-    with pytest.raises(ToolError, match="sandbox.isolation: none"):
+    with pytest.raises(ToolError, match=r"sandbox\.isolation: none"):
         await tool({"command": "cat notes.txt"}, CTX)
 
 
 async def test_isolation_none_runs_unisolated_with_a_warning(
         tree: tuple[Path, Path], caplog: pytest.LogCaptureFixture) -> None:
-    work, outside = tree
+    work, _ = tree
     tool = shell(work, "cat", isolation="none")
     tool.bwrap_locations = (str(work / "no-bwrap-here"),)
     with caplog.at_level(logging.WARNING, logger="agentloom.tools"):
