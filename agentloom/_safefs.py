@@ -89,8 +89,8 @@ def _split(path: Path, roots: Sequence[Path] | None) -> tuple[Path, list[str], s
         return path.parent, [], path.name
     root = root_of(path, roots)
     rel = path.relative_to(root).parts
-    if not rel:
-        raise NotRegularFile(errno.EISDIR, "is a directory", str(path))
+    if not rel:  # the root itself: an allowed file (a directory fails the fstat check)
+        return root.parent, [], root.name
     return root, list(rel[:-1]), rel[-1]
 
 
