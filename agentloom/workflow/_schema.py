@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agentloom.workflow._schema_agents import AgentDef
 from agentloom.workflow._schema_steps import RetryConfig, Step, StepBase, Strict, step_adapter
@@ -41,6 +41,19 @@ class SandboxConfig(Strict):
     allow_internal_webhook_targets: bool | None = None
     isolation: Literal["auto", "bwrap", "none"] | None = None
     env: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _builds_a_policy(self) -> SandboxConfig:
+        # Refusals the policy makes on its own (an interpreter without danger_opt_in, a
+        # bad env entry) surface at load, with the file and line, not at the first call.
+        from agentloom.errors import ConfigError
+        from agentloom.tools import SandboxPolicy
+
+        try:
+            SandboxPolicy.from_config(self.model_dump(exclude_unset=True))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
 
 class WorkflowConfig(Strict):

@@ -299,3 +299,15 @@ def test_agentloom_info_reports_the_isolation() -> None:
     assert facts["isolation"]["available"] is True
     assert facts["isolation"]["bwrap"].endswith("bwrap")
     assert "isolation: bubblewrap" in render(facts)
+
+
+def test_an_interpreter_in_the_workflow_file_is_a_load_error(tmp_path: Path) -> None:
+    from agentloom.errors import WorkflowError
+    from agentloom.workflow import load_workflow
+
+    path = tmp_path / "wf.yaml"
+    path.write_text("name: x\nconfig:\n  sandbox:\n    allowed_commands: [mawk]\n"
+                    "steps:\n  - {id: a, type: tool, tool_name: shell_command,"
+                    " tool_args: {command: mawk}}\n")
+    with pytest.raises(WorkflowError, match=r"wf\.yaml:3: .*mawk can run any other command"):
+        load_workflow(path)
