@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import queue
 import secrets
 import stat
 import threading
@@ -165,6 +166,36 @@ def write_file(path: Path, roots: Sequence[Path] | None, data: bytes, *,
         os.close(dir_fd)
 
 
+class _DaemonPool:
+    """Daemon worker threads that wait for jobs; a job that finds none idle starts one.
+    A worker stuck in a call that never returns is simply lost (and never joined)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # that worker's next job is this one
+                start = False
+            else:
+                start = True
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="agentloom-file", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_POOL = _DaemonPool()
+
+
 async def run_detached(fn: Callable[..., T], *args: object) -> T:
     """`fn(*args)` in a daemon thread. Unlike `asyncio.to_thread`, a call still blocked
     when its caller gave up (a timeout) does not hold the interpreter at exit."""
@@ -189,5 +220,5 @@ async def run_detached(fn: Callable[..., T], *args: object) -> T:
         except RuntimeError:  # the loop is closed: nobody is waiting any more
             pass
 
-    threading.Thread(target=work, name="agentloom-file", daemon=True).start()
+    _POOL.submit(work)
     return await future
