@@ -205,3 +205,44 @@ steps:
     assert sorted(seen) == ["/a.png", "/b.png"]
     sent = json.dumps([r.json for r in openai_server.requests])
     assert sent.count(base64.b64encode(PNG).decode()) == 2  # each image reached the model
+
+
+async def test_a_symlink_swapped_in_while_attachments_load_never_leaks(
+        layout: tuple[Path, Path]) -> None:
+    from agentloom.errors import ConfigError
+    from agentloom.http import MockTransport
+    from agentloom.media import AttachmentPolicy, AttachmentSpec, load_attachment
+
+    flow, outside = layout
+    target = flow / "f.png"
+    target.write_bytes(PNG)
+    stop, started = threading.Event(), threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            if target.is_symlink():
+                (flow / ".regular").write_bytes(PNG)
+                os.replace(flow / ".regular", target)
+            else:
+                (flow / ".link").unlink(missing_ok=True)
+                (flow / ".link").symlink_to(outside / "secret.png")
+                os.replace(flow / ".link", target)
+            started.set()
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    started.wait()
+    unused = MockTransport(lambda _r: pytest.fail("a local file needs no HTTP"))
+    escapes = 0
+    try:
+        for _ in range(1000):
+            try:
+                part = await load_attachment(AttachmentSpec(source="f.png"), base_dir=flow,
+                                             transport=unused, policy=AttachmentPolicy())
+            except ConfigError:
+                continue
+            escapes += part.data == SECRET_PNG  # type: ignore[union-attr]
+    finally:
+        stop.set()
+        flipper.join()
+    assert escapes == 0
