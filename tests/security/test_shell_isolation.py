@@ -268,6 +268,7 @@ steps:
 def test_isolation_takes_three_values() -> None:
     assert SandboxPolicy().isolation == "auto"
     assert SandboxPolicy.from_config({"isolation": "none"}).isolation == "none"
+    assert SandboxPolicy.from_config({"env": ["A", "B=1"]}).env == ("A", "B=1")
     with pytest.raises(ConfigError, match="auto, bwrap, none"):
         SandboxPolicy.from_config({"isolation": "docker"})
 
