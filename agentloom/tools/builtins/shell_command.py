@@ -84,9 +84,9 @@ class ShellCommandTool(SandboxedTool):
         try:
             run_cwd = str(resolved_cwd) if resolved_cwd is not None else scratch
             env = child_env(run_cwd or "/tmp", self.policy.env, os.environ)
-            if bwrap is not None and run_cwd is not None:
+            if bwrap is not None:  # only when enabled, so run_cwd is set (scratch at least)
                 readable, writable = self.policy.roots()
-                argv = bwrap_argv(bwrap, argv, cwd=run_cwd, readable=readable,
+                argv = bwrap_argv(bwrap, argv, cwd=run_cwd or "/tmp", readable=readable,
                                   writable=[*writable, *(
                                       [Path(scratch)] if scratch is not None else [])],
                                   network=self.policy.network_allowed)
