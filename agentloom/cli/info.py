@@ -59,7 +59,17 @@ def collect(env: Mapping[str, str]) -> dict[str, Any]:
         "settings": {name: env[name] for name in _ENV_VARS if env.get(name)},
         "extras": {name: _version_of(module, dist) for name, (module, dist) in EXTRAS.items()},
         "local_model": _local_model(env),
+        "isolation": _isolation(),
     }
+
+
+def _isolation() -> dict[str, Any]:
+    """How shell_command's children would be isolated here (bubblewrap, probed)."""
+    from agentloom.tools import detect_bwrap
+
+    found = detect_bwrap()
+    return {"bwrap": found.path, "version": found.version, "available": found.available,
+            "problem": found.problem}
 
 
 def _providers(env: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -138,4 +148,11 @@ def render(facts: dict[str, Any]) -> str:
         lines.append(f"  {name:<9} {version or 'not installed'}")
     local = facts["local_model"]
     lines.append(f"local model: {local or 'not installed'}")
+    iso = facts.get("isolation") or {}
+    if iso.get("available"):
+        lines.append(f"isolation: bubblewrap {iso.get('version') or ''} at {iso['bwrap']} "
+                     "(shell_command runs isolated; sandbox.isolation: auto uses it)")
+    else:
+        lines.append(f"isolation: none ({iso.get('problem')}); shell_command is refused "
+                     "unless sandbox.isolation: none")
     return "\n".join(lines) + "\n"

@@ -134,11 +134,9 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
 
 
 def _transport(wf: Workflow, runtime: Any) -> Any:
-    # Attachments download and approval gates notify through the engine.
-    if any(getattr(n.step, "attachments", None) or getattr(n.step, "notify", None)
-           for n in wf.nodes.values()):
-        return runtime.transport
-    return None
+    # Attachments download and approval gates notify through the engine, in nested
+    # scopes (map bodies, subworkflows) too, so the transport is always handed over.
+    return runtime.transport
 
 
 def _registry(paths: list[str], runtime: Any) -> Any:

@@ -119,3 +119,15 @@ def host_matches(host: str, domains: Iterable[str]) -> bool:
         if host == d or host.endswith("." + d):
             return True
     return False
+
+
+def split_port(entry: str) -> tuple[str, int] | None:
+    """`127.0.0.1:8080` / `[::1]:8080` / `host:8080` -> (address, port); else None."""
+    if entry.startswith("["):
+        host, sep, port = entry[1:].partition("]:")
+        return (host, int(port)) if sep and port.isdigit() else None
+    if entry.count(":") == 1:
+        host, port = entry.split(":")
+        if port.isdigit():
+            return host, int(port)
+    return None

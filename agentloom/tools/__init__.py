@@ -30,6 +30,7 @@ from agentloom.tools._toolset import ToolSet as ToolSet
 if TYPE_CHECKING:
     from agentloom.tools._functions import ArgSpec as ArgSpec
     from agentloom.tools._functions import FunctionTool as FunctionTool
+    from agentloom.tools._isolation import detect_bwrap as detect_bwrap
     from agentloom.tools._loading import load_entry_point_tools as load_entry_point_tools
     from agentloom.tools._loading import load_tools_from_module as load_tools_from_module
     from agentloom.tools._mcp import MCPServerConfig as MCPServerConfig
@@ -48,6 +49,7 @@ _LAZY = {
     "MCPToolSource": "agentloom.tools._mcp",
     "MCPTool": "agentloom.tools._mcp",
     "require_mcp": "agentloom.tools._mcp",
+    "detect_bwrap": "agentloom.tools._isolation",
     "normalize_vendor_tools": "agentloom.tools._vendor",
     "builtin_tools": "agentloom.tools.builtins",
     "BUILTIN_NAMES": "agentloom.tools.builtins",

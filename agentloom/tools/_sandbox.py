@@ -1,20 +1,30 @@
 """The sandbox: what the built-in tools may touch (paths, network, commands).
 
-This is allow-list validation in Python, not OS isolation. It is safe by default: with no
-`sandbox:` block, the sandbox is enabled and allows nothing (no network, no shell, no
-files), and each refusal says which setting would allow it.
+Safe by default: with no `sandbox:` block, the sandbox is enabled and allows nothing (no
+network, no shell, no files), and each refusal says which setting would allow it.
+
+Two layers. This module checks each request against the allow-lists (a clear refusal,
+before anything runs); the operating system then holds the line the checks can't:
+file tools open paths beneath their root with no symlink followed (`agentloom.tools._safefs`),
+and `shell_command` runs its child under bubblewrap (`_isolation`), which sees only the
+allowed paths. `isolation: auto` (the default) uses bubblewrap when it works here and
+refuses `shell_command` when it doesn't; `bwrap` requires it; `none` runs commands with
+the word checks only (a warning says so). Commands are an allow-list resolved to
+absolute executables when the policy is built; the child gets a minimal environment.
 
 `enabled: false` lifts the path and command limits (any file, any command; commands still
-run without a shell). Two things hold even then (spec 000): `allow_network: false` and
-`allowed_domains` still restrict URLs, and private, loopback and link-local addresses
-are refused on every redirect hop unless `allow_private_addresses` or
-`allowed_addresses` name them. An `allowed_addresses` entry is a host, an IP, a network
-(`10.0.0.0/8`) or an address with a port (`127.0.0.1:8080`, `[::1]:8080`), which allows
-that one port only: the way tests open exactly one loopback server.
+run without a shell and without isolation). Two things hold even then (spec 000):
+`allow_network: false` and `allowed_domains` still restrict URLs, and private, loopback
+and link-local addresses are refused on every redirect hop unless
+`allow_private_addresses` or `allowed_addresses` name them. An `allowed_addresses` entry
+is a host, an IP, a network (`10.0.0.0/8`) or an address with a port (`127.0.0.1:8080`,
+`[::1]:8080`), which allows that one port only: the way tests open exactly one loopback
+server.
 
 Known limit: the address check resolves the name, and the transport resolves it again
 when it connects, so a DNS server that answers differently the second time (rebinding)
-could slip past. IP literals and every redirect hop are checked exactly.
+could slip past. IP literals and every redirect hop are checked exactly. docs/security.md
+has the whole threat model.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -29,7 +40,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError, ToolError
-from agentloom.http.netguard import AddressPolicy, AddressRefused, host_matches, parse_host, resolve
+from agentloom.http.netguard import (
+    AddressPolicy,
+    AddressRefused,
+    host_matches,
+    parse_host,
+    resolve,
+    split_port,
+)
+from agentloom.tools._isolation import SAFE_PATH
 
 # Programs that run whatever their arguments say: allowing one allows every command.
 DANGEROUS_COMMANDS = frozenset(
@@ -71,6 +90,24 @@ DANGEROUS_COMMANDS = frozenset(
         "kubectl",
     }
 )
+# Versioned and variant names of the interpreters above (python3.11, mawk, nawk, pypy3,
+# perl5.36, node20, ...): the rule is on the program's family, not one spelling.
+_INTERPRETER = re.compile(
+    r"(?:python|pypy|perl|ruby|node|nodejs|php|lua|luajit|tclsh|wish|expect|guile|"
+    r"[gmn]?awk|busybox|(?:ba|da|z|k|mk|pdk|c|tc|fi|a|y|r|rb|es|rc)?sh)[0-9._-]*m?"
+)
+ISOLATION_MODES = ("auto", "bwrap", "none")
+
+
+def is_dangerous(program: str) -> bool:
+    """True for a program that runs whatever its arguments say (a shell, an
+    interpreter, a launcher), under any version suffix or symlinked name."""
+    names = {os.path.basename(program)}
+    try:
+        names.add(os.path.basename(os.path.realpath(program)))
+    except OSError:
+        pass
+    return any(n in DANGEROUS_COMMANDS or _INTERPRETER.fullmatch(n) for n in names)
 
 
 class SandboxViolation(ToolError):
@@ -121,18 +158,34 @@ class SandboxPolicy:
     max_output_bytes: int = 1_000_000
     """Tool output (response bodies, command output, file reads) is cut here."""
     max_write_bytes: int = 10_000_000
+    isolation: str = "auto"
+    """How shell_command's child is isolated: auto (bubblewrap if it works, else
+    shell_command is refused), bwrap (required), none (word checks only)."""
+    env: tuple[str, ...] = ()
+    """Variables the child gets besides PATH, HOME, LANG and TMPDIR: `NAME` (copied from
+    the environment if set) or `NAME=value`."""
     base_dir: str | None = None
     """Relative paths resolve against this (the directory runs start from); None: cwd."""
     _address_policy: AddressPolicy = field(init=False, repr=False, compare=False)
     _port_rules: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+    _executables: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_output_bytes <= 0 or self.max_write_bytes <= 0:
             raise ConfigError("sandbox: max_output_bytes and max_write_bytes must be positive")
+        if self.isolation not in ISOLATION_MODES:
+            raise ConfigError(f"sandbox.isolation: expected one of {', '.join(ISOLATION_MODES)}"
+                              f", got {self.isolation!r}")
+        for entry in self.env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(=.*)?", entry, re.S):
+                raise ConfigError(f"sandbox.env: {entry!r} is not NAME or NAME=value")
+        executables = {c: exe for c in self.allowed_commands if (exe := _executable(c))}
+        object.__setattr__(self, "_executables", executables)
         risky = sorted(
             c
             for c in self.allowed_commands
-            if os.path.basename(c) in DANGEROUS_COMMANDS and c not in self.danger_opt_in
+            if (is_dangerous(c) or is_dangerous(executables.get(c, c)))
+            and c not in self.danger_opt_in
         )
         if risky:
             raise ConfigError(
@@ -142,7 +195,7 @@ class SandboxPolicy:
         plain: list[str] = []
         ports: list[tuple[str, int]] = []
         for entry in self.allowed_addresses:
-            split = _split_port(entry)
+            split = split_port(entry)
             if split is None:
                 plain.append(entry)
             else:
@@ -188,6 +241,13 @@ class SandboxPolicy:
                 values[target] = value
             elif target == "base_dir":
                 values[target] = None if value is None else str(value)
+            elif target == "isolation":
+                if value is None:
+                    continue
+                if value not in ISOLATION_MODES:
+                    raise ConfigError(f"sandbox.isolation: expected one of "
+                                      f"{', '.join(ISOLATION_MODES)}, got {value!r}")
+                values[target] = value
             else:
                 values[target] = values.get(target, ()) + _tuple(value, key)
         return cls(**values)
@@ -274,6 +334,15 @@ class SandboxPolicy:
             )
         return resolved
 
+    def read_roots(self) -> list[Path] | None:
+        """The roots a read must stay beneath (resolved); None when not enabled."""
+        if not self.enabled:
+            return None
+        return self._roots((*self.readable_paths, *self.allowed_paths))
+
+    def write_roots(self) -> list[Path] | None:
+        return self._roots(self.allowed_paths) if self.enabled else None
+
     def check_write(self, path: str) -> Path:
         resolved = self.resolve_path(path)
         if not self.enabled:
@@ -310,7 +379,7 @@ class SandboxPolicy:
         if not self.enabled:
             return resolved_cwd
         program = argv[0]
-        if program not in self.allowed_commands:
+        if program not in self.allowed_commands and program not in self._executables.values():
             allowed = ", ".join(self.allowed_commands)
             raise SandboxViolation(
                 f"refused command {program!r}: not in sandbox.allowed_commands"
@@ -341,21 +410,41 @@ class SandboxPolicy:
         return resolved_cwd
 
 
+    def executable(self, program: str) -> str | None:
+        """The absolute executable `program` runs: the one resolved for it when the
+        policy was built (an allowed name, or the path it resolved to); with the sandbox
+        disabled, looked up on the fixed system PATH. None: not found."""
+        if program in self._executables:
+            return self._executables[program]
+        if program in self._executables.values():
+            return program
+        return None if self.enabled else _executable(program)
+
+    def roots(self) -> tuple[list[Path], list[Path]]:
+        """(readable, writable) paths, resolved, and the allowed executables: what a
+        command's sandbox mounts."""
+        programs = [Path(p) for p in self._executables.values()]
+        return [*self._roots(self.readable_paths), *programs], self._roots(self.allowed_paths)
+
+
+def _executable(program: str) -> str | None:
+    """`program` as an absolute, executable file: as given if absolute, else the first
+    match on the fixed system PATH (never the caller's $PATH)."""
+    if os.path.isabs(program):
+        candidates = [program]
+    elif os.sep in program:
+        return None
+    else:
+        candidates = [os.path.join(d, program) for d in SAFE_PATH.split(":")]
+    for c in candidates:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
 def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
 def _looks_like_outside_path(arg: str) -> bool:
     return arg.startswith(("/", "~")) or ".." in Path(arg).parts
-
-
-def _split_port(entry: str) -> tuple[str, int] | None:
-    """`127.0.0.1:8080` / `[::1]:8080` / `host:8080` -> (address, port); else None."""
-    if entry.startswith("["):
-        host, sep, port = entry[1:].partition("]:")
-        return (host, int(port)) if sep and port.isdigit() else None
-    if entry.count(":") == 1:
-        host, port = entry.split(":")
-        if port.isdigit():
-            return host, int(port)
-    return None

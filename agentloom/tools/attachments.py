@@ -2,11 +2,17 @@
 
 A source is an http(s) URL (downloaded here, or handed to the provider with
 `fetch: provider`), a `data:` URL, a long base64 string, or a file path relative to the
-run's directory. Every byte source is capped at 20 MB. Sources come from templates, so
-from user data or model output: every URL host is resolved and refused at a private,
-loopback or link-local address, on every redirect hop, which we follow ourselves (the
-transport never does). The sandbox's network and path rules apply too. Everything fails
-with a `ConfigError` a person can act on, before any model request is sent.
+workflow file's directory. Every byte source is capped at 20 MB. A local file is read
+under the same rule as the file tools, sandbox block or not: beneath the sandbox's
+readable and writable paths when the block names any, else beneath the workflow's own
+directory (closed by default: no `..` escape, no absolute path elsewhere), and only
+`enabled: false` reads any file. It is opened with the file tools' race-free opener
+(`agentloom.tools._safefs`): no symlink followed below the root, regular files only.
+Sources come from templates, so from user data or model output: every URL host is
+resolved and refused at a private, loopback or link-local address, on every redirect
+hop, which we follow ourselves (the transport never does). The sandbox's network and
+path rules apply too. Everything fails with a `ConfigError` a person can act on, before
+any model request is sent.
 
 Whether a provider's capabilities can take the parts is `check_attachments`, a
 capability fact kept in `agentloom.providers.profiles` (re-exported here).
@@ -20,15 +26,24 @@ import binascii
 import ipaddress
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 
 from agentloom.errors import ConfigError
-from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url, host_matches
+from agentloom.http.netguard import (
+    AddressPolicy,
+    AddressRefused,
+    check_url,
+    host_matches,
+    parse_host,
+    split_port,
+)
 from agentloom.messages import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloom.providers import check_attachments as check_attachments
+from agentloom.tools._safefs import NotRegularFile, UnsafePath, read_file, run_detached
 from agentloom.transport import HttpRequest, HttpTimeout, TransportError
 
 if TYPE_CHECKING:
@@ -86,11 +101,46 @@ class AttachmentPolicy:
     sandbox_enabled: bool = False
     readable_paths: tuple[Path, ...] = ()
     """With the sandbox enabled, a local file must sit under one of these (readable_paths
-    and allowed_paths together), symlinks and `..` resolved first."""
+    and allowed_paths together), symlinks and `..` resolved first. With it not enabled,
+    under the `base_dir` given to `load_attachment` (the workflow's directory)."""
+    any_file: bool = False
+    """True (the sandbox's `enabled: false`): a local file may be anywhere."""
     addresses: AddressPolicy = field(default_factory=AddressPolicy)
+    address_ports: tuple[tuple[str, int], ...] = ()
+    """(host or network, port) pairs reachable on that port only (`127.0.0.1:8080` in
+    sandbox.allowed_addresses), though not public."""
     max_bytes: int = MAX_BYTES
     download_timeout: float = DOWNLOAD_TIMEOUT
-    """Seconds for a whole download, redirects included."""
+    """Seconds for a whole download, redirects included (and for reading a file)."""
+
+    @classmethod
+    def from_sandbox(cls, sandbox: Mapping[str, Any] | None) -> AttachmentPolicy:
+        """The policy a workflow's `sandbox:` block (as written, unset keys left out)
+        gives attachments. No block: public URLs, files under the workflow's directory.
+        A block that names readable or writable paths: files under those only."""
+        sb = dict(sandbox or {})
+        paths = [*(sb.get("readable_paths") or []), *(sb.get("allowed_paths") or []),
+                 *(sb.get("writable_paths") or [])]
+        network = sb.get("allow_network")
+        domains = sb.get("allowed_domains")
+        plain: list[str] = []
+        ports: list[tuple[str, int]] = []
+        for entry in sb.get("allowed_addresses") or []:
+            split = split_port(str(entry))
+            if split is None:
+                plain.append(str(entry))
+            else:
+                ports.append(split)
+        return cls(
+            addresses=AddressPolicy(allow_private=bool(sb.get("allow_private_addresses")),
+                                    allowed=tuple(plain)),
+            address_ports=tuple(ports),
+            allow_network=True if network is None else bool(network),
+            allowed_domains=tuple(domains) if domains else None,
+            sandbox_enabled=bool(paths) and sb.get("enabled") is not False,
+            readable_paths=tuple(Path(p) for p in paths),
+            any_file=sb.get("enabled") is False,
+        )
 
 
 async def load_attachment(
@@ -221,26 +271,48 @@ async def _read_file(source: str, base_dir: Path, policy: AttachmentPolicy) -> t
         path = Path(source).expanduser()
         if not path.is_absolute():
             path = base_dir / path
-        resolved = path.resolve()
-        if policy.sandbox_enabled:
+        try:
+            resolved = path.resolve()
+        except OSError as exc:  # a link changing under realpath (EINVAL), a loop (ELOOP)
+            raise ConfigError(f"attachment {_short(source)}: refused: {path} changed "
+                              f"while it was being resolved ({exc.strerror or exc})") from None
+        roots: list[Path] | None
+        where = ""
+        if policy.any_file:
+            roots = None
+        elif policy.sandbox_enabled:
             roots = [Path(p).expanduser().resolve() for p in policy.readable_paths]
-            if not any(resolved == root or resolved.is_relative_to(root) for root in roots):
-                raise ConfigError(
-                    f"attachment {_short(source)}: {resolved} is outside the sandbox's "
-                    "readable_paths/allowed_paths"
-                )
-        if not resolved.is_file():
-            raise ConfigError(f"attachment file not found: {path}")
-        size = resolved.stat().st_size
-        if size > policy.max_bytes:
-            raise _too_large(source, policy.max_bytes)
-        with resolved.open("rb") as handle:
-            data = handle.read(policy.max_bytes + 1)
+            where = "the sandbox's readable_paths/allowed_paths"
+        else:
+            roots = [base_dir.resolve()]
+            where = (f"the workflow's directory {roots[0]} (name other places in "
+                     "sandbox.readable_paths)")
+        if roots is not None and not any(
+                resolved == root or resolved.is_relative_to(root) for root in roots):
+            raise ConfigError(f"attachment {_short(source)}: {resolved} is outside {where}")
+        try:
+            data = read_file(resolved, roots, policy.max_bytes + 1)
+        except FileNotFoundError:
+            raise ConfigError(f"attachment file not found: {path}") from None
+        except UnsafePath:
+            raise ConfigError(f"attachment {_short(source)}: refused: a symlink appeared "
+                              "on the way to it") from None
+        except NotRegularFile:
+            raise ConfigError(f"attachment {_short(source)}: {resolved} is not a regular "
+                              "file") from None
+        except OSError as exc:
+            raise ConfigError(f"attachment {_short(source)}: cannot read {resolved}: "
+                              f"{exc.strerror or exc}") from None
         if len(data) > policy.max_bytes:
             raise _too_large(source, policy.max_bytes)
         return data, resolved.name
 
-    return await asyncio.to_thread(read)
+    try:
+        async with asyncio.timeout(policy.download_timeout):
+            return await run_detached(read)
+    except TimeoutError:
+        raise ConfigError(f"attachment {_short(source)}: reading it took over "
+                          f"{policy.download_timeout:g} s") from None
 
 
 # --- URLs -----------------------------------------------------------------------------------
@@ -261,19 +333,31 @@ def _literal_ip(host: str) -> str | None:
         return None
 
 
+def _addresses_for(url: str, policy: AttachmentPolicy) -> AddressPolicy:
+    """The address policy for this URL: the general one, plus the port rules that name
+    this URL's port."""
+    if not policy.address_ports:
+        return policy.addresses
+    _host, port = parse_host(url)
+    extra = tuple(entry for entry, p in policy.address_ports if p == port)
+    return AddressPolicy(allow_private=policy.addresses.allow_private,
+                         allowed=(*policy.addresses.allowed, *extra))
+
+
 async def _check_address(url: str, policy: AttachmentPolicy) -> None:
     parts = urlsplit(url)
     host = parts.hostname or ""
     literal = _literal_ip(host)
     try:
+        addresses = _addresses_for(url, policy)
         if literal is not None:
-            if not policy.addresses.permits(host, literal):
+            if not addresses.permits(host, literal):
                 shown = host if host == literal else f"{host} is {literal},"
                 raise AddressRefused(
                     f"refused {url!r}: {shown} a private, loopback or link-local address"
                 )
             return
-        await check_url(url, policy.addresses)
+        await check_url(url, addresses)
     except AddressRefused as exc:
         raise ConfigError(f"attachment URL refused: {exc}") from exc
 

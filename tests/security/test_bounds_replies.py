@@ -128,8 +128,8 @@ async def test_an_oversized_reply_replays_as_the_same_typed_failure(tmp_path: Pa
     from agentloom.http import AiohttpTransport
     from agentloom.messages import Message, ModelRequest
     from agentloom.providers import get_protocol, vendor_endpoint
-    from agentloom.routing import ProviderClient
     from agentloom.recording import Recorder, RecordTransport, ReplayTransport
+    from agentloom.routing import ProviderClient
 
     request = ModelRequest(model="gpt-4o-mini", messages=(Message.user("hi"),))
     path = tmp_path / "rec.json"

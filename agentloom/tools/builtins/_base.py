@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
+from collections.abc import Callable
 from typing import Any, Self
 
 from agentloom.errors import ToolError
-from agentloom.tools._sandbox import SandboxPolicy
+from agentloom.tools._safefs import NotRegularFile, OutsideRoots, UnsafePath, run_detached
+from agentloom.tools._sandbox import SandboxPolicy, SandboxViolation
 from agentloom.tools._tool import BaseTool
 
 
@@ -56,6 +60,35 @@ def arg(
     return value
 
 
+async def bounded_file_op(tool: SandboxedTool, doing: str, path: str,
+                          work: Callable[[], object]) -> object:
+    """Run a file tool's blocking `work` (check and open included) in a daemon thread
+    under the tool's timeout, with the opener's refusals as ToolErrors."""
+    name = tool.name
+    try:
+        async with asyncio.timeout(tool.timeout):
+            return await run_detached(work)
+    except TimeoutError:
+        raise ToolError(f"{name}: {doing} {path!r} timed out") from None
+    except UnsafePath:
+        raise SandboxViolation(f"{name}: refused {path!r}: a symlink appeared on the way "
+                               "to it (links are not followed while opening)") from None
+    except OutsideRoots:
+        raise SandboxViolation(f"{name}: refused {path!r}: not under an allowed path") from None
+    except NotRegularFile as exc:
+        what = ("is a directory" if exc.errno == errno.EISDIR
+                else "is not a regular file (a FIFO, socket or device)")
+        raise ToolError(f"{name}: {path!r} {what}") from None
+    except FileNotFoundError:
+        raise ToolError(f"{name}: no such file: {path!r}") from None
+    except IsADirectoryError:
+        raise ToolError(f"{name}: {path!r} is a directory") from None
+    except PermissionError:
+        raise ToolError(f"{name}: permission denied: {path!r}") from None
+    except OSError as exc:  # e.g. the path changed under the check (a swap in progress)
+        raise ToolError(f"{name}: {doing} {path!r} failed: {exc.strerror or exc}") from None
+
+
 def truncate(data: bytes, limit: int) -> str:
     text = data[:limit].decode("utf-8", errors="replace")
     if len(data) > limit:
@@ -63,4 +96,4 @@ def truncate(data: bytes, limit: int) -> str:
     return text
 
 
-__all__ = ["SandboxedTool", "arg", "truncate"]
+__all__ = ["SandboxedTool", "arg", "bounded_file_op", "truncate"]

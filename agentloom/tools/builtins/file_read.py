@@ -1,17 +1,18 @@
-"""`file_read`: read a text file under the sandbox's readable paths, in a worker thread.
+"""`file_read`: read a text file under the sandbox's readable paths.
 
-The path is resolved (`~`, `..`, symlinks) before the check, and the resolved path is the
-one opened, so a link inside an allowed directory can't lead outside it.
+The path is resolved (`~`, `..`, symlinks) and checked, then opened beneath its allowed
+root one component at a time with no symlink followed (`agentloom.tools._safefs`), so a link
+swapped in after the check can't lead outside. Only regular files are read, and a FIFO
+is refused without blocking. The work runs in a daemon thread under the tool's timeout.
 """
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Any
 
 from agentloom.errors import ToolError
-from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
+from agentloom.tools._safefs import read_file
+from agentloom.tools.builtins._base import SandboxedTool, arg, bounded_file_op, truncate
 from agentloom.tools.contracts import ToolContext
 
 
@@ -27,22 +28,13 @@ class FileReadTool(SandboxedTool):
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         path = arg(arguments, "path", str, tool=self.name)
-        resolved = self.policy.check_read(path)
         cap = self.policy.max_output_bytes
-        try:
-            async with asyncio.timeout(self.timeout):
-                data = await asyncio.to_thread(_read, resolved, cap + 1)
-        except TimeoutError:
-            raise ToolError(f"file_read: reading {path!r} timed out") from None
-        except FileNotFoundError:
-            raise ToolError(f"file_read: no such file: {path!r}") from None
-        except IsADirectoryError:
-            raise ToolError(f"file_read: {path!r} is a directory") from None
-        except PermissionError:
-            raise ToolError(f"file_read: permission denied: {path!r}") from None
+
+        def work() -> bytes:
+            resolved = self.policy.check_read(path)
+            return read_file(resolved, self.policy.read_roots(), cap + 1)
+
+        data = await bounded_file_op(self, "reading", path, work)
+        if not isinstance(data, bytes):
+            raise ToolError(f"file_read: could not read {path!r}")
         return truncate(data, cap)
-
-
-def _read(path: Path, limit: int) -> bytes:
-    with path.open("rb") as f:
-        return f.read(limit)

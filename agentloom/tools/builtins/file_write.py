@@ -1,19 +1,18 @@
-"""`file_write`: write a text file under the sandbox's writable paths, in a worker thread.
+"""`file_write`: write a text file under the sandbox's writable paths.
 
-The path is resolved before the check (see `file_read`). Writes go to a temporary file in
-the same directory and are renamed into place, so a reader never sees half a file.
+The path is resolved and checked (see `file_read`), then written beneath its allowed root
+with no symlink followed, missing directories created on the way. A replacing write goes
+to a temporary file in the same directory and is renamed into place, so a reader never
+sees half a file; an append opens the regular file itself (a FIFO or a link is refused).
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from agentloom.errors import ToolError
-from agentloom.tools.builtins._base import SandboxedTool, arg
+from agentloom.tools._safefs import write_file
+from agentloom.tools.builtins._base import SandboxedTool, arg, bounded_file_op
 from agentloom.tools.contracts import ToolContext
 
 
@@ -41,33 +40,10 @@ class FileWriteTool(SandboxedTool):
                 f"file_write: {len(data)} bytes is over the sandbox's "
                 f"max_write_bytes ({self.policy.max_write_bytes})"
             )
-        resolved = self.policy.check_write(path)
-        try:
-            async with asyncio.timeout(self.timeout):
-                await asyncio.to_thread(_write, resolved, data, append)
-        except TimeoutError:
-            raise ToolError(f"file_write: writing {path!r} timed out") from None
-        except IsADirectoryError:
-            raise ToolError(f"file_write: {path!r} is a directory") from None
-        except PermissionError:
-            raise ToolError(f"file_write: permission denied: {path!r}") from None
+
+        def work() -> None:
+            resolved = self.policy.check_write(path)
+            write_file(resolved, self.policy.write_roots(), data, append=append)
+
+        await bounded_file_op(self, "writing", path, work)
         return f"wrote {len(data)} bytes to {path}"
-
-
-def _write(path: Path, data: bytes, append: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if append:
-        with path.open("ab") as f:
-            f.write(data)
-        return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

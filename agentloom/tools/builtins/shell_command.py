@@ -1,27 +1,37 @@
-"""`shell_command`: run one allowed program, without a shell, under a hard timeout.
+"""`shell_command`: run one allowed program, without a shell, isolated, under a timeout.
 
 A string command is split with `shlex`, so quotes group words but `;`, `|`, `$(...)`,
 backticks and redirections are plain characters handed to the program as arguments:
-there is no shell to interpret them. The program runs in its own process group, and on
-timeout the whole group is killed, children included. Output is read as it comes and
-cut at the policy's limit, so a chatty program can't fill memory. With the sandbox
-enabled, a command without `cwd` runs in the first allowed directory, or in an empty
-scratch directory, never in the process's own working directory.
+there is no shell to interpret them. The program is one of the sandbox's allowed
+commands, run as the absolute executable it resolved to, with a minimal environment
+(PATH, HOME, LANG, TMPDIR and `sandbox.env`), under bubblewrap when the policy's
+isolation says so (see `agentloom.tools._isolation`). It runs in its own process group;
+on timeout the whole group is killed, and bubblewrap's namespace with it. Output is
+read as it comes and kept up to `max_output_bytes`; past that the program is stopped
+and the output ends with a truncation note, so a flood can't hang or bloat a run. With
+the sandbox enabled, a command without `cwd` runs in the first allowed directory, or in
+an empty scratch directory, never in the process's own working directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shlex
 import shutil
 import signal
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from agentloom.errors import ToolError
+from agentloom.tools._isolation import BWRAP_LOCATIONS, bwrap_argv, child_env, detect_bwrap
 from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
 from agentloom.tools.contracts import ToolContext
+
+log = logging.getLogger("agentloom.tools")
+_warned: set[int] = set()
 
 
 class ShellCommandTool(SandboxedTool):
@@ -42,6 +52,8 @@ class ShellCommandTool(SandboxedTool):
         },
         "required": ["command"],
     }
+    bwrap_locations: tuple[str, ...] = BWRAP_LOCATIONS
+    """Where bubblewrap is looked for (fixed system paths, never $PATH)."""
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         command = arg(arguments, "command", (str, list), tool=self.name)
@@ -59,6 +71,11 @@ class ShellCommandTool(SandboxedTool):
             workdir = await asyncio.to_thread(self.policy.default_workdir)
             cwd = str(workdir) if workdir is not None else None
         resolved_cwd = self.policy.check_command(argv, cwd)
+        executable = self.policy.executable(argv[0])
+        if executable is None:
+            raise ToolError(f"shell_command: program not found: {argv[0]!r}")
+        program, argv = argv[0], [executable, *argv[1:]]
+        bwrap = await self._isolation()
         if resolved_cwd is not None and not await asyncio.to_thread(resolved_cwd.is_dir):
             raise ToolError(f"shell_command: working directory {cwd!r} does not exist")
         scratch = None
@@ -66,55 +83,99 @@ class ShellCommandTool(SandboxedTool):
             scratch = await asyncio.to_thread(tempfile.mkdtemp, prefix="agentloom-shell-")
         try:
             run_cwd = str(resolved_cwd) if resolved_cwd is not None else scratch
-            return await self._run(argv, run_cwd, self.call_timeout(arguments))
+            env = child_env(run_cwd or "/tmp", self.policy.env, os.environ)
+            if bwrap is not None:  # only when enabled, so run_cwd is set (scratch at least)
+                readable, writable = self.policy.roots()
+                argv = bwrap_argv(bwrap, argv, cwd=run_cwd or "/tmp", readable=readable,
+                                  writable=[*writable, *(
+                                      [Path(scratch)] if scratch is not None else [])],
+                                  network=self.policy.network_allowed)
+            return await self._run(argv, run_cwd, env, self.call_timeout(arguments),
+                                   program)
         finally:
             if scratch is not None:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
 
-    async def _run(self, argv: list[str], cwd: str | None, limit: float) -> str:
+    async def _isolation(self) -> str | None:
+        """The bwrap executable to run under, None for no isolation; refuses a command
+        that needs isolation this machine can't give."""
+        mode = self.policy.isolation
+        if not self.policy.enabled:
+            return None  # `enabled: false` lifts every limit, isolation included
+        if mode == "none":
+            if id(self.policy) not in _warned:
+                _warned.add(id(self.policy))
+                log.warning("shell_command runs without OS isolation (sandbox.isolation: "
+                            "none): only its words are checked")
+            return None
+        found = await asyncio.to_thread(detect_bwrap, self.bwrap_locations)
+        if not found.available:
+            raise ToolError(
+                f"shell_command: refused: commands run isolated under bubblewrap, and "
+                f"{found.problem}. Install it, or set sandbox.isolation: none to run "
+                "commands with word checks only")
+        return found.path
+
+    async def _run(self, argv: list[str], cwd: str | None, env: dict[str, str],
+                   limit: float, program: str) -> str:
         cap = self.policy.max_output_bytes
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=cwd,
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
         except FileNotFoundError:
-            raise ToolError(f"shell_command: program not found: {argv[0]!r}") from None
+            raise ToolError(f"shell_command: program not found: {program!r}") from None
         except PermissionError:
-            raise ToolError(f"shell_command: not executable: {argv[0]!r}") from None
+            raise ToolError(f"shell_command: not executable: {program!r}") from None
         assert proc.stdout is not None and proc.stderr is not None
+        flooded = asyncio.Event()
         try:
             async with asyncio.timeout(limit):
                 out, err, code = await asyncio.gather(
-                    _drain(proc.stdout, cap), _drain(proc.stderr, cap), proc.wait()
+                    _drain(proc.stdout, cap, flooded, proc),
+                    _drain(proc.stderr, cap, flooded, proc),
+                    proc.wait(),
                 )
         except BaseException as exc:
             _kill_group(proc)
             await proc.wait()
             if isinstance(exc, TimeoutError):
                 raise ToolError(
-                    f"shell_command: {argv[0]} timed out after {limit:g} s and was killed"
+                    f"shell_command: {program} timed out after {limit:g} s and was killed"
                 ) from None
             raise
+        if flooded.is_set():
+            note = f"\n[output truncated at {cap} bytes; the program was stopped]"
+            return truncate(out[:cap], cap) + note
         if code != 0:
             detail = truncate(err, 4000).strip() or truncate(out, 4000).strip()
             raise ToolError(
-                f"shell_command: {argv[0]} exited with status {code}"
+                f"shell_command: {program} exited with status {code}"
                 + (f": {detail}" if detail else "")
             )
         return truncate(out, cap)
 
 
-async def _drain(stream: asyncio.StreamReader, cap: int) -> bytes:
-    """Keep the first cap+1 bytes; read and drop the rest so the program never blocks."""
+async def _drain(stream: asyncio.StreamReader, cap: int, flooded: asyncio.Event,
+                 proc: asyncio.subprocess.Process) -> bytes:
+    """The first cap+1 bytes. Past the cap the program is stopped (its whole group):
+    reading on would only burn time, and a stream that always has data ready never lets
+    a timeout fire. What is already in the pipe is still read to the end, since the
+    process doesn't count as finished before its pipes close."""
     kept = bytearray()
     while chunk := await stream.read(65536):
         if len(kept) <= cap:
             kept += chunk[: cap + 1 - len(kept)]
+            if len(kept) > cap and not flooded.is_set():
+                flooded.set()
+                _kill_group(proc)
+        await asyncio.sleep(0)
     return bytes(kept)
 
 

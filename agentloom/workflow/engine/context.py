@@ -105,15 +105,18 @@ class RunContext:
     """The run's model clients by what was asked for: steps asking alike share one
     instead of building a new one per step (`steps.client.client_for`)."""
     _policy: Any = None
+    _parent_sandbox: Any = None
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.state, self.step_text)
-        if self.observers is None:
+        parent = CURRENT_RUN.get()
+        if parent is not None:
             # A run started inside another (a subworkflow, a `map` item, a workflow
-            # function) reports to the same observers: one trace covers the whole run.
-            parent = CURRENT_RUN.get()
-            if parent is not None:
+            # function) reports to the same observers: one trace covers the whole run;
+            # and a block with no sandbox of its own runs under its parent's.
+            if self.observers is None:
                 self.observers = parent.observers
+            self._parent_sandbox = parent.sandbox_config()
 
     async def run_child(self, child: Workflow, *, state: dict[str, Any], run_id: str,
                         scope: str | None = None) -> RunResult:
@@ -123,9 +126,15 @@ class RunContext:
         return await self.runner.run_child(self, child, state=state, run_id=run_id,
                                            scope=scope)
 
+    def sandbox_config(self) -> Any:
+        """The run's `sandbox:` block: its workflow's own, else that of the run it is
+        nested in (a `map` body or `on_error` block has none of its own)."""
+        own = self.workflow.config.sandbox
+        return own if own is not None else self._parent_sandbox
+
     def sandbox_policy(self) -> Any:
-        """The tools' sandbox policy from `config.sandbox`, built once per run."""
-        sandbox = self.workflow.config.sandbox
+        """The tools' sandbox policy from the run's sandbox block, built once per run."""
+        sandbox = self.sandbox_config()
         if sandbox is None:
             return None
         if self._policy is None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
 from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
+from agentloom.tools import SandboxPolicy
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.steps import RetryConfig, Step, StepBase, Strict, step_adapter
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
@@ -42,6 +43,18 @@ class SandboxConfig(Strict):
     max_write_bytes: int | None = Field(default=None, ge=0)
     danger_opt_in: list[str] | None = None
     allow_internal_webhook_targets: bool | None = None
+    isolation: Literal["auto", "bwrap", "none"] | None = None
+    env: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _builds_a_policy(self) -> SandboxConfig:
+        # Refusals the policy makes on its own (an interpreter without danger_opt_in, a
+        # bad env entry) surface at load, with the file and line, not at the first call.
+        try:
+            SandboxPolicy.from_config(self.model_dump(exclude_unset=True))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
 
 class WorkflowConfig(Strict):

@@ -11,7 +11,6 @@ and state writes belong to the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
@@ -137,16 +136,9 @@ async def load_attachments(step: LLMCallStep, prep: Prepared,
     before a request is sent."""
     import asyncio
 
-    sb = ctx.workflow.config.sandbox
-    policy = AttachmentPolicy(
-        allow_network=True if sb is None or sb.allow_network is None else sb.allow_network,
-        allowed_domains=tuple(sb.allowed_domains) if sb is not None and sb.allowed_domains
-        else None,
-        sandbox_enabled=sb is not None and sb.enabled is not False,
-        readable_paths=tuple(Path(p) for p in [*(sb.readable_paths or []),
-                                                *(sb.allowed_paths or [])])
-        if sb is not None else (),
-    )
+    sb = ctx.sandbox_config()
+    policy = AttachmentPolicy.from_sandbox(None if sb is None
+                                           else sb.model_dump(exclude_unset=True))
     specs = [
         AttachmentSpec(source=str(t.value(ctx.scope)), type=a.type, media_type=a.media_type,
                        fetch=a.fetch)
@@ -158,7 +150,8 @@ async def load_attachments(step: LLMCallStep, prep: Prepared,
         raise ConfigError(f"step {step.id!r}: downloading an attachment needs an HTTP "
                           "transport; pass transport= to arun_workflow")
     parts = await asyncio.gather(*(
-        load_attachment(spec, base_dir=Path.cwd(), transport=ctx.transport, policy=policy)
+        load_attachment(spec, base_dir=ctx.workflow.base_dir, transport=ctx.transport,
+                        policy=policy)
         for spec in specs
     ))
     return tuple(parts)
