@@ -18,6 +18,7 @@ from agentloom.messages import (
     ToolCallPart,
     Usage,
     UsageEvent,
+    VendorEvent,
 )
 
 
@@ -71,7 +72,9 @@ class ResponseBuilder:
             self._flush_text()
             # A signed or redacted block is complete: what follows is a new block, which
             # must stay apart so each goes back to the provider as it came.
-            closed = (event.text or event.redacted) and (self._sig or self._redacted)
+            # So is a second signature in a row (Gemini signs consecutive parts apart).
+            closed = (event.text or event.redacted or event.signature) and (
+                self._sig or self._redacted)
             if closed or (event.redacted and self._reasoning):
                 self._flush_reasoning()
             if event.text:
@@ -89,6 +92,10 @@ class ResponseBuilder:
             if event.name:
                 slot[1] = event.name
             slot[2] = (slot[2] or "") + event.arguments
+        elif isinstance(event, VendorEvent):
+            self._flush_text()
+            self._flush_reasoning()
+            self._parts.append(event.part)
         elif isinstance(event, UsageEvent):
             merged = {
                 f.name: getattr(event.usage, f.name)

@@ -45,6 +45,8 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
     UsageEvent,
+    VendorEvent,
+    VendorPart,
 )
 from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
@@ -65,6 +67,12 @@ API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 MIN_BUDGET = 1024
 _RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                 "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+_CLIENT_BLOCKS = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+"""Every other block (`server_tool_use`, `mcp_tool_use`, `web_search_tool_result`, ...)
+is the provider's own: kept whole as a `VendorPart` and sent back unchanged."""
 
 _CAPS = Capabilities(
     tools=True, forced_tool_choice=True, native_json_schema=False, image=True,
@@ -148,6 +156,8 @@ def _block(part: Part, model: str) -> dict[str, Any] | None:
         if part.is_error:
             block["is_error"] = True
         return block
+    if isinstance(part, VendorPart):
+        return dict(part.data) if part.provider == "anthropic" else None
     if isinstance(part, ReasoningPart):
         if part.redacted is not None:
             return {"type": "redacted_thinking", "data": part.redacted}
@@ -255,7 +265,7 @@ def _error(provider: str, model: str, payload: dict[str, Any]) -> ProviderError:
     kind = str(err.get("type", "error"))
     return ProviderError(
         f"anthropic stream error {kind}: {err.get('message', '')}",
-        provider=provider, model=model, status=529 if kind == "overloaded_error" else None,
+        provider=provider, model=model, status=_ERROR_STATUS.get(kind),
         phase="body", request_sent=True, retryable=kind in _RETRYABLE_ERRORS,
         body=json.dumps(payload)[:500],
     )
@@ -279,6 +289,8 @@ def decode_parts(content: list[dict[str, Any]], prefill: str | None) -> tuple[Pa
                                        signature=block.get("signature")))
         elif kind == "redacted_thinking":
             parts.append(ReasoningPart(text="", redacted=block.get("data", "")))
+        elif isinstance(kind, str):
+            parts.append(VendorPart(provider="anthropic", data=block))
     return tuple(parts)
 
 
@@ -310,6 +322,8 @@ class AnthropicStreamDecoder:
         self._model = request.model
         self._prefill = effective_prefill(request)
         self._blocks: dict[int, str] = {}
+        self._vendor: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        """Server-side blocks being streamed: the block and its input JSON so far."""
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         return self._handle(self._sse.feed(data))
@@ -343,7 +357,9 @@ class AnthropicStreamDecoder:
             index, block = payload.get("index", 0), payload.get("content_block") or {}
             btype = block.get("type", "")
             self._blocks[index] = btype
-            if btype == "text":
+            if btype not in _CLIENT_BLOCKS:
+                self._vendor[index] = (dict(block), [])
+            elif btype == "text":
                 self._text(block.get("text", ""), out)
             elif btype == "tool_use":
                 initial = block.get("input")
@@ -358,12 +374,19 @@ class AnthropicStreamDecoder:
             dtype = delta.get("type")
             if dtype == "text_delta":
                 self._text(delta.get("text", ""), out)
+            elif dtype == "input_json_delta" and index in self._vendor:
+                self._vendor[index][1].append(delta.get("partial_json", ""))
             elif dtype == "input_json_delta":
                 out.append(ToolCallDelta(index=index, arguments=delta.get("partial_json", "")))
             elif dtype == "thinking_delta":
                 out.append(ReasoningDelta(text=delta.get("thinking", "")))
             elif dtype == "signature_delta":
                 out.append(ReasoningDelta(signature=delta.get("signature")))
+        elif kind == "content_block_stop" and payload.get("index", 0) in self._vendor:
+            block, pieces = self._vendor.pop(payload.get("index", 0))
+            if "".join(pieces).strip():
+                block["input"] = json.loads("".join(pieces))
+            out.append(VendorEvent(part=VendorPart(provider="anthropic", data=block)))
         elif kind == "message_delta":
             delta = payload.get("delta") or {}
             usage = payload.get("usage")
@@ -373,7 +396,7 @@ class AnthropicStreamDecoder:
                 out.append(FinishEvent(finish_reason=delta["stop_reason"]))
         elif kind == "error":
             raise _error(self._provider, self._model, payload)
-        # ping, content_block_stop, message_stop and unknown events carry nothing we keep.
+        # ping, other content_block_stop, message_stop and unknown events carry nothing we keep.
 
 
 # --- the protocol object ------------------------------------------------------------------

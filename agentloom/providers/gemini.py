@@ -11,7 +11,8 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
   the first text part of a turn without calls); thought text itself is not sent back.
 - `responseSchema` takes only a subset of JSON Schema: `to_gemini_schema` rewrites the
   rest; the caller validates the reply against the full schema.
-- Usage: `promptTokenCount` includes cached tokens (`input_includes_cached=True`);
+- Usage: `input_tokens` is `promptTokenCount` plus `toolUsePromptTokenCount` (the
+  prompts of Gemini's own tools), cached tokens included (`input_includes_cached=True`);
   `output_tokens` is candidates plus thoughts, so every provider's output count includes
   reasoning; `reasoning_tokens` says how many of them were thoughts.
 """
@@ -197,8 +198,11 @@ def decode_usage(raw: dict[str, Any] | None) -> Usage:
     thoughts = raw.get("thoughtsTokenCount")
     output = None if candidates is None and thoughts is None else (
         (candidates or 0) + (thoughts or 0))
+    prompt, tool_prompt = raw.get("promptTokenCount"), raw.get("toolUsePromptTokenCount")
+    # The prompts of Gemini's own tools (search, code execution) are billed as input.
+    inp = None if prompt is None and tool_prompt is None else (prompt or 0) + (tool_prompt or 0)
     return Usage(
-        input_tokens=raw.get("promptTokenCount"),
+        input_tokens=inp,
         output_tokens=output,
         cache_read_tokens=raw.get("cachedContentTokenCount"),
         cache_write_tokens=None,

@@ -226,11 +226,68 @@ def _keep_reasoning(request: ModelRequest) -> bool:
     return request.reasoning is None or request.reasoning.capture
 
 
+def chunk_usage(obj: dict[str, Any]) -> Usage | None:
+    """`usage`, or Groq's `x_groq.usage` where Groq streams put it."""
+    usage = obj.get("usage")
+    if usage is None and isinstance(obj.get("x_groq"), dict):
+        usage = obj["x_groq"].get("usage")
+    return decode_usage(usage)
+
+
+def content_and_reasoning(message: dict[str, Any]) -> tuple[str, str]:
+    """(text, reasoning) of a message or delta. `content` is a string, or (Mistral) a list
+    of typed parts with `thinking` parts beside the text; reasoning comes as
+    `reasoning_content` (DeepSeek, vLLM) or `reasoning` (Groq, OpenRouter, Cerebras,
+    Ollama)."""
+    content = message.get("content")
+    texts: list[str] = []
+    thoughts: list[str] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text":
+                texts.append(str(part.get("text") or ""))
+            elif part.get("type") == "thinking":
+                thought = part.get("thinking")
+                if isinstance(thought, str):
+                    thoughts.append(thought)
+                elif isinstance(thought, list):
+                    thoughts.extend(str(t.get("text") or "") for t in thought
+                                    if isinstance(t, dict))
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            thoughts.append(value)
+            break
+    return "".join(texts), "".join(thoughts)
+
+
+_ERROR_TYPE_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
+                      "permission_error": 403, "not_found_error": 404,
+                      "rate_limit_error": 429, "server_error": 500}
+_RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
 def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
+    """An error object inside a 200 reply. Its status (`status_code`, a numeric `code`, or
+    the error type) decides retrying: a refused request stays refused."""
     message = error.get("message") if isinstance(error, dict) else str(error)
+    status: int | None = None
+    if isinstance(error, dict):
+        for key in ("status_code", "status", "code"):
+            value = error.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                status = value
+                break
+        if status is None:
+            status = _ERROR_TYPE_STATUS.get(str(error.get("type")))
     return ProviderError(
         f"{endpoint.name} reported an error in its reply: {message}", provider=endpoint.name,
-        model=model, phase="body", request_sent=True, retryable=True, body=str(error)[:500],
+        model=model, status=status, phase="body", request_sent=True,
+        retryable=status is None or status in _RETRYABLE, body=str(error)[:500],
     )
 
 
@@ -278,10 +335,9 @@ class OpenAIProtocol:
         choice = obj["choices"][0]
         message = choice["message"]
         parts: list[Part] = []
-        reasoning = message.get("reasoning_content")
+        content, reasoning = content_and_reasoning(message)
         if reasoning and _keep_reasoning(request):
             parts.append(ReasoningPart(text=reasoning))
-        content = message.get("content")
         if content:
             parts.append(TextPart(text=content))
         for i, call in enumerate(message.get("tool_calls") or ()):
@@ -290,7 +346,7 @@ class OpenAIProtocol:
                                       arguments=fn.get("arguments") or ""))
         return ModelResponse(
             parts=tuple(parts),
-            usage=decode_usage(obj.get("usage")) or Usage(),
+            usage=chunk_usage(obj) or Usage(),
             finish_reason=choice.get("finish_reason"),
             model=obj.get("model") or request.model,
             provider=endpoint.name,
@@ -343,10 +399,9 @@ class OpenAIStreamDecoder:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content")
+            content, reasoning = content_and_reasoning(delta)
             if reasoning and self._reasoning:
                 out.append(ReasoningDelta(text=reasoning))
-            content = delta.get("content")
             if content:
                 out.append(TextDelta(text=content))
             for call in delta.get("tool_calls") or ():
@@ -359,7 +414,7 @@ class OpenAIStreamDecoder:
                 self._finished = True
                 out.append(FinishEvent(finish_reason=finish, model=obj.get("model"),
                                        response_id=obj.get("id")))
-        usage = decode_usage(obj.get("usage"))
+        usage = chunk_usage(obj)
         if usage is not None:
             out.append(UsageEvent(usage=usage))
 
