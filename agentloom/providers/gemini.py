@@ -2,7 +2,8 @@
 
 Pure translation, no I/O. What the format forces on us, and how we answer:
 - Turns are `contents` of `parts` with roles user/model; system turns become
-  `systemInstruction`; tool results are `functionResponse` parts in a user turn.
+  `systemInstruction`; tool results are `functionResponse` parts in a user turn. The
+  contents open with a user turn (an empty one if the conversation has none first).
 - Gemini sends no tool call ids: we derive stable ones from position, name and arguments,
   so the same reply always gets the same ids (recordings and replays agree).
 - Thought signatures ride on parts. A thought part keeps its signature in its
@@ -136,6 +137,9 @@ def encode_contents(messages: tuple[Message, ...], model: str) -> list[dict[str,
             out[-1]["parts"].extend(items)
         else:
             out.append({"role": role, "parts": items})
+    if not out or out[0]["role"] == "model":
+        # The API wants a user turn first, even when a system prompt is all there is.
+        out.insert(0, {"role": "user", "parts": [{"text": ""}]})
     return out
 
 

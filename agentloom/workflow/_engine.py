@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import BudgetExceeded, DeadlineExceeded
+from agentloom.providers.model_names import same_model
 from agentloom.workflow._context import ClientFactory, RunContext, StepEventSink, ToolSource
 from agentloom.workflow._durable import PauseRun
 from agentloom.workflow._paths import assign
@@ -541,15 +542,3 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-def same_model(answered: str, asked: str) -> bool:
-    """Whether a provider's reported model is the one asked for: itself, a dated or
-    versioned name of it (`gpt-4o-2024-08-06` for `gpt-4o`) or a tagged one (`llama3:latest`),
-    but not another model that shares its prefix (`gpt-4o-mini`, `claude-sonnet-4-5` for
-    `claude-sonnet-4`): a date or build number has three digits or more."""
-    if answered == asked:
-        return True
-    rest = answered[len(asked):] if answered.startswith(asked) else ""
-    if rest.startswith(":"):
-        return True
-    head = rest[1:].split("-", 1)[0]
-    return rest.startswith("-") and len(head) >= 3 and head.isdigit()

@@ -29,6 +29,7 @@ from agentloom.providers import Endpoint, ProviderClient, get_protocol
 from agentloom.providers._assemble import ResponseBuilder
 
 from ._oracle import ORACLES, Expected
+from ._requests import Unmodelled, conversation, shape, tool_names
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAMILY_PROTOCOL = {"anthropic": "anthropic", "openai": "openai", "compat": "openai",
@@ -197,3 +198,38 @@ def test_recorded_stream_decodes_byte_by_byte(case: dict[str, Any]) -> None:
         return
     assert want.error_status is None
     check(builder.build(provider=endpoint.name), want)
+
+
+# --- our request for the same conversation --------------------------------------------
+
+def _comparable(case: dict[str, Any]) -> ModelRequest | None:
+    try:
+        return conversation(case)
+    except Unmodelled:
+        return None
+
+
+ACCEPTED_FIELDS = {
+    family: {key for c in CASES if c["family"] == family and c["response"]["status"] == 200
+             for key in c["request"]["body"]}
+    for family in ("anthropic", "openai", "gemini")
+}
+"""Top-level fields some recorded request sent and the provider accepted."""
+
+SHAPED = [(c, r) for c in CASES if c["family"] in ("anthropic", "openai", "gemini")
+          and c["response"]["status"] == 200 and (r := _comparable(c)) is not None]
+
+
+@pytest.mark.parametrize(("case", "request_"), SHAPED, ids=[c["id"] for c, _r in SHAPED])
+def test_our_request_has_the_recorded_requests_shape(
+    case: dict[str, Any], request_: ModelRequest
+) -> None:
+    family = case["family"]
+    recorded = case["request"]["body"]
+    protocol = get_protocol(FAMILY_PROTOCOL[family])
+    endpoint = endpoint_for(case, "https://api.example.test", "whole")
+    ours = json.loads(protocol.encode(request_, endpoint).body)
+    assert shape(family, ours) == shape(family, recorded)
+    assert tool_names(family, ours) == tool_names(family, recorded)
+    extra = set(ours) - ACCEPTED_FIELDS[family]
+    assert not extra, f"fields no recorded request sent: {extra}"
