@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 PROTOCOLS: dict[str, str] = {
     "openai": "agentloom.providers.openai",
+    "openai_responses": "agentloom.providers.openai_responses",
     "anthropic": "agentloom.providers.anthropic",
     "gemini": "agentloom.providers.gemini",
     "ollama": "agentloom.providers.ollama",
@@ -56,7 +57,8 @@ _LAZY = {
 
 
 def get_protocol(name: str) -> WireProtocol:
-    """The wire protocol called `name` (`openai`, `anthropic`, `gemini`, `ollama`)."""
+    """The wire protocol called `name` (`openai`, `openai_responses`, `anthropic`,
+    `gemini`, `ollama`)."""
     module = PROTOCOLS.get(name)
     if module is None:
         raise ConfigError(

@@ -247,3 +247,51 @@ def gemini(case: dict[str, Any]) -> Expected:
 
 
 ORACLES = {"anthropic": anthropic, "openai": chat, "compat": chat, "gemini": gemini}
+
+
+# --- OpenAI Responses ----------------------------------------------------------------------
+
+
+def responses(case: dict[str, Any]) -> Expected:
+    resp = case["response"]
+    if resp["status"] != 200:
+        return Expected(error_status=resp["status"])
+    done: dict[int, dict[str, Any]] = {}
+    if case["stream"]:
+        final: dict[str, Any] = {}
+        for _name, p in sse_payloads(resp["body"]):
+            if p.get("type") == "response.output_item.done":
+                done[p["output_index"]] = p["item"]
+            elif p.get("type") in ("response.completed", "response.incomplete"):
+                final = p["response"]
+            elif p.get("type") == "error":
+                return Expected(error_status=400 if p.get("code") else None)
+    else:
+        final = json.loads(resp["body"])
+    details = final.get("incomplete_details") or {}
+    out = Expected(finish_reason=details.get("reason") or final.get("status"),
+                   model=final.get("model"))
+    summaries = []
+    for item in final.get("output") or ():
+        if item["type"] == "message":
+            out.text += "".join(c.get("text", "") for c in item.get("content") or ()
+                                if c.get("type") == "output_text")
+        elif item["type"] == "function_call":
+            out.tool_calls.append((item["name"], _args(item.get("arguments"))))
+        else:
+            if item["type"] == "reasoning":
+                summaries.extend(s.get("text", "") for s in item.get("summary") or ())
+            out.vendor_blocks.append(item)
+    out.reasoning = "".join(summaries) or None
+    if done:
+        # A stream's items are as each `output_item.done` gave them.
+        out.vendor_blocks = [done[i] for i in sorted(done)
+                             if done[i]["type"] not in ("message", "function_call")]
+    u = final.get("usage") or {}
+    out.usage = (u.get("input_tokens"), u.get("output_tokens"),
+                 (u.get("input_tokens_details") or {}).get("cached_tokens"), None,
+                 (u.get("output_tokens_details") or {}).get("reasoning_tokens"))
+    return out
+
+
+ORACLES["responses"] = responses

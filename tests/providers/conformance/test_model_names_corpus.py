@@ -22,5 +22,6 @@ def test_recorded_replies_name_the_model_asked_for() -> None:
     # Names cannot tell these apart: a free router that picked another model, and aliases
     # to a differently named model (DeepSeek's `deepseek-reasoner`, Groq's compound).
     other = {("x-ai/grok-4", "google/gemini-2.0-flash-exp:free"),
-             ("deepseek-v4-flash", "deepseek-reasoner"), ("groq/compound", "compound-beta")}
+             ("deepseek-v4-flash", "deepseek-reasoner"), ("groq/compound", "compound-beta"),
+             ("gpt-5.6-sol", "gpt-5.6")}
     assert {p for p in renamed if not same_model(*p)} == other
