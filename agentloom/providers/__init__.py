@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 
 PROTOCOLS: dict[str, str] = {
     "openai": "agentloom.providers.openai",
-    "openai_responses": "agentloom.providers.openai_responses",
     "anthropic": "agentloom.providers.anthropic",
     "gemini": "agentloom.providers.gemini",
     "ollama": "agentloom.providers.ollama",
+    "openai_responses": "agentloom.providers.openai_responses",
 }
 
 _LAZY = {

@@ -52,6 +52,10 @@ class Endpoint:
     models: tuple[str, ...] | None = None
     """Models this endpoint serves; None means the protocol's own naming rule decides."""
     timeout: HttpTimeout = field(default_factory=HttpTimeout)
+    api: str | dict[str, str] | None = None
+    """For the OpenAI protocol: `responses` or `chat_completions`, for every model or per
+    model (`{"gpt-5": "responses"}`); None: the Responses API for OpenAI's reasoning models
+    at OpenAI itself, chat completions for the rest."""
 
 
 class StreamDecoder(Protocol):

@@ -36,8 +36,9 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
     UsageEvent,
+    VendorPart,
 )
-from agentloom.providers._base import Capabilities, Endpoint
+from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
 
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _AUDIO_FORMATS = {
@@ -126,7 +127,7 @@ def _encode_message(message: Message, out: list[dict[str, Any]]) -> None:
     for p in parts:
         if isinstance(p, ToolResultPart):
             out.append({"role": "tool", "tool_call_id": p.call_id, "content": p.content})
-        elif not isinstance(p, ReasoningPart):
+        elif not isinstance(p, (ReasoningPart, VendorPart)):
             rest.append(p)
     if role == "tool" and not rest:
         return
@@ -295,8 +296,33 @@ def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+APIS = ("responses", "chat_completions")
+
+
+def api_for(model: str, endpoint: Endpoint) -> str:
+    """Which OpenAI API a call uses: the endpoint's `api` (for all models or this one),
+    else the Responses API for a reasoning model of the `openai` provider (it keeps the
+    reasoning across tool turns), else chat completions, which every compatible server
+    (`generic_openai`, `local`, ...) speaks."""
+    api = endpoint.api
+    if isinstance(api, dict):
+        api = api.get(model)
+    if api:
+        return api
+    if is_reasoning_model(model) and endpoint.name == "openai":
+        return "responses"
+    return "chat_completions"
+
+
+def _responses() -> WireProtocol:
+    from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
+
+    return RESPONSES
+
+
 class OpenAIProtocol:
-    """`PROTOCOL`: the Chat Completions wire format, shared by openai-compatible vendors."""
+    """`PROTOCOL`: the Chat Completions wire format, shared by openai-compatible vendors;
+    a call that `api_for` gives to the Responses API is handed to that protocol."""
 
     name = "openai"
 
@@ -307,6 +333,8 @@ class OpenAIProtocol:
         return model.lower().startswith(_SERVED_PREFIXES)
 
     def encode(self, request: ModelRequest, endpoint: Endpoint) -> HttpRequest:
+        if api_for(request.model, endpoint) == "responses":
+            return _responses().encode(request, endpoint)
         headers = {"content-type": "application/json"}
         if endpoint.api_key:
             headers["authorization"] = f"Bearer {endpoint.api_key}"
@@ -327,6 +355,8 @@ class OpenAIProtocol:
         )
 
     def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
+        if api_for(request.model, endpoint) == "responses":
+            return _responses().decode(body, request, endpoint)
         obj = json.loads(body)
         if not isinstance(obj, dict):
             raise ValueError("the reply is not a JSON object")
@@ -353,7 +383,9 @@ class OpenAIProtocol:
             response_id=obj.get("id"),
         )
 
-    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> OpenAIStreamDecoder:
+    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder:
+        if api_for(request.model, endpoint) == "responses":
+            return _responses().stream_decoder(request, endpoint)
         return OpenAIStreamDecoder(request, endpoint)
 
 

@@ -12,8 +12,9 @@ Pure translation, no I/O. What the format asks of us, and how we answer:
   their calls and results come back as items that are kept and returned the same way.
 - Structured output goes in `text.format`; function tools are sent with `strict: false`,
   since the API's default (strict) would refuse most hand-written schemas.
-- There is no finish reason: a reply's `status` is its word (`completed`), and an
-  incomplete reply gives its reason (`max_output_tokens`).
+- There is no finish reason. A completed reply gets the words of chat completions
+  (`tool_calls` when it calls a function, else `stop`), so the two OpenAI APIs read
+  alike; an incomplete one gives its own reason (`max_output_tokens`, `content_filter`).
 - Usage: `input_tokens` includes cached tokens (`input_includes_cached=True`);
   `output_tokens` includes reasoning tokens, which are reported apart as well.
 """
@@ -218,6 +219,10 @@ def finish_reason(response: dict[str, Any]) -> str | None:
     if isinstance(details, dict) and details.get("reason"):
         return str(details["reason"])
     status = response.get("status")
+    if status == "completed":
+        calls = any(isinstance(i, dict) and i.get("type") == "function_call"
+                    for i in response.get("output") or ())
+        return "tool_calls" if calls else "stop"
     return str(status) if status is not None else None
 
 

@@ -17,7 +17,7 @@ from agentloom.errors import ConfigError
 from agentloom.providers._base import Endpoint
 
 PROVIDER_FIELDS = frozenset(
-    {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models"}
+    {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models", "api"}
 )
 _GENERIC = (None, "openai", "generic_openai")
 
@@ -59,6 +59,10 @@ def endpoint_from_config(
     headers = config.get("headers") or {}
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
         raise ConfigError(f"{where}.headers: expected a mapping of header name -> text")
+    api = config.get("api")
+    if api is not None and not _valid_api(api):
+        raise ConfigError(f"{where}.api: expected responses or chat_completions, for every "
+                          "model or as a mapping of model -> api")
     preset = name if name in VENDORS else ("generic_openai" if kind in _GENERIC else kind)
     if preset not in VENDORS:
         raise ConfigError(
@@ -74,4 +78,12 @@ def endpoint_from_config(
         raise ConfigError(f"{where}: {exc}") from None
     if api_key is None and existing is not None:
         endpoint = dataclasses.replace(endpoint, api_key=existing.api_key)
-    return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env)
+    return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env,
+                               api=dict(api) if isinstance(api, Mapping) else api)
+
+
+def _valid_api(api: Any) -> bool:
+    from agentloom.providers.openai import APIS
+
+    values = list(api.values()) if isinstance(api, Mapping) else [api]
+    return all(v in APIS for v in values)

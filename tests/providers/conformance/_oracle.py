@@ -269,8 +269,11 @@ def responses(case: dict[str, Any]) -> Expected:
     else:
         final = json.loads(resp["body"])
     details = final.get("incomplete_details") or {}
-    out = Expected(finish_reason=details.get("reason") or final.get("status"),
-                   model=final.get("model"))
+    calls = any(i["type"] == "function_call" for i in final.get("output") or ())
+    status = final.get("status")
+    if status == "completed":
+        status = "tool_calls" if calls else "stop"
+    out = Expected(finish_reason=details.get("reason") or status, model=final.get("model"))
     summaries = []
     for item in final.get("output") or ():
         if item["type"] == "message":

@@ -33,7 +33,10 @@ from ._requests import Unmodelled, conversation, shape, tool_names
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAMILY_PROTOCOL = {"anthropic": "anthropic", "openai": "openai", "compat": "openai",
-                   "gemini": "gemini", "responses": "openai_responses"}
+                   "gemini": "gemini", "responses": "openai"}
+FAMILY_API = {"openai": "chat_completions", "compat": "chat_completions",
+              "responses": "responses"}
+"""OpenAI's two APIs are one protocol, `openai`; the endpoint's `api` picks the wire."""
 
 
 def load_cases() -> list[dict[str, Any]]:
@@ -118,6 +121,7 @@ async def replay() -> AsyncIterator[tuple[ReplayServer, AiohttpTransport]]:
 def endpoint_for(case: dict[str, Any], url: str, chunking: str) -> Endpoint:
     return Endpoint(name=case["vendor"], protocol=FAMILY_PROTOCOL[case["family"]],
                     base_url=url + base_path(case), api_key="test-key",
+                    api=FAMILY_API.get(case["family"]),
                     headers={"x-case": key(case), "x-chunking": chunking})
 
 
