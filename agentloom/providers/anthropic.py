@@ -7,9 +7,11 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
   parts without a signature (from another provider) are not sent: Anthropic refuses them.
 - With thinking on, `temperature` is not sent: the API only accepts its default then.
   `capture_reasoning: false` asks for `display: omitted` (signatures, no text).
-- There is no native JSON mode: a `response_format` puts the schema in the system prompt
-  and prefills the reply with `{` (not with thinking on, which refuses prefill); the
-  prefill is put back in front of the returned text, so callers see the whole JSON.
+- Structured output is native where the model has it (`output_config.format`, a JSON
+  schema the reply is decoded against; see `NATIVE_SCHEMA_MODELS`). Elsewhere, or for a
+  bare JSON object, the schema goes in the system prompt and the reply is prefilled with
+  `{` (not with thinking on, which refuses prefill); the prefill is put back in front of
+  the returned text, so callers see the whole JSON. `structured_mode` says which.
 - Consecutive turns of one role (tool results, then a user turn) merge into one turn, as
   the API wants tool results grouped in the user turn that follows the calls.
 - Usage: `input_tokens` excludes cached tokens (`input_includes_cached=False`); reasoning
@@ -19,6 +21,7 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +82,18 @@ _CAPS = Capabilities(
     image_url=True, pdf=True, audio_types=frozenset(), reasoning="budget",
     speaker_names=False,
 )
+_NATIVE_CAPS = dataclasses.replace(_CAPS, native_json_schema=True)
+NATIVE_SCHEMA_MODELS = (
+    "claude-haiku-4-5", "claude-sonnet-4-5", "claude-sonnet-4-6", "claude-opus-4-1",
+    "claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8",
+    "claude-opus-5", "claude-sonnet-5", "claude-fable-5", "claude-mythos-5",
+)
+"""Models that take a JSON schema for their reply (`output_config.format`)."""
+# Keywords the schema format refuses; they only narrow a shape, and the caller validates
+# the reply against the full schema anyway.
+_NARROWING = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                        "multipleOf", "minLength", "maxLength", "maxItems", "minProperties",
+                        "maxProperties", "pattern", "format"})
 
 
 # --- load-time rules ----------------------------------------------------------------------
@@ -113,13 +128,48 @@ def thinking_on(request: ModelRequest) -> bool:
     return request.reasoning is not None and request.reasoning.enabled
 
 
+def structured_mode(request: ModelRequest) -> str | None:
+    """How a JSON reply is asked for: `native` (the API's JSON-schema output format) or
+    `prompted` (the schema in the system prompt, plus the `{` prefill); None: no JSON."""
+    fmt = request.response_format
+    if fmt is None:
+        return None
+    native = fmt.kind == "json_schema" and fmt.schema is not None
+    if native and request.model.startswith(NATIVE_SCHEMA_MODELS):
+        return "native"
+    return "prompted"
+
+
 def effective_prefill(request: ModelRequest) -> str | None:
-    """What the assistant turn starts with: the caller's, else `{` for a JSON reply."""
+    """What the assistant turn starts with: the caller's, else `{` for a prompted JSON
+    reply."""
     if request.prefill is not None:
         return request.prefill
-    if request.response_format is not None and not thinking_on(request):
+    if structured_mode(request) == "prompted" and not thinking_on(request):
         return "{"
     return None
+
+
+def to_anthropic_schema(schema: Any, depth: int = 0) -> Any:
+    """A copy in the dialect of the output format: objects closed
+    (`additionalProperties: false`), narrowing keywords dropped."""
+    if depth > 64:
+        return {}
+    if isinstance(schema, list):
+        return [to_anthropic_schema(v, depth + 1) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NARROWING and not isinstance(value, dict):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {k: to_anthropic_schema(v, depth + 1) for k, v in value.items()}
+        else:
+            out[key] = to_anthropic_schema(value, depth + 1)
+    if out.get("type") == "object" or "properties" in out:
+        out["additionalProperties"] = False
+    return out
 
 
 # --- encode ---------------------------------------------------------------------------------
@@ -205,7 +255,11 @@ def max_tokens_for(request: ModelRequest) -> int:
 def encode_body(request: ModelRequest) -> dict[str, Any]:
     body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens_for(request)}
     system = system_text(request.messages)
-    instruction = schema_instruction(request)
+    mode = structured_mode(request)
+    instruction = schema_instruction(request) if mode == "prompted" else None
+    if mode == "native" and request.response_format is not None:
+        body["output_config"] = {"format": {
+            "type": "json_schema", "schema": to_anthropic_schema(request.response_format.schema)}}
     if instruction:
         system = f"{system}\n\n{instruction}" if system else instruction
     if system:
@@ -406,7 +460,7 @@ class AnthropicProtocol:
     name = "anthropic"
 
     def capabilities(self, model: str) -> Capabilities:
-        return _CAPS
+        return _NATIVE_CAPS if model.startswith(NATIVE_SCHEMA_MODELS) else _CAPS
 
     def serves(self, model: str) -> bool:
         return model.startswith("claude-")

@@ -185,9 +185,11 @@ def test_speaker_prefix() -> None:
 
 
 def test_structured_output_goes_to_system_and_prefills() -> None:
+    """On a model without the native output format."""
     schema = {"type": "object", "properties": {"name": {"type": "string"}}}
     request = req(Message.system("Sys."), Message.user("x"),
-                  response_format=ResponseFormat(kind="json_schema", schema=schema))
+                  response_format=ResponseFormat(kind="json_schema", schema=schema)
+                  ).replace(model="claude-sonnet-4-0")
     b = body(request)
     assert b["system"].startswith("Sys.\n\n")
     assert json.dumps(schema, sort_keys=True) in b["system"]
@@ -202,6 +204,36 @@ def test_structured_output_goes_to_system_and_prefills() -> None:
     assert body(thinking)["messages"][-1]["role"] == "user"
     # An explicit prefill is honoured as given.
     assert body(req(prefill="Answer:"))["messages"][-1]["content"][0]["text"] == "Answer:"
+
+
+def test_native_structured_output_where_the_model_has_it() -> None:
+    from agentloom.providers.anthropic import structured_mode
+
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {}}}}}
+    request = req(Message.system("Sys."), Message.user("x"),
+                  response_format=ResponseFormat(kind="json_schema", schema=schema)
+                  ).replace(model="claude-sonnet-4-5")
+    assert structured_mode(request) == "native"
+    b = body(request)
+    assert b["system"] == "Sys." and b["messages"][-1]["role"] == "user"
+    assert b["output_config"] == {"format": {"type": "json_schema", "schema": {
+        "type": "object", "additionalProperties": False, "properties": {
+            "name": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "object", "properties": {},
+                                                "additionalProperties": False}}}}}}
+    reply = {"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+             "content": [{"type": "text", "text": '{"name": "x"}'}], "stop_reason": "end_turn",
+             "usage": {"input_tokens": 1, "output_tokens": 2}}
+    assert PROTOCOL.decode(json.dumps(reply).encode(), request, EP).text == '{"name": "x"}'
+    # Thinking does not stop the native format (it stops a prefill).
+    thinking = request.replace(reasoning=ReasoningConfig(enabled=True, budget_tokens=1024))
+    assert "output_config" in body(thinking)
+    # A bare JSON object has no schema to send: prompted, as on older models.
+    bare = request.replace(response_format=ResponseFormat(kind="json_object"))
+    assert structured_mode(bare) == "prompted" and "output_config" not in body(bare)
+    assert structured_mode(request.replace(model="claude-3-opus-latest")) == "prompted"
 
 
 def test_decode_message() -> None:
@@ -317,9 +349,10 @@ def test_stream_prefill_and_error_event() -> None:
 
 
 def test_capabilities_and_serves() -> None:
-    caps = PROTOCOL.capabilities(MODEL)
+    caps = PROTOCOL.capabilities("claude-sonnet-4-0")
     assert caps.image and caps.image_url and caps.pdf and not caps.audio_types
     assert caps.native_json_schema is False and caps.forced_tool_choice is True
+    assert PROTOCOL.capabilities("claude-sonnet-4-5").native_json_schema is True
     assert PROTOCOL.serves("claude-3-5-haiku-latest")
     assert not PROTOCOL.serves("gpt-4o") and not PROTOCOL.serves("gemini-2.5-pro")
 
