@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom._agent_resources import AgentResources, abandon
 from agentloom._agent_tools import give_transport, plan_tools
@@ -88,6 +88,7 @@ class Agent:
         sandbox: SandboxPolicy | None = None,
         transport: Transport | None = None,
         clock: Clock | None = None,
+        cache: Literal["auto"] | None = None,
     ) -> None:
         """Args (beyond the obvious):
             tools: functions, `@tool` functions, Tool objects, built-in names
@@ -98,6 +99,8 @@ class Agent:
             sandbox: the policy of built-ins given by name (default: nothing allowed).
             transport: the HTTP transport of a named `http_request` (default: one the
                 Agent opens and closes; from_env uses its runtime's).
+            cache: `"auto"` marks the stable prefix of every call for the provider's
+                prompt cache (see docs/providers.md, Prompt caching).
         """
         model = model or getattr(client, "model", None)
         if not model:
@@ -133,6 +136,7 @@ class Agent:
         self.token_budget = token_budget
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.cache = cache
         self.max_reasks = max_reasks
         self.tool_choice = tool_choice
         self.tool_concurrency = tool_concurrency
@@ -245,7 +249,7 @@ class Agent:
         request = ModelRequest(
             model=self.model, messages=transcript.messages, temperature=self.temperature,
             max_tokens=self.max_tokens, tool_choice=self.tool_choice,
-            tools=tools.specs if tools is not None else (),
+            tools=tools.specs if tools is not None else (), cache=self.cache,
         )
         output = self._output
         if output is not None:

@@ -257,6 +257,10 @@ class ModelRequest:
     """Extra HTTP headers (from a profile or provider config)."""
     prefill: str | None = None
     """Text the assistant turn starts with (Anthropic's JSON prefill)."""
+    cache: Literal["auto"] | None = None
+    """`auto`: mark the stable prefix (system prompt, tools, earlier turns) for the
+    provider's prompt cache (Anthropic `cache_control` breakpoints, OpenAI's
+    `prompt_cache_key`); None: send no cache hints."""
 
     def replace(self, **changes: Any) -> ModelRequest:
         return dataclasses.replace(self, **changes)

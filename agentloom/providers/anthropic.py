@@ -14,6 +14,9 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
   the returned text, so callers see the whole JSON. `structured_mode` says which.
 - Consecutive turns of one role (tool results, then a user turn) merge into one turn, as
   the API wants tool results grouped in the user turn that follows the calls.
+- `cache: auto` puts `cache_control` breakpoints (at most `MAX_BREAKPOINTS`) on the last
+  tool, the system prompt and the last block of the conversation, so each turn of a tool
+  loop reads the prefix the turn before wrote.
 - Usage: `input_tokens` excludes cached tokens (`input_includes_cached=False`); reasoning
   tokens are counted inside `output_tokens` and not reported apart (None).
 """
@@ -73,6 +76,10 @@ _RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_erro
 _ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
                  "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
                  "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+MAX_BREAKPOINTS = 4
+"""The API's limit on `cache_control` marks in one request."""
+_EPHEMERAL = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 _CLIENT_BLOCKS = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
 """Every other block (`server_tool_use`, `mcp_tool_use`, `web_search_tool_result`, ...)
 is the provider's own: kept whole as a `VendorPart` and sent back unchanged."""
@@ -265,6 +272,8 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
     if system:
         body["system"] = system
     messages = encode_messages(request.messages, request.model)
+    if request.cache == "auto":
+        _mark_cache(body, messages)
     prefill = effective_prefill(request)
     if prefill:
         if messages and messages[-1]["role"] == "assistant":
@@ -292,11 +301,28 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
     ]
     tools.extend(request.vendor_tools)
     if tools:
+        if request.cache == "auto":
+            tools[-1] = {**tools[-1], "cache_control": _EPHEMERAL}
         body["tools"] = tools
         body["tool_choice"] = _tool_choice(request.tool_choice)
     if request.stream:
         body["stream"] = True
     return body
+
+
+def _mark_cache(body: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+    """Breakpoints on the system prompt and on the conversation's last markable block
+    (before any prefill); the tools get theirs where they are encoded. Anthropic caches
+    the whole prefix up to each mark: tools, then system, then the turns."""
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
+    for turn in reversed(messages):
+        for i in range(len(turn["content"]) - 1, -1, -1):
+            block = turn["content"][i]
+            if block.get("type") not in _UNMARKABLE:
+                turn["content"][i] = {**block, "cache_control": _EPHEMERAL}
+                return
 
 
 # --- decode ---------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from agentloom.messages import (
     VendorPart,
 )
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
+from agentloom.providers._common import prompt_cache_key
 
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _AUDIO_FORMATS = {
@@ -198,6 +199,8 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
     if request.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    if request.cache == "auto":
+        body["prompt_cache_key"] = prompt_cache_key(request)
     if request.extra:
         body.update(request.extra)
     return body

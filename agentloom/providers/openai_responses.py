@@ -51,7 +51,13 @@ from agentloom.messages import (
     VendorPart,
 )
 from agentloom.providers._base import Capabilities, Endpoint
-from agentloom.providers._common import bad_shape, build_http_request, key_headers, system_text
+from agentloom.providers._common import (
+    bad_shape,
+    build_http_request,
+    key_headers,
+    prompt_cache_key,
+    system_text,
+)
 
 if TYPE_CHECKING:
     from agentloom.http._sse import SSEEvent
@@ -194,6 +200,8 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
         body["text"] = {"format": fmt}
     if request.stream:
         body["stream"] = True
+    if request.cache == "auto":
+        body["prompt_cache_key"] = prompt_cache_key(request)
     return body
 
 
