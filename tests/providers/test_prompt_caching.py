@@ -132,6 +132,7 @@ def test_cache_reads_and_writes_are_priced_apart() -> None:
                    input_includes_cached=False)
     written = Usage(input_tokens=0, output_tokens=0, cache_write_tokens=1000,
                     input_includes_cached=False)
-    prices = [cost(u, provider="anthropic", model="claude-sonnet-4-5") for u in (plain, cached, written)]
+    prices = [cost(u, provider="anthropic", model="claude-sonnet-4-5")
+              for u in (plain, cached, written)]
     assert all(p is not None for p in prices)
     assert prices[1] < prices[0] < prices[2]  # type: ignore[operator]
