@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom.loop.collector import SummaryRecord
 from agentloom.loop.observer import NullObserver
@@ -128,6 +128,16 @@ def profile_of(step: LLMCallStep, ctx: RunContext) -> Profile | None:
 
         profile = dataclasses.replace(profile, params=_render(profile.params, ctx))
     return profile
+
+
+def profile_cache(name: str | None, ctx: RunContext) -> Literal["auto"] | None:
+    """A profile's `cache` setting, for a step or agent that names it and sets none."""
+    if name is None:
+        return None
+    from agentloom.routing import get_profile
+
+    profile = get_profile(_profiles(ctx.workflow), name, where=f"profile {name!r}")
+    return "auto" if profile.cache == "auto" else None
 
 
 def toolbox_options(step_id: str, ctx: RunContext) -> dict[str, Any]:

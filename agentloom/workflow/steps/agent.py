@@ -228,7 +228,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         from agentloom.workflow.steps.llm_call import _attachments
 
         media = await _attachments(step, prep, ctx)  # type: ignore[arg-type]
-    from agentloom.workflow.steps._client_choice import client_for
+    from agentloom.workflow.steps._client_choice import client_for, profile_cache
     from agentloom.workflow.steps.llm_call import _default_model
 
     model = d.model or config.model
@@ -241,6 +241,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         model=model or _default_model(ctx), messages=(),
         temperature=d.settings.temperature, max_tokens=d.settings.max_tokens,
         stream=False,  # agent turns arrive in one piece
+        cache=d.cache or profile_cache(d.profile, ctx),
     )
     turn = Turn(
         step_id=node.id, request=request,
@@ -254,3 +255,4 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         max_reasks=max_reasks(step.retry, config), agent_name=plan.name,
     )
     return await run_turn(turn, client, ctx)
+

@@ -26,7 +26,7 @@ from agentloom.workflow._paths import Path as StatePath
 from agentloom.workflow._result import StepOutcome
 from agentloom.workflow._schema_steps import LLMCallStep, NamedChoice
 from agentloom.workflow._templates import Template
-from agentloom.workflow.steps._client_choice import check_choice, client_for
+from agentloom.workflow.steps._client_choice import check_choice, client_for, profile_cache
 from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
 from agentloom.workflow.steps._structured_step import StructuredPlan
 from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run_turn
@@ -106,6 +106,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         reasoning=prep.reasoning,
         stream=bool(stream),
         vendor_tools=normalize_vendor_tools(step.vendor_tools),
+        cache=step.cache or profile_cache(step.profile, ctx),
     )
     turn = Turn(
         step_id=node.id, request=request, system_prompt=system_prompt, prompt=prompt,
@@ -164,3 +165,4 @@ async def _attachments(step: LLMCallStep, prep: Prepared, ctx: RunContext) -> tu
 
 def _default_model(ctx: RunContext) -> str:
     return str(getattr(ctx.clients, "default_model", None) or "")
+
