@@ -31,6 +31,7 @@ from agentloom.providers._base import (
 )
 
 if TYPE_CHECKING:
+    from agentloom.messages import ModelRequest
     from agentloom.providers._client import ProviderClient as ProviderClient
     from agentloom.providers._endpoints import (
         endpoints_from_env as endpoints_from_env,
@@ -66,6 +67,19 @@ def get_protocol(name: str) -> WireProtocol:
         )
     protocol: WireProtocol = importlib.import_module(module).PROTOCOL
     return protocol
+
+
+def structured_mode(request: ModelRequest) -> str | None:
+    """How the request's `response_format` reaches the model: `native` (the provider's
+    JSON-schema or JSON mode) or `prompted` (the schema in the system prompt; Claude models
+    without the native output format); None without a response format."""
+    if request.response_format is None:
+        return None
+    if request.model.startswith("claude-"):
+        from agentloom.providers.anthropic import structured_mode as anthropic_mode
+
+        return anthropic_mode(request)
+    return "native"
 
 
 def __getattr__(name: str) -> Any:

@@ -378,6 +378,7 @@ class _Run:
         result.time_to_first_token = out.time_to_first_token
         result.reasoning_content = out.reasoning_content
         result.iterations = out.iterations
+        result.structured_output = out.structured_output
         if result.text is not None:
             self.ctx.step_text[node.id] = result.text
         for target in out.not_taken:

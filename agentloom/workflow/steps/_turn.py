@@ -124,7 +124,22 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
         time_to_first_token=response.time_to_first_token,
         reasoning_content=response.reasoning if turn.capture_reasoning else None,
         iterations=result.iterations,
+        structured_output=_structured_output(turn, request, response.model),
     )
+
+
+def _structured_output(turn: Turn, request: ModelRequest, answered: str) -> str | None:
+    """native, prompted or tool: how the schema was asked for of the model that answered."""
+    plan = turn.structured
+    if plan is None:
+        return None
+    if plan.mode == "tool":
+        return "tool"
+    if plan.instruction is not None:
+        return "prompted"  # beside tools, the schema is a system-prompt sentence
+    from agentloom.providers import structured_mode
+
+    return structured_mode(request.replace(model=answered or request.model))
 
 
 def plain_messages(step_id: str, system_prompt: str | None, prompt: str | None,
