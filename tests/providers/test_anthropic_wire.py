@@ -385,3 +385,69 @@ def test_stream_keeps_consecutive_thinking_blocks_apart() -> None:
     assert parts == (ReasoningPart(text="first", signature="S1"),
                      ReasoningPart(text="", redacted="OPAQUE"),
                      ReasoningPart(text="second", signature="S2"))
+
+
+@pytest.mark.parametrize(("kind", "status", "retryable"), [
+    ("invalid_request_error", 400, False),
+    ("overloaded_error", 529, True),
+    ("api_error", 500, True),
+])
+def test_an_error_event_in_a_200_stream_keeps_its_status(
+    kind: str, status: int, retryable: bool
+) -> None:
+    decoder = PROTOCOL.stream_decoder(req(Message.user("x"), stream=True), EP)
+    start = {"type": "message_start", "message": {"id": "m", "model": MODEL, "usage": {}}}
+    body = (f"event: message_start\ndata: {json.dumps(start)}\n\n"
+            f'event: error\ndata: {{"type":"error","error":{{"type":"{kind}",'
+            f'"message":"bad"}}}}\n\n').encode()
+    with pytest.raises(ProviderError) as info:
+        decoder.feed(body)
+    assert (info.value.status, info.value.retryable) == (status, retryable)
+
+
+def test_server_side_tool_blocks_are_vendor_parts_sent_back_as_given() -> None:
+    from agentloom.messages import VendorPart
+
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+           "input": {"query": "looms"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+              "content": [{"type": "web_search_result", "url": "https://example.com",
+                           "title": "Looms", "encrypted_content": "e1"}]}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "model": MODEL, "usage": {}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {**use, "input": {}}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '{"query": '}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '"looms"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": result},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2,
+         "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 2,
+         "delta": {"type": "text_delta", "text": "Looms weave."}},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
+    ]
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    decoder = PROTOCOL.stream_decoder(req(Message.user("x"), stream=True), EP)
+    builder = ResponseBuilder(MODEL)
+    for event in decoder.feed(body) + decoder.close():
+        builder.add(event)
+    reply = builder.build(provider="anthropic")
+    assert reply.tool_calls == () and reply.text == "Looms weave."
+    assert [p.data for p in reply.parts if isinstance(p, VendorPart)] == [use, result]
+    again = body_of(req(Message.user("x"), reply.to_message(), Message.user("more")))
+    assert again["messages"][1]["content"] == [use, result,
+                                               {"type": "text", "text": "Looms weave."}]
+    # Another provider's vendor blocks never reach Anthropic.
+    foreign = Message(role="assistant", parts=(VendorPart(provider="openai_responses",
+                                                          data={"type": "reasoning"}),))
+    assert len(body_of(req(Message.user("x"), foreign, Message.user("y")))["messages"]) == 1
+
+
+def body_of(request: ModelRequest) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(PROTOCOL.encode(request, EP).body)
+    return parsed
