@@ -216,8 +216,87 @@ def _gemini_shape(body: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return out
 
 
+# --- OpenAI Responses ----------------------------------------------------------------------
+
+def _input_parts(content: Any) -> tuple[Part, ...]:
+    if isinstance(content, str):
+        return (TextPart(text=content),)
+    parts: list[Part] = []
+    for block in content or ():
+        if block.get("type") in ("input_text", "output_text"):
+            parts.append(TextPart(text=block.get("text", "")))
+        elif block.get("type") == "input_image" and isinstance(block.get("image_url"), str) \
+                and block["image_url"].startswith("http"):
+            parts.append(ImagePart(url=block["image_url"]))
+        else:
+            raise Unmodelled(str(block.get("type")))
+    return tuple(parts)
+
+
+def responses_conversation(body: dict[str, Any]) -> ModelRequest:
+    messages: list[Message] = []
+    if body.get("instructions"):
+        messages.append(Message.system(_text_of(body["instructions"])))
+    items = body["input"]
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item["role"]
+            if role in ("system", "developer"):
+                if messages and messages[-1].role != "system":
+                    raise Unmodelled("a system turn inside the conversation")
+                messages.append(Message(role="system", parts=_input_parts(item["content"])))
+            else:
+                messages.append(Message(role=role, parts=_input_parts(item["content"])))
+        elif kind == "function_call":
+            messages.append(Message(role="assistant", parts=(ToolCallPart(
+                id=item["call_id"], name=item["name"], arguments=item["arguments"]),)))
+        elif kind == "function_call_output":
+            if not isinstance(item.get("output"), str):
+                raise Unmodelled("a structured tool output")
+            messages.append(Message(role="tool", parts=(ToolResultPart(
+                call_id=item["call_id"], name="", content=item["output"]),)))
+        else:
+            messages.append(Message(role="assistant", parts=(
+                VendorPart(provider="openai_responses", data=item),)))
+    tools, vendor = [], []
+    for t in body.get("tools") or ():
+        if t.get("type") == "function":
+            tools.append(ToolSpec(name=t["name"], description=t.get("description") or "",
+                                  parameters=t.get("parameters") or {}))
+        else:
+            vendor.append(t)
+    return ModelRequest(model=body["model"], messages=tuple(messages), tools=tuple(tools),
+                        vendor_tools=tuple(vendor), stream=bool(body.get("stream")))
+
+
+def _responses_shape(body: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    items = body["input"]
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    out = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            if item["role"] in ("system", "developer"):
+                continue  # we send system turns as `instructions`
+            content = item["content"]
+            if content == "" or (isinstance(content, list) and not any(
+                    b.get("text") or b.get("type") not in ("input_text", "output_text")
+                    for b in content)):
+                continue  # an empty message, which we leave out
+            out.append((item["role"], ["message"]))
+        else:
+            out.append(("assistant" if kind != "function_call_output" else "tool", [kind]))
+    return out
+
+
 def conversation(case: dict[str, Any]) -> ModelRequest:
     family, body = case["family"], case["request"]["body"]
+    if family == "responses":
+        return responses_conversation(body)
     if family == "anthropic":
         return anthropic_conversation(body)
     if family == "gemini":
@@ -228,14 +307,15 @@ def conversation(case: dict[str, Any]) -> ModelRequest:
 def shape(family: str, body: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """Turns as (role, block kinds). Consecutive turns of one role are one turn (the APIs
     take either; we send them merged), and a user turn's kinds are a set."""
-    raw = {"anthropic": _anthropic_shape, "gemini": _gemini_shape}.get(family, _chat_shape)(body)
+    raw = {"anthropic": _anthropic_shape, "gemini": _gemini_shape,
+           "responses": _responses_shape}.get(family, _chat_shape)(body)
     merged: list[tuple[str, list[str]]] = []
     for role, kinds in raw:
         if merged and merged[-1][0] == role and role != "tool":
             merged[-1][1].extend(kinds)
         else:
             merged.append((role, list(kinds)))
-    return [(r, sorted(set(k)) if r == "user" else k) for r, k in merged]
+    return [(r, sorted(set(k)) if r in ("user", "tool") else k) for r, k in merged]
 
 
 def tool_names(family: str, body: dict[str, Any]) -> list[str]:
