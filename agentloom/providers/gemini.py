@@ -10,6 +10,9 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
   `ReasoningPart`; a signature on any other part becomes a text-less `ReasoningPart` in
   front of it. On the way back, signatures go onto the function calls in order (or onto
   the first text part of a turn without calls); thought text itself is not sent back.
+- Parts of Gemini's own tools (`executableCode`, `codeExecutionResult`, `toolCall`,
+  `toolResponse`) are kept whole, signature included, as `VendorPart`s and sent back as
+  they came.
 - `responseSchema` takes only a subset of JSON Schema: `to_gemini_schema` rewrites the
   rest; the caller validates the reply against the full schema.
 - Usage: `input_tokens` is `promptTokenCount` plus `toolUsePromptTokenCount` (the
@@ -46,6 +49,8 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
     UsageEvent,
+    VendorEvent,
+    VendorPart,
 )
 from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
@@ -71,6 +76,8 @@ _CAPS = Capabilities(
     image_url=False, pdf=True, audio_types=GEMINI_AUDIO_TYPES, reasoning="thinking_config",
     speaker_names=False,
 )
+_VENDOR_KEYS = ("executableCode", "codeExecutionResult", "toolCall", "toolResponse")
+"""Parts of Gemini's own (server-side) tools."""
 _RETRYABLE_STATUS = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL",
                                "DEADLINE_EXCEEDED"})
 
@@ -103,6 +110,8 @@ def _model_parts(parts: list[Any]) -> list[dict[str, Any]]:
             if signatures:
                 item["thoughtSignature"] = signatures.pop(0)
             out.append(item)
+        elif isinstance(part, VendorPart) and part.provider == "gemini":
+            out.append(dict(part.data))
     return out
 
 
@@ -257,6 +266,9 @@ class _Chunks:
 
     def _part(self, part: dict[str, Any], out: list[StreamEvent]) -> None:
         signature = part.get("thoughtSignature")
+        if not part.get("thought") and any(k in part for k in _VENDOR_KEYS):
+            out.append(VendorEvent(part=VendorPart(provider="gemini", data=part)))
+            return
         if part.get("thought"):
             out.append(ReasoningDelta(text=part.get("text", ""), signature=signature))
             return
@@ -284,6 +296,8 @@ def _parts_from_events(events: list[StreamEvent]) -> tuple[Part, ...]:
         elif isinstance(event, ToolCallDelta):
             parts.append(ToolCallPart(id=event.id or "", name=event.name or "",
                                       arguments=event.arguments))
+        elif isinstance(event, VendorEvent):
+            parts.append(event.part)
     return tuple(parts)
 
 

@@ -206,6 +206,9 @@ def chat(case: dict[str, Any]) -> Expected:
 # --- Gemini ------------------------------------------------------------------------------
 
 
+_GEMINI_TOOL_PARTS = ("executableCode", "codeExecutionResult", "toolCall", "toolResponse")
+
+
 def gemini(case: dict[str, Any]) -> Expected:
     resp = case["response"]
     if resp["status"] != 200:
@@ -227,6 +230,9 @@ def gemini(case: dict[str, Any]) -> Expected:
         elif not candidates and (chunk.get("promptFeedback") or {}).get("blockReason"):
             out.finish_reason = chunk["promptFeedback"]["blockReason"]
         for part in (candidate.get("content") or {}).get("parts") or ():
+            if not part.get("thought") and any(k in part for k in _GEMINI_TOOL_PARTS):
+                out.vendor_blocks.append(part)  # Gemini's own tools, signature and all
+                continue
             if part.get("thoughtSignature"):
                 out.signatures.append(part["thoughtSignature"])
             if part.get("thought"):

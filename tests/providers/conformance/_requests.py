@@ -158,6 +158,9 @@ def _chat_shape(body: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 # --- Gemini --------------------------------------------------------------------------------
 
+_GEMINI_TOOL_PARTS = ("executableCode", "codeExecutionResult", "toolCall", "toolResponse")
+
+
 def gemini_conversation(case: dict[str, Any]) -> ModelRequest:
     body = case["request"]["body"]
     messages: list[Message] = []
@@ -168,6 +171,9 @@ def gemini_conversation(case: dict[str, Any]) -> ModelRequest:
         parts: list[Part] = []
         results: list[Part] = []
         for p in c["parts"]:
+            if any(k in p for k in _GEMINI_TOOL_PARTS):
+                parts.append(VendorPart(provider="gemini", data=p))
+                continue
             if p.get("thoughtSignature"):
                 parts.append(ReasoningPart(text="", signature=p["thoughtSignature"]))
             if "functionCall" in p:
@@ -209,7 +215,8 @@ def _gemini_shape(body: dict[str, Any]) -> list[tuple[str, list[str]]]:
         for p in c["parts"]:
             if p.get("thought") or p == {"text": ""}:
                 continue  # an empty turn we leave out
-            kind = next((k for k in ("functionCall", "functionResponse", "text") if k in p), "?")
+            kind = next((k for k in ("functionCall", "functionResponse", "text",
+                                     *_GEMINI_TOOL_PARTS) if k in p), "?")
             kinds.append(kind)
         if kinds:
             out.append((c.get("role", "user"), kinds))
