@@ -219,6 +219,8 @@ def decode_usage(raw: Any) -> Usage | None:
         input_tokens=raw.get("prompt_tokens"),
         output_tokens=raw.get("completion_tokens"),
         cache_read_tokens=prompt.get("cached_tokens") if isinstance(prompt, dict) else None,
+        cache_write_tokens=(
+            prompt.get("cache_write_tokens") if isinstance(prompt, dict) else None),
         reasoning_tokens=(
             completion.get("reasoning_tokens") if isinstance(completion, dict) else None
         ),

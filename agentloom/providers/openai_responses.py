@@ -217,6 +217,7 @@ def decode_usage(raw: Any) -> Usage:
         input_tokens=raw.get("input_tokens"),
         output_tokens=raw.get("output_tokens"),
         cache_read_tokens=inp.get("cached_tokens") if isinstance(inp, dict) else None,
+        cache_write_tokens=inp.get("cache_write_tokens") if isinstance(inp, dict) else None,
         reasoning_tokens=out.get("reasoning_tokens") if isinstance(out, dict) else None,
         input_includes_cached=True,
     )

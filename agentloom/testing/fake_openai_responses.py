@@ -17,9 +17,12 @@ from agentloom.testing._server import FakeReply, split_text
 
 
 def usage(reply: FakeReply) -> dict[str, Any]:
+    details: dict[str, Any] = {"cached_tokens": reply.cached_tokens or 0}
+    if reply.cache_write_tokens is not None:  # newer API versions always send it
+        details["cache_write_tokens"] = reply.cache_write_tokens
     return {
         "input_tokens": reply.input_tokens,
-        "input_tokens_details": {"cached_tokens": reply.cached_tokens or 0},
+        "input_tokens_details": details,
         "output_tokens": reply.output_tokens,
         "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens or 0},
         "total_tokens": reply.input_tokens + reply.output_tokens,
@@ -54,10 +57,13 @@ def response_object(body: Any, reply: FakeReply, rid: str, model: str) -> dict[s
         "status": "incomplete" if incomplete else "completed",
         "incomplete_details": {"reason": reply.finish_reason} if incomplete else None,
         "error": None, "output": output_items(body, reply, rid), "usage": usage(reply),
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto") if isinstance(body, dict) else "auto",
+        "tools": body.get("tools", []) if isinstance(body, dict) else [],
     }
 
 
-def _event(payload: dict[str, Any]) -> bytes:
+def _encode(payload: dict[str, Any]) -> bytes:
     return (f"event: {payload['type']}\ndata: ".encode() + json.dumps(payload).encode()
             + b"\n\n")
 
@@ -65,7 +71,12 @@ def _event(payload: dict[str, Any]) -> bytes:
 def stream_events(body: Any, reply: FakeReply, rid: str, model: str) -> list[bytes]:
     final = response_object(body, reply, rid, model)
     head = {**final, "status": "in_progress", "output": [], "usage": None}
-    out = [_event({"type": "response.created", "response": head})]
+    out: list[bytes] = []
+
+    def _event(payload: dict[str, Any]) -> bytes:
+        return _encode({**payload, "sequence_number": len(out)})
+
+    out.append(_event({"type": "response.created", "response": head}))
     for index, item in enumerate(final["output"]):
         kind = item["type"]
         start = dict(item)
@@ -81,7 +92,7 @@ def stream_events(body: Any, reply: FakeReply, rid: str, model: str) -> list[byt
             for piece in split_text(reply.text, reply.chunks):
                 out.append(_event({"type": "response.output_text.delta", "item_id": item["id"],
                                    "output_index": index, "content_index": 0,
-                                   "delta": piece}))
+                                   "delta": piece, "logprobs": []}))
         elif kind == "function_call":
             text = item["arguments"]
             for piece in (text[: len(text) // 2], text[len(text) // 2:]):

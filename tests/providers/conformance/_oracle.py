@@ -199,7 +199,8 @@ def chat(case: dict[str, Any]) -> Expected:
     prompt = u.get("prompt_tokens_details") or {}
     completion = u.get("completion_tokens_details") or {}
     out.usage = (u.get("prompt_tokens"), u.get("completion_tokens"),
-                 prompt.get("cached_tokens"), None, completion.get("reasoning_tokens"))
+                 prompt.get("cached_tokens"), prompt.get("cache_write_tokens"),
+                 completion.get("reasoning_tokens"))
     return out
 
 
@@ -298,7 +299,8 @@ def responses(case: dict[str, Any]) -> Expected:
                              if done[i]["type"] not in ("message", "function_call")]
     u = final.get("usage") or {}
     out.usage = (u.get("input_tokens"), u.get("output_tokens"),
-                 (u.get("input_tokens_details") or {}).get("cached_tokens"), None,
+                 (u.get("input_tokens_details") or {}).get("cached_tokens"),
+                 (u.get("input_tokens_details") or {}).get("cache_write_tokens"),
                  (u.get("output_tokens_details") or {}).get("reasoning_tokens"))
     return out
 
