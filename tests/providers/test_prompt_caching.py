@@ -136,3 +136,17 @@ def test_cache_reads_and_writes_are_priced_apart() -> None:
               for u in (plain, cached, written)]
     assert all(p is not None for p in prices)
     assert prices[1] < prices[0] < prices[2]  # type: ignore[operator]
+
+
+def test_openai_style_cache_writes_inside_input_are_priced_once() -> None:
+    from decimal import Decimal
+
+    from agentloom.messages import Usage
+    from agentloom.pricing import Price, price_usage
+
+    price = Price(input=Decimal("2"), output=Decimal("8"), cached_input=Decimal("0.5"),
+                  cache_write=Decimal("2.5"))
+    usage = Usage(input_tokens=1_000_000, output_tokens=0, cache_read_tokens=200_000,
+                  cache_write_tokens=300_000, input_includes_cached=True)
+    # 500k uncached at 2, 200k read at 0.5, 300k written at 2.5.
+    assert price_usage(usage, price) == Decimal("1") + Decimal("0.1") + Decimal("0.75")
