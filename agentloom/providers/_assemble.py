@@ -24,7 +24,9 @@ from agentloom.messages import (
 
 class ResponseBuilder:
     """Accumulates events in arrival order. Text and reasoning runs become one part each
-    run; tool calls are assembled by index."""
+    run; tool calls are assembled by index and keep the place of their first piece, so a
+    streamed reply has its parts in the order a whole one has (the OpenAI Responses API
+    wants each reasoning item sent back just before the call it led to)."""
 
     __slots__ = (
         "_calls",
@@ -40,7 +42,8 @@ class ResponseBuilder:
     )
 
     def __init__(self, model: str) -> None:
-        self._parts: list[Part] = []
+        self._parts: list[Part | int] = []
+        """Parts, and the indexes of tool calls where they first appeared."""
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._sig: str | None = None
@@ -86,6 +89,8 @@ class ResponseBuilder:
         elif isinstance(event, ToolCallDelta):
             self._flush_text()
             self._flush_reasoning()
+            if event.index not in self._calls:
+                self._parts.append(event.index)
             slot = self._calls.setdefault(event.index, [None, None, ""])
             if event.id:
                 slot[0] = event.id
@@ -114,12 +119,13 @@ class ResponseBuilder:
     def build(self, *, provider: str, time_to_first_token: float | None = None) -> ModelResponse:
         self._flush_text()
         self._flush_reasoning()
-        parts = list(self._parts)
-        for index in sorted(self._calls):
-            call_id, name, args = self._calls[index]
-            parts.append(
-                ToolCallPart(id=call_id or f"call_{index}", name=name or "", arguments=args or "")
-            )
+        parts: list[Part] = []
+        for part in self._parts:
+            if isinstance(part, int):
+                call_id, name, args = self._calls[part]
+                part = ToolCallPart(id=call_id or f"call_{part}", name=name or "",
+                                    arguments=args or "")
+            parts.append(part)
         return ModelResponse(
             parts=tuple(parts),
             usage=self._usage,

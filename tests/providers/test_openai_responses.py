@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -188,3 +189,34 @@ def test_chat_completions_leave_vendor_items_out() -> None:
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
 
 
+
+
+def test_a_streamed_reply_keeps_each_reasoning_item_before_its_call() -> None:
+    from agentloom.providers._assemble import ResponseBuilder
+
+    rs1 = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "e1"}
+    rs2 = {"id": "rs_2", "type": "reasoning", "summary": [], "encrypted_content": "e2"}
+    events: list[dict[str, Any]] = []
+    for index, (rs, name) in enumerate([(rs1, "a"), (rs2, "b")]):
+        events += [
+            {"type": "response.output_item.done", "output_index": 2 * index, "item": rs},
+            {"type": "response.output_item.added", "output_index": 2 * index + 1,
+             "item": {"type": "function_call", "call_id": f"c{index}", "name": name,
+                      "arguments": ""}},
+            {"type": "response.function_call_arguments.delta",
+             "output_index": 2 * index + 1, "delta": "{}"},
+        ]
+    events.append({"type": "response.completed", "response": {
+        "status": "completed", "model": "o3", "output": [], "usage": None}})
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    request = ModelRequest(model="o3", messages=(Message.user("x"),), stream=True)
+    endpoint = dataclasses.replace(vendor_endpoint("openai", api_key="k"), api="responses")
+    decoder = get_protocol("openai").stream_decoder(request, endpoint)
+    builder = ResponseBuilder("o3")
+    for event in decoder.feed(body) + decoder.close():
+        builder.add(event)
+    reply = builder.build(provider="openai")
+    again = json.loads(get_protocol("openai").encode(
+        request.replace(messages=(Message.user("x"), reply.to_message())), endpoint).body)
+    assert [i.get("id") or i.get("call_id") for i in again["input"][1:]] == [
+        "rs_1", "c0", "rs_2", "c1"]
