@@ -83,8 +83,20 @@ class ReasoningPart:
     kind: Literal["reasoning"] = "reasoning"
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class VendorPart:
+    """A block only its provider understands (a server-side tool call or its result, an
+    OpenAI reasoning item), kept as the provider gave it and sent back unchanged to that
+    provider on the next turn; other providers leave it out. `data` is the wire object."""
+
+    provider: str
+    data: dict[str, Any]
+    kind: Literal["vendor"] = "vendor"
+
+
 Part: TypeAlias = (
-    TextPart | ImagePart | DocumentPart | AudioPart | ToolCallPart | ToolResultPart | ReasoningPart
+    TextPart | ImagePart | DocumentPart | AudioPart | ToolCallPart | ToolResultPart
+    | ReasoningPart | VendorPart
 )
 MediaPart: TypeAlias = ImagePart | DocumentPart | AudioPart
 
@@ -96,6 +108,7 @@ _PART_TYPES: dict[str, type[Any]] = {
     "tool_call": ToolCallPart,
     "tool_result": ToolResultPart,
     "reasoning": ReasoningPart,
+    "vendor": VendorPart,
 }
 
 
@@ -244,6 +257,10 @@ class ModelRequest:
     """Extra HTTP headers (from a profile or provider config)."""
     prefill: str | None = None
     """Text the assistant turn starts with (Anthropic's JSON prefill)."""
+    cache: Literal["auto"] | None = None
+    """`auto`: mark the stable prefix (system prompt, tools, earlier turns) for the
+    provider's prompt cache (Anthropic `cache_control` breakpoints, OpenAI's
+    `prompt_cache_key`); None: send no cache hints."""
 
     def replace(self, **changes: Any) -> ModelRequest:
         return dataclasses.replace(self, **changes)
@@ -325,7 +342,17 @@ class FinishEvent:
     kind: Literal["finish"] = "finish"
 
 
-StreamEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | UsageEvent | FinishEvent
+@dataclass(slots=True, frozen=True, kw_only=True)
+class VendorEvent:
+    """A whole vendor block, once the stream has finished it (see `VendorPart`)."""
+
+    part: VendorPart
+    kind: Literal["vendor_event"] = "vendor_event"
+
+
+StreamEvent: TypeAlias = (
+    TextDelta | ReasoningDelta | ToolCallDelta | UsageEvent | FinishEvent | VendorEvent
+)
 
 
 def part_to_dict(part: Part) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The code examples of spec 002 ("Conversation summaries"), with `agentloop` read as
-`agentloom`, run against the fake OpenAI server through OPENAI_BASE_URL in the mapping."""
+`agentloom`, run against the fake OpenAI server through OPENAI_BASE_URL in the mapping,
+once over the Responses API (gpt-5.1's default) and once over chat completions."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
+@pytest.fixture(params=["responses", "chat_completions"])
+def server(request: pytest.FixtureRequest) -> Iterator[FakeOpenAIServer]:
     srv = FakeOpenAIServer()
+    srv.api = request.param  # type: ignore[attr-defined]
     srv.start_in_thread()
     try:
         yield srv
@@ -25,7 +27,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 def env(server: FakeOpenAIServer) -> dict[str, str]:
     return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
-            "AGENTLOOM_MODEL": "gpt-5.1"}
+            "AGENTLOOM_MODEL": "gpt-5.1", "OPENAI_API": server.api}  # type: ignore[attr-defined]
 
 
 READY = FakeReply(text="ready", model="gpt-5.1-2025-11-13", input_tokens=11, output_tokens=11,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom._clock import Clock
 from agentloom.errors import ConfigError
@@ -80,6 +80,7 @@ def build_request(
     stream: bool = False,
     vendor_tools: Sequence[Any] = (),
     output: OutputPlan | None = None,
+    cache: Literal["auto"] | None = None,
 ) -> ModelRequest:
     """The request of one model turn: model, messages, sampling, tools, and the output
     schema's plan put on last (it may add a system sentence or force a tool), so
@@ -88,7 +89,7 @@ def build_request(
         model=model, messages=tuple(messages), temperature=temperature,
         max_tokens=max_tokens, tool_choice=tool_choice,
         tools=tools.specs if tools is not None else (), reasoning=reasoning,
-        stream=stream, vendor_tools=tuple(vendor_tools),
+        stream=stream, vendor_tools=tuple(vendor_tools), cache=cache,
     )
     return output.apply(request) if output is not None else request
 
@@ -123,6 +124,7 @@ class Agent:
         sandbox: SandboxPolicy | None = None,
         transport: Transport | None = None,
         clock: Clock | None = None,
+        cache: Literal["auto"] | None = None,
     ) -> None:
         """Args (beyond the obvious):
             tools: functions, `@tool` functions, Tool objects, built-in names
@@ -135,6 +137,8 @@ class Agent:
             sandbox: the policy of built-ins given by name (default: nothing allowed).
             transport: the HTTP transport of a named `http_request` (default: one the
                 Agent opens and closes; from_env uses its runtime's).
+            cache: `"auto"` marks the stable prefix of every call for the provider's
+                prompt cache (see docs/providers.md, Prompt caching).
         """
         model = model or getattr(client, "model", None)
         if not model:
@@ -168,6 +172,7 @@ class Agent:
         self.token_budget = token_budget
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.cache = cache
         self.max_reasks = max_reasks
         self.tool_choice = tool_choice
         self.tool_concurrency = tool_concurrency
@@ -233,7 +238,8 @@ class Agent:
         return build_request(
             model=self.model, messages=messages, tools=self._res.toolbox,
             temperature=self.temperature, max_tokens=self.max_tokens,
-            tool_choice=self.tool_choice, stream=stream, output=self._output)
+            tool_choice=self.tool_choice, stream=stream, output=self._output,
+            cache=self.cache)
 
     async def arun_loop(
         self, request: ModelRequest, *, client: ModelClient | None = None,

@@ -62,8 +62,9 @@ def price_usage(usage: Usage, price: Price, *, reasoning_in_output: bool = True)
     written = usage.cache_write_tokens or 0
     uncached = usage.input_tokens
     if usage.input_includes_cached is not False:
-        # OpenAI-style counts (and unknown: the safer reading, never negative).
-        uncached = max(0, usage.input_tokens - cached)
+        # OpenAI-style counts (and unknown: the safer reading, never negative): cache
+        # reads and writes are inside `input_tokens`, priced apart once each.
+        uncached = max(0, usage.input_tokens - cached - written)
     output = usage.output_tokens
     if not reasoning_in_output and usage.reasoning_tokens:
         output += usage.reasoning_tokens

@@ -13,6 +13,7 @@ pays for none of them.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from agentloom.errors import ConfigError
 from agentloom.providers._assemble import ResponseBuilder as ResponseBuilder
@@ -30,19 +31,24 @@ from agentloom.providers._endpoints import endpoints_from_env as endpoints_from_
 from agentloom.providers._endpoints import vendor_endpoint as vendor_endpoint
 from agentloom.providers.profiles import check_attachments as check_attachments
 
+if TYPE_CHECKING:
+    from agentloom.messages import ModelRequest
+
 PROTOCOLS: dict[str, str] = {
     "openai": "agentloom.providers.openai",
     "anthropic": "agentloom.providers.anthropic",
     "gemini": "agentloom.providers.gemini",
     "ollama": "agentloom.providers.ollama",
     "llamacpp": "agentloom.providers.llamacpp",
+    "openai_responses": "agentloom.providers.openai_responses",
 }
 
 _LOADED: dict[str, WireProtocol] = {}
 
 
 def get_protocol(name: str) -> WireProtocol:
-    """The wire protocol called `name` (`openai`, `anthropic`, `gemini`, `ollama`)."""
+    """The wire protocol called `name` (`openai`, `openai_responses`, `anthropic`,
+    `gemini`, `ollama`, `llamacpp`)."""
     protocol = _LOADED.get(name)
     if protocol is not None:
         return protocol  # routing asks on every client it builds: no import machinery
@@ -54,5 +60,18 @@ def get_protocol(name: str) -> WireProtocol:
     loaded: WireProtocol = importlib.import_module(module).PROTOCOL
     _LOADED[name] = loaded
     return loaded
+
+
+def structured_mode(request: ModelRequest) -> str | None:
+    """How the request's `response_format` reaches the model: `native` (the provider's
+    JSON-schema or JSON mode) or `prompted` (the schema in the system prompt; Claude models
+    without the native output format); None without a response format."""
+    if request.response_format is None:
+        return None
+    if request.model.startswith("claude-"):
+        mode: str | None = importlib.import_module(
+            "agentloom.providers.anthropic").structured_mode(request)
+        return mode
+    return "native"
 
 

@@ -18,12 +18,15 @@ from agentloom.messages import (
     ToolCallPart,
     Usage,
     UsageEvent,
+    VendorEvent,
 )
 
 
 class ResponseBuilder:
     """Accumulates events in arrival order. Text and reasoning runs become one part each
-    run; tool calls are assembled by index."""
+    run; tool calls are assembled by index and keep the place of their first piece, so a
+    streamed reply has its parts in the order a whole one has (the OpenAI Responses API
+    wants each reasoning item sent back just before the call it led to)."""
 
     __slots__ = (
         "_calls",
@@ -39,7 +42,8 @@ class ResponseBuilder:
     )
 
     def __init__(self, model: str) -> None:
-        self._parts: list[Part] = []
+        self._parts: list[Part | int] = []
+        """Parts, and the indexes of tool calls where they first appeared."""
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._sig: str | None = None
@@ -71,7 +75,9 @@ class ResponseBuilder:
             self._flush_text()
             # A signed or redacted block is complete: what follows is a new block, which
             # must stay apart so each goes back to the provider as it came.
-            closed = (event.text or event.redacted) and (self._sig or self._redacted)
+            # So is a second signature in a row (Gemini signs consecutive parts apart).
+            closed = (event.text or event.redacted or event.signature) and (
+                self._sig or self._redacted)
             if closed or (event.redacted and self._reasoning):
                 self._flush_reasoning()
             if event.text:
@@ -83,12 +89,18 @@ class ResponseBuilder:
         elif isinstance(event, ToolCallDelta):
             self._flush_text()
             self._flush_reasoning()
+            if event.index not in self._calls:
+                self._parts.append(event.index)
             slot = self._calls.setdefault(event.index, [None, None, ""])
             if event.id:
                 slot[0] = event.id
             if event.name:
                 slot[1] = event.name
             slot[2] = (slot[2] or "") + event.arguments
+        elif isinstance(event, VendorEvent):
+            self._flush_text()
+            self._flush_reasoning()
+            self._parts.append(event.part)
         elif isinstance(event, UsageEvent):
             merged = {
                 f.name: getattr(event.usage, f.name)
@@ -107,12 +119,13 @@ class ResponseBuilder:
     def build(self, *, provider: str, time_to_first_token: float | None = None) -> ModelResponse:
         self._flush_text()
         self._flush_reasoning()
-        parts = list(self._parts)
-        for index in sorted(self._calls):
-            call_id, name, args = self._calls[index]
-            parts.append(
-                ToolCallPart(id=call_id or f"call_{index}", name=name or "", arguments=args or "")
-            )
+        parts: list[Part] = []
+        for part in self._parts:
+            if isinstance(part, int):
+                call_id, name, args = self._calls[part]
+                part = ToolCallPart(id=call_id or f"call_{part}", name=name or "",
+                                    arguments=args or "")
+            parts.append(part)
         return ModelResponse(
             parts=tuple(parts),
             usage=self._usage,

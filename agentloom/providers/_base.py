@@ -55,6 +55,10 @@ class Endpoint:
     max_reply_bytes: int | None = None
     """The largest reply accepted (decompressed; a stream in total); None: the transport's
     default (32 MB)."""
+    api: str | dict[str, str] | None = None
+    """For the OpenAI protocol: `responses` or `chat_completions`, for every model or per
+    model (`{"gpt-5": "responses"}`); None: the Responses API for OpenAI's reasoning models
+    at OpenAI itself, chat completions for the rest."""
 
 
 class StreamDecoder(Protocol):

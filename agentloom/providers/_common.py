@@ -115,6 +115,15 @@ def first_text_with_name(message: Message) -> list[Any]:
     return parts
 
 
+def prompt_cache_key(request: ModelRequest) -> str:
+    """A key naming the request's stable prefix (model, system prompt, tools): requests
+    that share it are routed to the same prompt cache (OpenAI's `prompt_cache_key`)."""
+    head = json.dumps([request.model, system_text(request.messages),
+                       [(t.name, t.description, t.parameters) for t in request.tools],
+                       list(request.vendor_tools)], sort_keys=True, default=str)
+    return "agentloom-" + hashlib.sha256(head.encode()).hexdigest()[:24]
+
+
 def stable_call_id(index: int, name: str, arguments: str) -> str:
     """A deterministic id for providers that send none (Gemini, Ollama): the same reply
     gives the same id, so recordings and replays agree."""

@@ -3,16 +3,19 @@
 A vendor is an entry, not a module: `generic_openai` is the OpenAI protocol at a base URL
 you give, `local` is the OpenAI protocol at the embedded model's server. The library never
 reads the environment; the CLI passes `os.environ` to `endpoints_from_env`, which returns
-only the providers whose key (or host) is set.
+only the providers whose key (or host) is set (`OPENAI_API` picks OpenAI's API:
+`responses` or `chat_completions`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agentloom.errors import ConfigError
 from agentloom.providers._base import Endpoint
+from agentloom.providers.profiles import APIS
 
 
 @dataclass(slots=True, frozen=True)
@@ -73,7 +76,9 @@ def endpoints_from_env(env: Mapping[str, str]) -> list[Endpoint]:
     order openai, anthropic, gemini, ollama. A vendor without its key or host is left out."""
     out: list[Endpoint] = []
     if key := env.get("OPENAI_API_KEY"):
-        out.append(vendor_endpoint("openai", api_key=key, base_url=env.get("OPENAI_BASE_URL")))
+        openai = vendor_endpoint("openai", api_key=key, base_url=env.get("OPENAI_BASE_URL"))
+        api = env.get("OPENAI_API")  # responses | chat_completions; unset: per model
+        out.append(dataclasses.replace(openai, api=_openai_api(api)) if api else openai)
     if key := env.get("ANTHROPIC_API_KEY"):
         out.append(
             vendor_endpoint("anthropic", api_key=key, base_url=env.get("ANTHROPIC_BASE_URL"))
@@ -83,6 +88,12 @@ def endpoints_from_env(env: Mapping[str, str]) -> list[Endpoint]:
     if host := env.get("OLLAMA_HOST"):
         out.append(vendor_endpoint("ollama", base_url=_ollama_url(host)))
     return out
+
+
+def _openai_api(api: str) -> str:
+    if api not in APIS:
+        raise ConfigError(f"OPENAI_API must be one of {', '.join(APIS)}, not {api!r}")
+    return api
 
 
 def _ollama_url(host: str) -> str:

@@ -7,11 +7,16 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
   parts without a signature (from another provider) are not sent: Anthropic refuses them.
 - With thinking on, `temperature` is not sent: the API only accepts its default then.
   `capture_reasoning: false` asks for `display: omitted` (signatures, no text).
-- There is no native JSON mode: a `response_format` puts the schema in the system prompt
-  and prefills the reply with `{` (not with thinking on, which refuses prefill); the
-  prefill is put back in front of the returned text, so callers see the whole JSON.
+- Structured output is native where the model has it (`output_config.format`, a JSON
+  schema the reply is decoded against; see `NATIVE_SCHEMA_MODELS`). Elsewhere, or for a
+  bare JSON object, the schema goes in the system prompt and the reply is prefilled with
+  `{` (not with thinking on, which refuses prefill); the prefill is put back in front of
+  the returned text, so callers see the whole JSON. `structured_mode` says which.
 - Consecutive turns of one role (tool results, then a user turn) merge into one turn, as
   the API wants tool results grouped in the user turn that follows the calls.
+- `cache: auto` puts `cache_control` breakpoints (at most `MAX_BREAKPOINTS`) on the last
+  tool, the system prompt and the last block of the conversation, so each turn of a tool
+  loop reads the prefix the turn before wrote.
 - Usage: `input_tokens` excludes cached tokens (`input_includes_cached=False`); reasoning
   tokens are counted inside `output_tokens` and not reported apart (None).
 """
@@ -19,6 +24,7 @@ Pure translation, no I/O. What the format forces on us, and how we answer:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +50,8 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
     UsageEvent,
+    VendorEvent,
+    VendorPart,
 )
 from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
@@ -58,6 +66,7 @@ from agentloom.providers._common import (
 )
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.profiles import ANTHROPIC as _CAPS
+from agentloom.providers.profiles import ANTHROPIC_NATIVE_SCHEMA_MODELS as NATIVE_SCHEMA_MODELS
 from agentloom.transport import HttpRequest
 
 if TYPE_CHECKING:
@@ -67,7 +76,23 @@ API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 MIN_BUDGET = 1024
 _RETRYABLE_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                 "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+MAX_BREAKPOINTS = 4
+"""The API's limit on `cache_control` marks in one request."""
+_EPHEMERAL = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+_CLIENT_BLOCKS = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+"""Every other block (`server_tool_use`, `mcp_tool_use`, `web_search_tool_result`, ...)
+is the provider's own: kept whole as a `VendorPart` and sent back unchanged."""
 
+_NATIVE_CAPS = dataclasses.replace(_CAPS, native_json_schema=True)
+# Keywords the schema format refuses; they only narrow a shape, and the caller validates
+# the reply against the full schema anyway.
+_NARROWING = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                        "multipleOf", "minLength", "maxLength", "maxItems", "minProperties",
+                        "maxProperties", "pattern", "format"})
 
 
 # --- load-time rules ----------------------------------------------------------------------
@@ -102,13 +127,48 @@ def thinking_on(request: ModelRequest) -> bool:
     return request.reasoning is not None and request.reasoning.enabled
 
 
+def structured_mode(request: ModelRequest) -> str | None:
+    """How a JSON reply is asked for: `native` (the API's JSON-schema output format) or
+    `prompted` (the schema in the system prompt, plus the `{` prefill); None: no JSON."""
+    fmt = request.response_format
+    if fmt is None:
+        return None
+    native = fmt.kind == "json_schema" and fmt.schema is not None
+    if native and request.model.startswith(NATIVE_SCHEMA_MODELS):
+        return "native"
+    return "prompted"
+
+
 def effective_prefill(request: ModelRequest) -> str | None:
-    """What the assistant turn starts with: the caller's, else `{` for a JSON reply."""
+    """What the assistant turn starts with: the caller's, else `{` for a prompted JSON
+    reply."""
     if request.prefill is not None:
         return request.prefill
-    if request.response_format is not None and not thinking_on(request):
+    if structured_mode(request) == "prompted" and not thinking_on(request):
         return "{"
     return None
+
+
+def to_anthropic_schema(schema: Any, depth: int = 0) -> Any:
+    """A copy in the dialect of the output format: objects closed
+    (`additionalProperties: false`), narrowing keywords dropped."""
+    if depth > 64:
+        return {}
+    if isinstance(schema, list):
+        return [to_anthropic_schema(v, depth + 1) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NARROWING and not isinstance(value, dict):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {k: to_anthropic_schema(v, depth + 1) for k, v in value.items()}
+        else:
+            out[key] = to_anthropic_schema(value, depth + 1)
+    if out.get("type") == "object" or "properties" in out:
+        out["additionalProperties"] = False
+    return out
 
 
 # --- encode ---------------------------------------------------------------------------------
@@ -145,6 +205,8 @@ def _block(part: Part, model: str) -> dict[str, Any] | None:
         if part.is_error:
             block["is_error"] = True
         return block
+    if isinstance(part, VendorPart):
+        return dict(part.data) if part.provider == "anthropic" else None
     if isinstance(part, ReasoningPart):
         if part.redacted is not None:
             return {"type": "redacted_thinking", "data": part.redacted}
@@ -192,12 +254,18 @@ def max_tokens_for(request: ModelRequest) -> int:
 def encode_body(request: ModelRequest) -> dict[str, Any]:
     body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens_for(request)}
     system = system_text(request.messages)
-    instruction = schema_instruction(request)
+    mode = structured_mode(request)
+    instruction = schema_instruction(request) if mode == "prompted" else None
+    if mode == "native" and request.response_format is not None:
+        body["output_config"] = {"format": {
+            "type": "json_schema", "schema": to_anthropic_schema(request.response_format.schema)}}
     if instruction:
         system = f"{system}\n\n{instruction}" if system else instruction
     if system:
         body["system"] = system
     messages = encode_messages(request.messages, request.model)
+    if request.cache == "auto":
+        _mark_cache(body, messages)
     prefill = effective_prefill(request)
     if prefill:
         if messages and messages[-1]["role"] == "assistant":
@@ -225,11 +293,28 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
     ]
     tools.extend(request.vendor_tools)
     if tools:
+        if request.cache == "auto":
+            tools[-1] = {**tools[-1], "cache_control": _EPHEMERAL}
         body["tools"] = tools
         body["tool_choice"] = _tool_choice(request.tool_choice)
     if request.stream:
         body["stream"] = True
     return body
+
+
+def _mark_cache(body: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+    """Breakpoints on the system prompt and on the conversation's last markable block
+    (before any prefill); the tools get theirs where they are encoded. Anthropic caches
+    the whole prefix up to each mark: tools, then system, then the turns."""
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
+    for turn in reversed(messages):
+        for i in range(len(turn["content"]) - 1, -1, -1):
+            block = turn["content"][i]
+            if block.get("type") not in _UNMARKABLE:
+                turn["content"][i] = {**block, "cache_control": _EPHEMERAL}
+                return
 
 
 # --- decode ---------------------------------------------------------------------------------
@@ -252,7 +337,7 @@ def _error(provider: str, model: str, payload: dict[str, Any]) -> ProviderError:
     kind = str(err.get("type", "error"))
     return ProviderError(
         f"anthropic stream error {kind}: {err.get('message', '')}",
-        provider=provider, model=model, status=529 if kind == "overloaded_error" else None,
+        provider=provider, model=model, status=_ERROR_STATUS.get(kind),
         phase="body", request_sent=True, retryable=kind in _RETRYABLE_ERRORS,
         body=json.dumps(payload)[:500],
     )
@@ -276,6 +361,8 @@ def decode_parts(content: list[dict[str, Any]], prefill: str | None) -> tuple[Pa
                                        signature=block.get("signature")))
         elif kind == "redacted_thinking":
             parts.append(ReasoningPart(text="", redacted=block.get("data", "")))
+        elif isinstance(kind, str):
+            parts.append(VendorPart(provider="anthropic", data=block))
     return tuple(parts)
 
 
@@ -305,6 +392,8 @@ class AnthropicStreamDecoder:
         self._model = request.model
         self._prefill = effective_prefill(request)
         self._blocks: dict[int, str] = {}
+        self._vendor: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        """Server-side blocks being streamed: the block and its input JSON so far."""
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         return self._handle(self._sse.feed(data))
@@ -338,7 +427,9 @@ class AnthropicStreamDecoder:
             index, block = payload.get("index", 0), payload.get("content_block") or {}
             btype = block.get("type", "")
             self._blocks[index] = btype
-            if btype == "text":
+            if btype not in _CLIENT_BLOCKS:
+                self._vendor[index] = (dict(block), [])
+            elif btype == "text":
                 self._text(block.get("text", ""), out)
             elif btype == "tool_use":
                 initial = block.get("input")
@@ -353,12 +444,19 @@ class AnthropicStreamDecoder:
             dtype = delta.get("type")
             if dtype == "text_delta":
                 self._text(delta.get("text", ""), out)
+            elif dtype == "input_json_delta" and index in self._vendor:
+                self._vendor[index][1].append(delta.get("partial_json", ""))
             elif dtype == "input_json_delta":
                 out.append(ToolCallDelta(index=index, arguments=delta.get("partial_json", "")))
             elif dtype == "thinking_delta":
                 out.append(ReasoningDelta(text=delta.get("thinking", "")))
             elif dtype == "signature_delta":
                 out.append(ReasoningDelta(signature=delta.get("signature")))
+        elif kind == "content_block_stop" and payload.get("index", 0) in self._vendor:
+            block, pieces = self._vendor.pop(payload.get("index", 0))
+            if "".join(pieces).strip():
+                block["input"] = json.loads("".join(pieces))
+            out.append(VendorEvent(part=VendorPart(provider="anthropic", data=block)))
         elif kind == "message_delta":
             delta = payload.get("delta") or {}
             usage = payload.get("usage")
@@ -368,7 +466,7 @@ class AnthropicStreamDecoder:
                 out.append(FinishEvent(finish_reason=delta["stop_reason"]))
         elif kind == "error":
             raise _error(self._provider, self._model, payload)
-        # ping, content_block_stop, message_stop and unknown events carry nothing we keep.
+        # ping, other content_block_stop, message_stop and unknown events carry nothing we keep.
 
 
 # --- the protocol object ------------------------------------------------------------------
@@ -378,7 +476,7 @@ class AnthropicProtocol:
     name = "anthropic"
 
     def capabilities(self, model: str) -> Capabilities:
-        return _CAPS
+        return _NATIVE_CAPS if model.startswith(NATIVE_SCHEMA_MODELS) else _CAPS
 
     def serves(self, model: str) -> bool:
         return model.startswith("claude-")

@@ -2,16 +2,21 @@
 
 Pure translation, no I/O. What the format forces on us, and how we answer:
 - Turns are `contents` of `parts` with roles user/model; system turns become
-  `systemInstruction`; tool results are `functionResponse` parts in a user turn.
+  `systemInstruction`; tool results are `functionResponse` parts in a user turn. The
+  contents open with a user turn (an empty one if the conversation has none first).
 - Gemini sends no tool call ids: we derive stable ones from position, name and arguments,
   so the same reply always gets the same ids (recordings and replays agree).
 - Thought signatures ride on parts. A thought part keeps its signature in its
   `ReasoningPart`; a signature on any other part becomes a text-less `ReasoningPart` in
   front of it. On the way back, signatures go onto the function calls in order (or onto
   the first text part of a turn without calls); thought text itself is not sent back.
+- Parts of Gemini's own tools (`executableCode`, `codeExecutionResult`, `toolCall`,
+  `toolResponse`) are kept whole, signature included, as `VendorPart`s and sent back as
+  they came.
 - `responseSchema` takes only a subset of JSON Schema: `to_gemini_schema` rewrites the
   rest; the caller validates the reply against the full schema.
-- Usage: `promptTokenCount` includes cached tokens (`input_includes_cached=True`);
+- Usage: `input_tokens` is `promptTokenCount` plus `toolUsePromptTokenCount` (the
+  prompts of Gemini's own tools), cached tokens included (`input_includes_cached=True`);
   `output_tokens` is candidates plus thoughts, so every provider's output count includes
   reasoning; `reasoning_tokens` says how many of them were thoughts.
 """
@@ -43,6 +48,8 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
     UsageEvent,
+    VendorEvent,
+    VendorPart,
 )
 from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
@@ -62,6 +69,8 @@ from agentloom.transport import HttpRequest
 if TYPE_CHECKING:
     from agentloom.providers._sse import SSEEvent
 
+_VENDOR_KEYS = ("executableCode", "codeExecutionResult", "toolCall", "toolResponse")
+"""Parts of Gemini's own (server-side) tools."""
 _RETRYABLE_STATUS = frozenset({"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL",
                                "DEADLINE_EXCEEDED"})
 
@@ -94,6 +103,8 @@ def _model_parts(parts: list[Any]) -> list[dict[str, Any]]:
             if signatures:
                 item["thoughtSignature"] = signatures.pop(0)
             out.append(item)
+        elif isinstance(part, VendorPart) and part.provider == "gemini":
+            out.append(dict(part.data))
     return out
 
 
@@ -128,6 +139,9 @@ def encode_contents(messages: tuple[Message, ...], model: str) -> list[dict[str,
             out[-1]["parts"].extend(items)
         else:
             out.append({"role": role, "parts": items})
+    if not out or out[0]["role"] == "model":
+        # The API wants a user turn first, even when a system prompt is all there is.
+        out.insert(0, {"role": "user", "parts": [{"text": ""}]})
     return out
 
 
@@ -190,8 +204,11 @@ def decode_usage(raw: dict[str, Any] | None) -> Usage:
     thoughts = raw.get("thoughtsTokenCount")
     output = None if candidates is None and thoughts is None else (
         (candidates or 0) + (thoughts or 0))
+    prompt, tool_prompt = raw.get("promptTokenCount"), raw.get("toolUsePromptTokenCount")
+    # The prompts of Gemini's own tools (search, code execution) are billed as input.
+    inp = None if prompt is None and tool_prompt is None else (prompt or 0) + (tool_prompt or 0)
     return Usage(
-        input_tokens=raw.get("promptTokenCount"),
+        input_tokens=inp,
         output_tokens=output,
         cache_read_tokens=raw.get("cachedContentTokenCount"),
         cache_write_tokens=None,
@@ -242,6 +259,9 @@ class _Chunks:
 
     def _part(self, part: dict[str, Any], out: list[StreamEvent]) -> None:
         signature = part.get("thoughtSignature")
+        if not part.get("thought") and any(k in part for k in _VENDOR_KEYS):
+            out.append(VendorEvent(part=VendorPart(provider="gemini", data=part)))
+            return
         if part.get("thought"):
             out.append(ReasoningDelta(text=part.get("text", ""), signature=signature))
             return
@@ -269,6 +289,8 @@ def _parts_from_events(events: list[StreamEvent]) -> tuple[Part, ...]:
         elif isinstance(event, ToolCallDelta):
             parts.append(ToolCallPart(id=event.id or "", name=event.name or "",
                                       arguments=event.arguments))
+        elif isinstance(event, VendorEvent):
+            parts.append(event.part)
     return tuple(parts)
 
 

@@ -38,9 +38,8 @@ from agentloom.messages import (
     ToolResultPart,
     ToolSpec,
 )
-from agentloom.providers._base import Capabilities, Endpoint
+from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder
 from agentloom.providers.openai import PROTOCOL as CHAT_COMPLETIONS
-from agentloom.providers.openai import OpenAIStreamDecoder
 from agentloom.transport import HttpRequest
 
 DEFAULT_MAX_TOKENS = 512
@@ -192,9 +191,7 @@ class LlamaCppProtocol:
         return replace(response, parts=others + parts,
                        finish_reason="tool_calls" if is_call else response.finish_reason)
 
-    def stream_decoder(
-        self, request: ModelRequest, endpoint: Endpoint
-    ) -> OpenAIStreamDecoder | ConstrainedStreamDecoder:
+    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder:
         inner = CHAT_COMPLETIONS.stream_decoder(request, endpoint)
         return ConstrainedStreamDecoder(inner) if _constrained(request) else inner
 
@@ -205,7 +202,7 @@ class ConstrainedStreamDecoder:
 
     __slots__ = ("_finish", "_inner", "_text")
 
-    def __init__(self, inner: OpenAIStreamDecoder) -> None:
+    def __init__(self, inner: StreamDecoder) -> None:
         self._inner = inner
         self._text: list[str] = []
         self._finish: FinishEvent | None = None

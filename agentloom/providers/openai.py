@@ -10,7 +10,6 @@ models (the o-series and GPT-5, except o1-mini and gpt-5-chat) take `max_tokens`
 from __future__ import annotations
 
 import base64
-import functools
 import json
 from typing import Any
 
@@ -34,33 +33,25 @@ from agentloom.messages import (
     ToolResultPart,
     Usage,
     UsageEvent,
+    VendorPart,
 )
-from agentloom.providers._base import Capabilities, Endpoint
+from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
+from agentloom.providers._common import prompt_cache_key
 from agentloom.providers._sse import SSEParser
+from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
 from agentloom.providers.profiles import OPENAI as _CAPS
+from agentloom.providers.profiles import (
+    OPENAI_SERVED_PREFIXES,
+    is_reasoning_model,
+)
 from agentloom.transport import HttpRequest
 
-_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _AUDIO_FORMATS = {
     "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/vnd.wave": "wav",
     "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/mpeg3": "mp3",
 }
-_SERVED_PREFIXES = ("gpt-", "chatgpt-", "o1", "o3", "o4", "davinci", "babbage", "ft:gpt-",
-                    "codex-", "computer-use-")
 
 
-@functools.lru_cache(maxsize=256)  # asked on every request; model names are few
-def is_reasoning_model(model: str) -> bool:
-    """o-series and GPT-5 models, except o1-mini and the gpt-5 chat models."""
-    name = model.rsplit("/", 1)[-1].lower()
-    if not name.startswith(_REASONING_PREFIXES):
-        return False
-    if name.startswith("gpt-5"):
-        return "-chat" not in name
-    if name.startswith("o1-mini"):
-        return False
-    # "o1", "o3-mini", "o4-mini-2025-..." but not a name that merely starts with "o1x".
-    return len(name) == 2 or name[2] == "-"
 
 
 
@@ -122,7 +113,7 @@ def _encode_message(message: Message, out: list[dict[str, Any]]) -> None:
     for p in parts:
         if isinstance(p, ToolResultPart):
             out.append({"role": "tool", "tool_call_id": p.call_id, "content": p.content})
-        elif not isinstance(p, ReasoningPart):
+        elif not isinstance(p, (ReasoningPart, VendorPart)):
             rest.append(p)
     if role == "tool" and not rest:
         return
@@ -193,6 +184,8 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
     if request.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    if request.cache == "auto":
+        body["prompt_cache_key"] = prompt_cache_key(request)
     if request.extra:
         body.update(request.extra)
     return body
@@ -211,6 +204,8 @@ def decode_usage(raw: Any) -> Usage | None:
         input_tokens=raw.get("prompt_tokens"),
         output_tokens=raw.get("completion_tokens"),
         cache_read_tokens=prompt.get("cached_tokens") if isinstance(prompt, dict) else None,
+        cache_write_tokens=(
+            prompt.get("cache_write_tokens") if isinstance(prompt, dict) else None),
         reasoning_tokens=(
             completion.get("reasoning_tokens") if isinstance(completion, dict) else None
         ),
@@ -222,11 +217,68 @@ def _keep_reasoning(request: ModelRequest) -> bool:
     return request.reasoning is None or request.reasoning.capture
 
 
+def chunk_usage(obj: dict[str, Any]) -> Usage | None:
+    """`usage`, or Groq's `x_groq.usage` where Groq streams put it."""
+    usage = obj.get("usage")
+    if usage is None and isinstance(obj.get("x_groq"), dict):
+        usage = obj["x_groq"].get("usage")
+    return decode_usage(usage)
+
+
+def content_and_reasoning(message: dict[str, Any]) -> tuple[str, str]:
+    """(text, reasoning) of a message or delta. `content` is a string, or (Mistral) a list
+    of typed parts with `thinking` parts beside the text; reasoning comes as
+    `reasoning_content` (DeepSeek, vLLM) or `reasoning` (Groq, OpenRouter, Cerebras,
+    Ollama)."""
+    content = message.get("content")
+    texts: list[str] = []
+    thoughts: list[str] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text":
+                texts.append(str(part.get("text") or ""))
+            elif part.get("type") == "thinking":
+                thought = part.get("thinking")
+                if isinstance(thought, str):
+                    thoughts.append(thought)
+                elif isinstance(thought, list):
+                    thoughts.extend(str(t.get("text") or "") for t in thought
+                                    if isinstance(t, dict))
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            thoughts.append(value)
+            break
+    return "".join(texts), "".join(thoughts)
+
+
+_ERROR_TYPE_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
+                      "permission_error": 403, "not_found_error": 404,
+                      "rate_limit_error": 429, "server_error": 500}
+_RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
 def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
+    """An error object inside a 200 reply. Its status (`status_code`, a numeric `code`, or
+    the error type) decides retrying: a refused request stays refused."""
     message = error.get("message") if isinstance(error, dict) else str(error)
+    status: int | None = None
+    if isinstance(error, dict):
+        for key in ("status_code", "status", "code"):
+            value = error.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                status = value
+                break
+        if status is None:
+            status = _ERROR_TYPE_STATUS.get(str(error.get("type")))
     return ProviderError(
         f"{endpoint.name} reported an error in its reply: {message}", provider=endpoint.name,
-        model=model, phase="body", request_sent=True, retryable=True, body=str(error)[:500],
+        model=model, status=status, phase="body", request_sent=True,
+        retryable=status is None or status in _RETRYABLE, body=str(error)[:500],
     )
 
 
@@ -234,8 +286,30 @@ def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+
+
+def api_for(model: str, endpoint: Endpoint) -> str:
+    """Which OpenAI API a call uses: the endpoint's `api` (for all models or this one),
+    else the Responses API for a reasoning model of the `openai` provider (it keeps the
+    reasoning across tool turns), else chat completions, which every compatible server
+    (`generic_openai`, `local`, ...) speaks."""
+    api = endpoint.api
+    if isinstance(api, dict):
+        api = api.get(model)
+    if api:
+        return api
+    if is_reasoning_model(model) and endpoint.name == "openai":
+        return "responses"
+    return "chat_completions"
+
+
+def _responses() -> WireProtocol:
+    return RESPONSES
+
+
 class OpenAIProtocol:
-    """`PROTOCOL`: the Chat Completions wire format, shared by openai-compatible vendors."""
+    """`PROTOCOL`: the Chat Completions wire format, shared by openai-compatible vendors;
+    a call that `api_for` gives to the Responses API is handed to that protocol."""
 
     name = "openai"
 
@@ -243,9 +317,11 @@ class OpenAIProtocol:
         return _CAPS
 
     def serves(self, model: str) -> bool:
-        return model.lower().startswith(_SERVED_PREFIXES)
+        return model.lower().startswith(OPENAI_SERVED_PREFIXES)
 
     def encode(self, request: ModelRequest, endpoint: Endpoint) -> HttpRequest:
+        if api_for(request.model, endpoint) == "responses":
+            return _responses().encode(request, endpoint)
         headers = {"content-type": "application/json"}
         if endpoint.api_key:
             headers["authorization"] = f"Bearer {endpoint.api_key}"
@@ -266,6 +342,8 @@ class OpenAIProtocol:
         )
 
     def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
+        if api_for(request.model, endpoint) == "responses":
+            return _responses().decode(body, request, endpoint)
         obj = json.loads(body)
         if not isinstance(obj, dict):
             raise ValueError("the reply is not a JSON object")
@@ -274,10 +352,9 @@ class OpenAIProtocol:
         choice = obj["choices"][0]
         message = choice["message"]
         parts: list[Part] = []
-        reasoning = message.get("reasoning_content")
+        content, reasoning = content_and_reasoning(message)
         if reasoning and _keep_reasoning(request):
             parts.append(ReasoningPart(text=reasoning))
-        content = message.get("content")
         if content:
             parts.append(TextPart(text=content))
         for i, call in enumerate(message.get("tool_calls") or ()):
@@ -286,14 +363,16 @@ class OpenAIProtocol:
                                       arguments=fn.get("arguments") or ""))
         return ModelResponse(
             parts=tuple(parts),
-            usage=decode_usage(obj.get("usage")) or Usage(),
+            usage=chunk_usage(obj) or Usage(),
             finish_reason=choice.get("finish_reason"),
             model=obj.get("model") or request.model,
             provider=endpoint.name,
             response_id=obj.get("id"),
         )
 
-    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> OpenAIStreamDecoder:
+    def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder:
+        if api_for(request.model, endpoint) == "responses":
+            return _responses().stream_decoder(request, endpoint)
         return OpenAIStreamDecoder(request, endpoint)
 
 
@@ -339,10 +418,9 @@ class OpenAIStreamDecoder:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content")
+            content, reasoning = content_and_reasoning(delta)
             if reasoning and self._reasoning:
                 out.append(ReasoningDelta(text=reasoning))
-            content = delta.get("content")
             if content:
                 out.append(TextDelta(text=content))
             for call in delta.get("tool_calls") or ():
@@ -355,7 +433,7 @@ class OpenAIStreamDecoder:
                 self._finished = True
                 out.append(FinishEvent(finish_reason=finish, model=obj.get("model"),
                                        response_id=obj.get("id")))
-        usage = decode_usage(obj.get("usage"))
+        usage = chunk_usage(obj)
         if usage is not None:
             out.append(UsageEvent(usage=usage))
 

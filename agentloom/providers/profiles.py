@@ -9,6 +9,7 @@ for a request's media parts. No I/O.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from agentloom.messages import AudioPart, DocumentPart, ImagePart
@@ -71,3 +72,33 @@ def _audio_ok(media_type: str, accepted: frozenset[str]) -> bool:
     if subtype in ("wav", "x-wav", "wave", "vnd.wave"):
         aliases |= {"wav", "audio/wav", "audio/x-wav"}
     return bool(aliases & {a.lower() for a in accepted})
+
+ANTHROPIC_NATIVE_SCHEMA_MODELS = (
+    "claude-haiku-4-5", "claude-sonnet-4-5", "claude-sonnet-4-6", "claude-opus-4-1",
+    "claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8",
+    "claude-opus-5", "claude-sonnet-5", "claude-fable-5", "claude-mythos-5",
+)
+"""Claude models that take a JSON schema for their reply (`output_config.format`)."""
+
+
+# --- OpenAI's families ------------------------------------------------------------------
+
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+OPENAI_SERVED_PREFIXES = ("gpt-", "chatgpt-", "o1", "o3", "o4", "davinci", "babbage", "ft:gpt-",
+                    "codex-", "computer-use-")
+APIS = ("responses", "chat_completions")
+"""The OpenAI protocol's two wires, chosen per provider or model (`api:`)."""
+
+
+@functools.lru_cache(maxsize=256)  # asked on every request; model names are few
+def is_reasoning_model(model: str) -> bool:
+    """o-series and GPT-5 models, except o1-mini and the gpt-5 chat models."""
+    name = model.rsplit("/", 1)[-1].lower()
+    if not name.startswith(_REASONING_PREFIXES):
+        return False
+    if name.startswith("gpt-5"):
+        return "-chat" not in name
+    if name.startswith("o1-mini"):
+        return False
+    # "o1", "o3-mini", "o4-mini-2025-..." but not a name that merely starts with "o1x".
+    return len(name) == 2 or name[2] == "-"

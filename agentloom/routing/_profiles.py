@@ -38,6 +38,7 @@ _PROFILE_FIELDS = frozenset(
         "tool_error_prompt",
         "fallback",
         "timeout",
+        "cache",
     }
 )
 _FALLBACK_FIELDS = frozenset(
@@ -118,6 +119,8 @@ class Profile:
     fallback: tuple[FallbackEntry, ...] = ()
     timeout: float | None = None
     """Seconds per call."""
+    cache: str | None = None
+    """`auto`: prompt caching for the steps and agents that use this profile."""
 
     @classmethod
     def from_dict(
@@ -141,7 +144,11 @@ class Profile:
         key_env = mapping.get("api_key_env")
         if key_env is not None and not isinstance(key_env, str):
             raise ConfigError(f"{where}.api_key_env: expected an environment variable name")
+        cache = mapping.get("cache")
+        if cache not in (None, "auto"):
+            raise ConfigError(f"{where}.cache: expected auto, got {cache!r}")
         return cls(
+            cache=cache,
             name=name,
             provider=_provider(
                 mapping.get("provider"), f"{where}.provider", None if base_url else known_providers

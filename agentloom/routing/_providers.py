@@ -15,10 +15,11 @@ from typing import Any
 
 from agentloom.errors import ConfigError
 from agentloom.providers import VENDORS, Endpoint, vendor_endpoint
+from agentloom.providers.profiles import APIS
 
 PROVIDER_FIELDS = frozenset(
     {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models",
-     "max_reply_bytes"}
+     "max_reply_bytes", "api"}
 )
 _GENERIC = (None, "openai", "generic_openai")
 
@@ -59,6 +60,10 @@ def endpoint_from_config(
     headers = config.get("headers") or {}
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
         raise ConfigError(f"{where}.headers: expected a mapping of header name -> text")
+    api = config.get("api")
+    if api is not None and not _valid_api(api):
+        raise ConfigError(f"{where}.api: expected responses or chat_completions, for every "
+                          "model or as a mapping of model -> api")
     preset = name if name in VENDORS else ("generic_openai" if kind in _GENERIC else kind)
     if preset not in VENDORS:
         raise ConfigError(
@@ -80,4 +85,10 @@ def endpoint_from_config(
     if max_reply is None and existing is not None:
         max_reply = existing.max_reply_bytes
     return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env,
-                               max_reply_bytes=max_reply)
+                               max_reply_bytes=max_reply,
+                               api=dict(api) if isinstance(api, Mapping) else api)
+
+
+def _valid_api(api: Any) -> bool:
+    values = list(api.values()) if isinstance(api, Mapping) else [api]
+    return all(v in APIS for v in values)

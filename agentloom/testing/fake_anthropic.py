@@ -14,6 +14,7 @@ scripted text that starts with the prefill is sent without it.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from typing import Any
@@ -42,6 +43,60 @@ def _usage(reply: FakeReply) -> dict[str, Any]:
     }
 
 
+def _segments(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The prompt in cache order (tools, system, then each turn's blocks): each segment's
+    text without its mark, and whether it carries a `cache_control` mark."""
+    out: list[tuple[str, bool]] = []
+
+    def add(block: Any) -> None:
+        marked = isinstance(block, dict) and "cache_control" in block
+        plain = {k: v for k, v in block.items() if k != "cache_control"} \
+            if isinstance(block, dict) else block
+        out.append((json.dumps(plain, sort_keys=True), marked))
+
+    for tool in body.get("tools") or ():
+        add(tool)
+    system = body.get("system")
+    for block in ([{"type": "text", "text": system}] if isinstance(system, str) else
+                  system or ()):
+        add(block)
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        for block in ([{"type": "text", "text": content}] if isinstance(content, str)
+                      else content or ()):
+            add({"role": message.get("role"), **block} if isinstance(block, dict) else block)
+    return out
+
+
+class PromptCache:
+    """Anthropic's prompt cache, as the API describes it: a request caches its prompt up
+    to each `cache_control` mark; a later request reads the longest cached prefix of its
+    own and writes the rest up to its last mark. Tokens are counted as 4 characters."""
+
+    def __init__(self) -> None:
+        self.prefixes: set[str] = set()
+
+    def usage(self, body: Any) -> tuple[int, int, int] | None:
+        """(uncached input, cache read, cache write) tokens; None without marks."""
+        if not isinstance(body, dict):
+            return None
+        segments = _segments(body)
+        marks = [i for i, (_text, marked) in enumerate(segments) if marked]
+        if not marks:
+            return None
+        hashes, sizes, running, size = [], [], hashlib.sha256(), 0
+        for text, _marked in segments:
+            running.update(text.encode())
+            hashes.append(running.hexdigest())
+            size += max(1, len(text) // 4)
+            sizes.append(size)
+        last = marks[-1]
+        hit = max((i for i in range(last + 1) if hashes[i] in self.prefixes), default=None)
+        read = sizes[hit] if hit is not None else 0
+        self.prefixes.update(hashes[i] for i in marks)
+        return sizes[-1] - sizes[last], read, sizes[last] - read
+
+
 def _prefill(body: Any) -> str:
     messages = body.get("messages") if isinstance(body, dict) else None
     if not messages or messages[-1].get("role") != "assistant":
@@ -65,7 +120,21 @@ def _args(args: dict[str, Any] | str) -> dict[str, Any]:
 
 
 class FakeAnthropicServer(FakeServer):
-    """Serves POST /v1/messages."""
+    """Serves POST /v1/messages. A request with `cache_control` marks gets its cache reads
+    and writes from `prompt_cache` (unless the scripted reply gives its own counts)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.prompt_cache = PromptCache()
+
+    def usage(self, body: Any, reply: FakeReply) -> dict[str, Any]:
+        usage = _usage(reply)
+        counted = self.prompt_cache.usage(body)
+        if counted is not None and reply.cached_tokens is None and \
+                reply.cache_write_tokens is None:
+            usage["input_tokens"], usage["cache_read_input_tokens"], \
+                usage["cache_creation_input_tokens"] = counted
+        return usage
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post("/v1/messages", self._messages)]
@@ -125,7 +194,7 @@ class FakeAnthropicServer(FakeServer):
         return {
             "id": rid, "type": "message", "role": "assistant", "model": model,
             "content": self._blocks(body, reply, rid), "stop_reason": self._finish(reply),
-            "stop_sequence": None, "usage": _usage(reply),
+            "stop_sequence": None, "usage": self.usage(body, reply),
         }
 
     def events(self, body: Any, reply: FakeReply) -> list[bytes]:
@@ -135,7 +204,7 @@ class FakeAnthropicServer(FakeServer):
         def event(name: str, data: dict[str, Any]) -> bytes:
             return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
-        start_usage = {**_usage(reply), "output_tokens": 1}
+        start_usage = {**self.usage(body, reply), "output_tokens": 1}
         out = [event("message_start", {"type": "message_start", "message": {
             "id": rid, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": start_usage}})]

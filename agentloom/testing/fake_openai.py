@@ -1,4 +1,5 @@
-"""A fake OpenAI Chat Completions server on 127.0.0.1, for our tests and yours.
+"""A fake OpenAI server on 127.0.0.1 (Chat Completions and the Responses API), for our
+tests and yours.
 
 It speaks the real wire format (plain JSON, and SSE with `data: [DONE]` and the final
 usage chunk when `stream_options.include_usage` is set), so anything that talks to OpenAI
@@ -17,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from agentloom.testing import fake_openai_responses as wire
 from agentloom.testing._server import (
     FakeReply,
     FakeServer,
@@ -44,13 +46,16 @@ def _arguments(args: dict[str, Any] | str) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
 class FakeOpenAIServer(FakeServer):
-    """Serves POST /v1/chat/completions (and /chat/completions) and GET /v1/models."""
+    """Serves POST /v1/chat/completions and /v1/responses (also without /v1) and
+    GET /v1/models."""
 
 
     def routes(self) -> list[web.RouteDef]:
         return [
             web.post("/v1/chat/completions", self._chat),
             web.post("/chat/completions", self._chat),
+            web.post("/v1/responses", self._responses),
+            web.post("/responses", self._responses),
             web.get("/v1/models", self._models),
         ]
 
@@ -80,6 +85,19 @@ class FakeOpenAIServer(FakeServer):
         if drop_after is not None or (isinstance(body, dict) and body.get("stream")):
             return await self._stream(request, body, reply, drop_after=drop_after)
         return web.json_response(self.completion(body, reply))
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        body = await self.record(request)
+        taken = self.take(request, body)
+        if isinstance(taken, web.StreamResponse):
+            return taken
+        reply, drop_after = taken
+        rid, model, _created = self._ids(body, reply)
+        if drop_after is not None or (isinstance(body, dict) and body.get("stream")):
+            return await self.stream_lines(request, wire.stream_events(body, reply, rid, model),
+                                           content_type="text/event-stream",
+                                           drop_after=drop_after)
+        return web.json_response(wire.response_object(body, reply, rid, model))
 
     def completion(self, body: Any, reply: FakeReply) -> dict[str, Any]:
         """A whole `chat.completion` object for this reply."""

@@ -185,9 +185,11 @@ def test_speaker_prefix() -> None:
 
 
 def test_structured_output_goes_to_system_and_prefills() -> None:
+    """On a model without the native output format."""
     schema = {"type": "object", "properties": {"name": {"type": "string"}}}
     request = req(Message.system("Sys."), Message.user("x"),
-                  response_format=ResponseFormat(kind="json_schema", schema=schema))
+                  response_format=ResponseFormat(kind="json_schema", schema=schema)
+                  ).replace(model="claude-sonnet-4-0")
     b = body(request)
     assert b["system"].startswith("Sys.\n\n")
     assert json.dumps(schema, sort_keys=True) in b["system"]
@@ -202,6 +204,36 @@ def test_structured_output_goes_to_system_and_prefills() -> None:
     assert body(thinking)["messages"][-1]["role"] == "user"
     # An explicit prefill is honoured as given.
     assert body(req(prefill="Answer:"))["messages"][-1]["content"][0]["text"] == "Answer:"
+
+
+def test_native_structured_output_where_the_model_has_it() -> None:
+    from agentloom.providers.anthropic import structured_mode
+
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {}}}}}
+    request = req(Message.system("Sys."), Message.user("x"),
+                  response_format=ResponseFormat(kind="json_schema", schema=schema)
+                  ).replace(model="claude-sonnet-4-5")
+    assert structured_mode(request) == "native"
+    b = body(request)
+    assert b["system"] == "Sys." and b["messages"][-1]["role"] == "user"
+    assert b["output_config"] == {"format": {"type": "json_schema", "schema": {
+        "type": "object", "additionalProperties": False, "properties": {
+            "name": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "object", "properties": {},
+                                                "additionalProperties": False}}}}}}
+    reply = {"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+             "content": [{"type": "text", "text": '{"name": "x"}'}], "stop_reason": "end_turn",
+             "usage": {"input_tokens": 1, "output_tokens": 2}}
+    assert PROTOCOL.decode(json.dumps(reply).encode(), request, EP).text == '{"name": "x"}'
+    # Thinking does not stop the native format (it stops a prefill).
+    thinking = request.replace(reasoning=ReasoningConfig(enabled=True, budget_tokens=1024))
+    assert "output_config" in body(thinking)
+    # A bare JSON object has no schema to send: prompted, as on older models.
+    bare = request.replace(response_format=ResponseFormat(kind="json_object"))
+    assert structured_mode(bare) == "prompted" and "output_config" not in body(bare)
+    assert structured_mode(request.replace(model="claude-3-opus-latest")) == "prompted"
 
 
 def test_decode_message() -> None:
@@ -317,9 +349,10 @@ def test_stream_prefill_and_error_event() -> None:
 
 
 def test_capabilities_and_serves() -> None:
-    caps = PROTOCOL.capabilities(MODEL)
+    caps = PROTOCOL.capabilities("claude-sonnet-4-0")
     assert caps.image and caps.image_url and caps.pdf and not caps.audio_types
     assert caps.native_json_schema is False and caps.forced_tool_choice is True
+    assert PROTOCOL.capabilities("claude-sonnet-4-5").native_json_schema is True
     assert PROTOCOL.serves("claude-3-5-haiku-latest")
     assert not PROTOCOL.serves("gpt-4o") and not PROTOCOL.serves("gemini-2.5-pro")
 
@@ -352,3 +385,69 @@ def test_stream_keeps_consecutive_thinking_blocks_apart() -> None:
     assert parts == (ReasoningPart(text="first", signature="S1"),
                      ReasoningPart(text="", redacted="OPAQUE"),
                      ReasoningPart(text="second", signature="S2"))
+
+
+@pytest.mark.parametrize(("kind", "status", "retryable"), [
+    ("invalid_request_error", 400, False),
+    ("overloaded_error", 529, True),
+    ("api_error", 500, True),
+])
+def test_an_error_event_in_a_200_stream_keeps_its_status(
+    kind: str, status: int, retryable: bool
+) -> None:
+    decoder = PROTOCOL.stream_decoder(req(Message.user("x"), stream=True), EP)
+    start = {"type": "message_start", "message": {"id": "m", "model": MODEL, "usage": {}}}
+    body = (f"event: message_start\ndata: {json.dumps(start)}\n\n"
+            f'event: error\ndata: {{"type":"error","error":{{"type":"{kind}",'
+            f'"message":"bad"}}}}\n\n').encode()
+    with pytest.raises(ProviderError) as info:
+        decoder.feed(body)
+    assert (info.value.status, info.value.retryable) == (status, retryable)
+
+
+def test_server_side_tool_blocks_are_vendor_parts_sent_back_as_given() -> None:
+    from agentloom.messages import VendorPart
+
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+           "input": {"query": "looms"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+              "content": [{"type": "web_search_result", "url": "https://example.com",
+                           "title": "Looms", "encrypted_content": "e1"}]}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "model": MODEL, "usage": {}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {**use, "input": {}}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '{"query": '}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '"looms"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": result},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2,
+         "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 2,
+         "delta": {"type": "text_delta", "text": "Looms weave."}},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
+    ]
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    decoder = PROTOCOL.stream_decoder(req(Message.user("x"), stream=True), EP)
+    builder = ResponseBuilder(MODEL)
+    for event in decoder.feed(body) + decoder.close():
+        builder.add(event)
+    reply = builder.build(provider="anthropic")
+    assert reply.tool_calls == () and reply.text == "Looms weave."
+    assert [p.data for p in reply.parts if isinstance(p, VendorPart)] == [use, result]
+    again = body_of(req(Message.user("x"), reply.to_message(), Message.user("more")))
+    assert again["messages"][1]["content"] == [use, result,
+                                               {"type": "text", "text": "Looms weave."}]
+    # Another provider's vendor blocks never reach Anthropic.
+    foreign = Message(role="assistant", parts=(VendorPart(provider="openai_responses",
+                                                          data={"type": "reasoning"}),))
+    assert len(body_of(req(Message.user("x"), foreign, Message.user("y")))["messages"]) == 1
+
+
+def body_of(request: ModelRequest) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(PROTOCOL.encode(request, EP).body)
+    return parsed

@@ -300,3 +300,35 @@ def test_capabilities_and_serves() -> None:
     assert caps.native_json_schema and caps.reasoning == "thinking_config"
     assert PROTOCOL.serves("gemini-2.5-pro") and PROTOCOL.serves("models/gemini-2.0-flash")
     assert not PROTOCOL.serves("claude-3") and not PROTOCOL.serves("gemma3:4b")
+
+
+def test_a_system_prompt_alone_still_opens_with_a_user_turn() -> None:
+    from agentloom.providers.gemini import encode_body
+
+    request = ModelRequest(model="gemini-2.5-flash", messages=(Message.system("Use tools."),),
+                           tools=(ToolSpec(name="now"),))
+    body = encode_body(request)
+    assert body["contents"] == [{"role": "user", "parts": [{"text": ""}]}]
+    assert body["systemInstruction"] == {"parts": [{"text": "Use tools."}]}
+    opens_with_model = encode_body(request.replace(messages=(Message.assistant("Hi."),
+                                                             Message.user("Go."))))
+    assert [c["role"] for c in opens_with_model["contents"]] == ["user", "model", "user"]
+
+
+def test_two_signatures_on_consecutive_parts_stay_two() -> None:
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "a", "args": {}}, "thoughtSignature": "sig-1"},
+        {"functionCall": {"name": "b", "args": {}}, "thoughtSignature": "sig-2"}]},
+        "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 10, "toolUsePromptTokenCount": 5,
+                          "candidatesTokenCount": 2}}
+    request = ModelRequest(model="gemini-2.5-flash", messages=(Message.user("x"),),
+                           stream=True)
+    decoder = PROTOCOL.stream_decoder(request, EP)
+    builder = ResponseBuilder(request.model)
+    for event in decoder.feed(f"data: {json.dumps(chunk)}\n\n".encode()) + decoder.close():
+        builder.add(event)
+    reply = builder.build(provider="gemini")
+    assert [p.signature for p in reply.parts if isinstance(p, ReasoningPart)] == [
+        "sig-1", "sig-2"]
+    assert reply.usage.input_tokens == 15  # Gemini's own tools' prompt counts as input

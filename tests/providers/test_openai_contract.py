@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ chat_types = pytest.importorskip("openai.types.chat")
 
 NON_STREAM = pydantic.TypeAdapter(params.CompletionCreateParamsNonStreaming)
 STREAM = pydantic.TypeAdapter(params.CompletionCreateParamsStreaming)
-EP = vendor_endpoint("openai", api_key="sk")
+EP = replace(vendor_endpoint("openai", api_key="sk"), api="chat_completions")
 
 MESSAGES = (
     Message.system("sys"),

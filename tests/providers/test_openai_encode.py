@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from agentloom.messages import (
 from agentloom.providers import get_protocol, vendor_endpoint
 from agentloom.providers.openai import PROTOCOL, encode_body, is_reasoning_model
 
-EP = vendor_endpoint("openai", api_key="sk-test")
+EP = replace(vendor_endpoint("openai", api_key="sk-test"), api="chat_completions")
 
 
 def body_of(request: ModelRequest) -> dict[str, Any]:

@@ -53,6 +53,13 @@ async def test_spec_examples_run_on_every_provider(vendor: str) -> None:
     assert result.state["ideas"] == {"names": ["Jot", "Quill"]}
     # The raw text, as the model wrote it, is what `steps.<id>.output` reads.
     assert "billing" in result.steps["classify"].text
+    # The step's result says how the schema was asked for: a bare JSON object is prompted
+    # on Claude, every schema native on a model that has the mode (claude-haiku-4-5 does).
+    modes = {s: result.steps[s].structured_output for s in result.steps}
+    assert set(modes.values()) - {None} <= {"native", "prompted"}
+    assert modes["classify"] == "native"
+    assert modes["ideas"] == ("prompted" if vendor == "anthropic" else "native")
+    assert result.steps["classify"].to_dict()["structured_output"] == "native"
     # A template reads a field of the pydantic instance.
     assert "for the billing team" in json.dumps(sent[3])
     # --json writes the instance as a plain dictionary.
@@ -76,12 +83,14 @@ async def test_spec_examples_run_on_every_provider(vendor: str) -> None:
         assert extract["format"]["required"] == ["name", "date"]
         assert ideas["format"] == "json"
     else:
-        assert '"label"' in system_of(vendor, classify)
+        # Anthropic: a schema goes native (`output_config`) on a model that has it; a bare
+        # JSON object is asked for in the system prompt with the `{` prefill.
+        fmt = classify["output_config"]["format"]
+        assert fmt["type"] == "json_schema" and "label" in fmt["schema"]["properties"]
+        assert extract["output_config"]["format"]["schema"]["required"] == ["name", "date"]
         assert "JSON" in system_of(vendor, ideas)
-        for body in (classify, extract, ideas):
-            last = body["messages"][-1]
-            assert last["role"] == "assistant"
-            assert last["content"][-1]["text"] == "{"
+        assert ideas["messages"][-1] == {"role": "assistant",
+                                         "content": [{"type": "text", "text": "{"}]}
     # The plain step carries no schema.
     assert "response_format" not in sent[3] and "format" not in sent[3]
 

@@ -52,6 +52,8 @@ class StepOutcome:
     time_to_first_token: float | None = None
     reasoning_content: str | None = None
     iterations: int | None = None
+    structured_output: str | None = None
+    """How a response schema was asked for: native, prompted or tool (None: no schema)."""
     chosen: str | None = None
     """A router's chosen target (None: no branch taken)."""
     not_taken: tuple[str, ...] = ()
@@ -81,6 +83,9 @@ class StepResult:
     fallback_used: bool | None = None
     """Whether a fallback entry answered instead of the step's first provider and model
     (None: not a routed model call)."""
+    structured_output: str | None = None
+    """How the step's response schema reached the model: `native` (the provider's JSON
+    schema mode), `prompted` (in the system prompt) or `tool` (a forced tool call)."""
     _summary: Any = field(default=None, repr=False)
 
     @property
@@ -125,6 +130,7 @@ class StepResult:
             "iterations": self.iterations,
             "duration_seconds": self.duration_seconds,
             "fallback_used": self.fallback_used,
+            "structured_output": self.structured_output,
             "summary": None if self.summary is None
             else self.summary.model_dump(mode="json", exclude_none=False),
         }

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import BudgetExceeded, DeadlineExceeded, LoopBudgetExceeded, WorkflowError
 from agentloom.loop import Deadline
+from agentloom.providers.model_names import same_model
 from agentloom.workflow.engine.context import (
     CURRENT_RUN,
     ClientFactory,
@@ -459,6 +460,7 @@ class _Run:
         result.time_to_first_token = out.time_to_first_token
         result.reasoning_content = out.reasoning_content
         result.iterations = out.iterations
+        result.structured_output = out.structured_output
         if result.text is not None:
             self.ctx.step_text[node.id] = result.text
         for target in out.not_taken:
@@ -613,15 +615,3 @@ def _expired(exc: LoopBudgetExceeded, deadline: Deadline) -> bool:
     return exc.kind == "deadline" and deadline.clock.now() >= deadline.at
 
 
-def same_model(answered: str, asked: str) -> bool:
-    """Whether a provider's reported model is the one asked for: itself, a dated or
-    versioned name of it (`gpt-4o-2024-08-06` for `gpt-4o`) or a tagged one (`llama3:latest`),
-    but not another model that shares its prefix (`gpt-4o-mini`, `claude-sonnet-4-5` for
-    `claude-sonnet-4`): a date or build number has three digits or more."""
-    if answered == asked:
-        return True
-    rest = answered[len(asked):] if answered.startswith(asked) else ""
-    if rest.startswith(":"):
-        return True
-    head = rest[1:].split("-", 1)[0]
-    return rest.startswith("-") and len(head) >= 3 and head.isdigit()

@@ -9,7 +9,7 @@ An agent here is data, the same data the Python `agentloom.Agent` takes: `model`
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -44,6 +44,8 @@ class AgentDef(Strict):
     is validated, with re-asks."""
     limits: AgentLimits = Field(default_factory=AgentLimits)
     settings: AgentSettings = Field(default_factory=AgentSettings)
+    cache: Literal["auto"] | None = None
+    """`auto`: mark the stable prefix of the agent's calls for the prompt cache."""
     thinking: Any = None
     """Never accepted: present only so its error says why."""
 

@@ -164,6 +164,8 @@ class LLMCallStep(StepBase):
     """MCP tools as `server.tool`, or `server` for every tool it offers."""
     vendor_tools: list[Any] | None = None
     """Provider-run tools (web search, ...), sent to the provider unchanged."""
+    cache: Literal["auto"] | None = None
+    """`auto`: mark the stable prefix for the provider's prompt cache."""
     tool_choice: Literal["auto", "none", "required"] | NamedChoice = "auto"
     max_tool_iterations: int = Field(default=5, ge=1, le=1000)
     response_schema: ResponseSchema | None = None

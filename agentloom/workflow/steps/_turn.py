@@ -23,6 +23,7 @@ from agentloom.conversation import Conversation, commit_turn, normalize_key, pre
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
+from agentloom.providers import structured_mode
 from agentloom.workflow.engine.nested import NESTED_USAGE
 from agentloom.workflow.engine.observe import step_observer
 from agentloom.workflow.engine.result import StepOutcome
@@ -140,7 +141,20 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
         time_to_first_token=response.time_to_first_token,
         reasoning_content=response.reasoning if turn.capture_reasoning else None,
         iterations=result.iterations,
+        structured_output=_structured_output(turn, request, response.model),
     )
+
+
+def _structured_output(turn: Turn, request: ModelRequest, answered: str) -> str | None:
+    """native, prompted or tool: how the schema was asked for of the model that answered."""
+    plan = turn.structured
+    if plan is None:
+        return None
+    if plan.forced_tool:
+        return "tool"
+    if plan.instruction is not None:
+        return "prompted"  # beside tools, the schema is a system-prompt sentence
+    return structured_mode(request.replace(model=answered or request.model))
 
 
 def plain_messages(step_id: str, system_prompt: str | None, prompt: str | None,

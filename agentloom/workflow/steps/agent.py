@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom.errors import ConfigError, TemplateError
 from agentloom.loop.agent import Agent
@@ -38,6 +38,7 @@ from agentloom.workflow.steps._structured_step import (
 from agentloom.workflow.steps._turn import Turn, max_reasks, run_turn
 from agentloom.workflow.steps.client import client_for
 from agentloom.workflow.steps.llm_call import default_model, load_attachments
+from agentloom.workflow.steps.profiles import profile_cache
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -185,7 +186,8 @@ class AgentPlan:
     structured: OutputPlan | None = None
 
     def agent(self, client: ModelClient, *, model: str | None, toolbox: ToolBox | None,
-              instructions: str | None, max_reasks: int) -> Agent:
+              instructions: str | None, max_reasks: int,
+              cache: Literal["auto"] | None = None) -> Agent:
         """The agent as the one `Agent` object, for one turn of a run: its instructions
         rendered, the run's tools and client, its limits and schema plan from the file."""
         d = self.definition
@@ -193,7 +195,7 @@ class AgentPlan:
                      name=self.name, max_iterations=d.limits.max_tool_iterations,
                      deadline_seconds=None, temperature=d.settings.temperature,
                      max_tokens=d.settings.max_tokens, output_schema=self.structured,
-                     max_reasks=max_reasks)
+                     max_reasks=max_reasks, cache=cache)
 
 
 @dataclass(slots=True, frozen=True)
@@ -251,7 +253,8 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     toolbox = build_toolbox(d.declared, ctx, node.id)
     reasks = max_reasks(step.retry, config)
     agent = plan.agent(client, model=model or default_model(ctx), toolbox=toolbox,
-                       instructions=system_prompt, max_reasks=reasks)
+                       instructions=system_prompt, max_reasks=reasks,
+                       cache=d.cache or profile_cache(d.profile, ctx))
     turn = Turn(
         step_id=node.id, request=agent.request(()),  # agent turns arrive in one piece
         system_prompt=system_prompt,

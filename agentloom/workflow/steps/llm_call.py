@@ -32,6 +32,7 @@ from agentloom.workflow.steps._prepare import build_toolbox, prepare_turn_parts
 from agentloom.workflow.steps._turn import Turn, max_reasks, plain_messages, run_turn
 from agentloom.workflow.steps.client import check_choice, client_for
 from agentloom.workflow.steps.functions import declared_tools
+from agentloom.workflow.steps.profiles import profile_cache
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -109,6 +110,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         reasoning=prep.reasoning,
         stream=bool(stream),
         vendor_tools=normalize_vendor_tools(step.vendor_tools),
+        cache=step.cache or profile_cache(step.profile, ctx),
     )
     turn = Turn(
         step_id=node.id, request=request, system_prompt=system_prompt, prompt=prompt,
@@ -159,3 +161,4 @@ async def load_attachments(step: LLMCallStep, prep: Prepared,
 
 def default_model(ctx: RunContext) -> str:
     return str(getattr(ctx.clients, "default_model", None) or "")
+

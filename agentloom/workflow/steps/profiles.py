@@ -5,7 +5,7 @@ its templated params rendered for the call, and the tool options it sets.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom.routing import get_profile, parse_profiles
 from agentloom.workflow.lang.templates import compile_template
@@ -27,6 +27,14 @@ def profile_of(step: LLMCallStep, ctx: RunContext) -> Profile | None:
     if profile.params and _has_template(profile.params):
         profile = dataclasses.replace(profile, params=_render(profile.params, ctx))
     return profile
+
+
+def profile_cache(name: str | None, ctx: RunContext) -> Literal["auto"] | None:
+    """A profile's `cache` setting, for a step or agent that names it and sets none."""
+    if name is None:
+        return None
+    profile = get_profile(_profiles(ctx.workflow), name, where=f"profile {name!r}")
+    return "auto" if profile.cache == "auto" else None
 
 
 def toolbox_options(step_id: str, ctx: RunContext) -> dict[str, Any]:
