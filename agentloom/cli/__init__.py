@@ -40,6 +40,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is None or only == "validate":
         validate = sub.add_parser("validate", help="check a workflow file and show its plan")
         validate.add_argument("file", metavar="FILE")
+        validate.add_argument("--tools", action="append", default=[], metavar="FILE.py",
+                              help="the @tool files `run --tools` would get; repeatable")
     if only is None or only == "schema":
         sub.add_parser("schema", help="print the JSON Schema of the workflow format")
     for command, module_name in _COMMAND_MODULES.items():

@@ -313,6 +313,6 @@ steps:
     result = await arun_workflow(wf, clients=Factory(model))
     assert result.status is RunStatus.PAUSED
     assert result.pause is not None and result.pause.prompt == "ship it?"
-    assert result.steps["sub"].status is StepStatus.PENDING
+    assert result.steps["sub"].status is StepStatus.PAUSED
     assert result.steps["later"].status is StepStatus.PENDING  # waits for the resume
     assert result.steps["later"].reason == "waiting: the run is paused"
