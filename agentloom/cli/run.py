@@ -46,6 +46,8 @@ def command_run(args: argparse.Namespace) -> int:
     from agentloom.errors import AgentLoomError
 
     args.redactor = redactor_for(wf, state)
+    if wf.config.capture_prompts and (getattr(args, "trace", None) or getattr(args, "otel", False)):
+        args.trace_content = True
     from agentloom.cli._observe import open_observers
 
     # Traces and spans: a file or exporter that can't be set up stops the run before it

@@ -108,6 +108,9 @@ class WorkflowConfig(Strict):
     """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
     latency_model: Literal["constant", "normal", "replay"] | None = None
     latency_ms: float | None = Field(default=None, ge=0)
+    capture_prompts: bool = False
+    """Put messages, tool arguments and results in `--trace`/`--otel` output (redacted),
+    as `--trace-content` does; the public AgentLoom's name for it."""
 
 
 class ProviderConfig(Strict):
