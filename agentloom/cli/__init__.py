@@ -84,7 +84,9 @@ _COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
                                     "runs": "agentloom.cli.runs",
                                     "replay": "agentloom.cli.replay",
                                     "visualize": "agentloom.cli.visualize",
-                                    "info": "agentloom.cli.info"}
+                                    "info": "agentloom.cli.info",
+                                    "history": "agentloom.cli.history",
+                                    "callback-server": "agentloom.cli.callback_server"}
 """Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
 Their modules import only what building the parser needs; the rest loads in `run`."""
 
@@ -110,6 +112,9 @@ def _command_module(name: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    from agentloom.cli.public_flags import translate  # the public AgentLoom's forms
+
+    argv = translate(argv)
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if args.version:

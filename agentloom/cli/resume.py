@@ -30,6 +30,8 @@ def add_parser(sub: Any) -> None:
                                "tool call)")
     decision.add_argument("--answer", metavar="VALUE",
                           help="the answer to the waiting question (choose_many: a,b)")
+    p.add_argument("--step", metavar="STEP_ID",
+                   help="the paused step the decision is for; refused if it waits elsewhere")
     add_store_flag(p)
     p.add_argument("--force", action="store_true",
                    help="resume even though the workflow file changed since the run started")
@@ -95,6 +97,7 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
         if args.answer is not None:
             decision.answer = args.answer
         if paused is not None:
+            _check_step(args, paused)
             _check_decision(args, paused, decision, coerce_answer)
         elif args.approve or args.reject or args.answer is not None:
             raise _Refused(f"run {args.run_id} is not waiting for a decision "
@@ -120,6 +123,13 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
                                   lease_seconds=LEASE_SECONDS),
     )
     return run_args
+
+
+def _check_step(args: argparse.Namespace, paused: Any) -> None:
+    # The public AgentLoom names a nested gate `sub.gate`; ours is `sub/gate`.
+    step = getattr(args, "step", None)
+    if step and step.replace(".", "/") != str(paused.step_id).replace(".", "/"):
+        raise _Refused(f"run {args.run_id} waits at step {paused.step_id!r}, not {step!r}")
 
 
 def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,
