@@ -159,10 +159,13 @@ def public_prompt_hash(messages: list[dict[str, Any]], model: str | None,
 
 def request_hashes(request: Any) -> list[str]:
     """Every key a hash-keyed mock file may hold for `request`: the public AgentLoom's
-    (with the request's model, then with its default model), then ours."""
+    (0.4.0 hashes the messages alone; later versions the payload above, with the
+    request's model, then with its default model), then ours."""
     keys: list[str] = []
     messages = _public_messages(request)
     if messages is not None:
+        keys.append(hashlib.sha256(
+            json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest())
         models = [request.model] if request.model and request.model != "mock" else []
         models.append(PUBLIC_DEFAULT_MODEL)
         for model in models:
