@@ -165,3 +165,16 @@ def test_import_agentloom_does_not_load_compat() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_their_tool_script_serves_our_cli_too(ollama: Any, tmp_path: Path) -> None:
+    # `run --tools` takes their script as a tool file: its @tool functions register.
+    ollama.script("All good.", "healthy")
+    env = {**os.environ, "OLLAMA_HOST": ollama.base_url, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "agentloom.cli", "run", "--no-checkpoint", "--tools",
+         str(EXAMPLES / "14_custom_tools_decorator.py"),
+         str(EXAMPLES / "14_custom_tools_decorator.yaml")],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "[Slack] → ##cx-digest (normal): All good." in done.stdout
