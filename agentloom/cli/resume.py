@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
                                "tool call)")
     decision.add_argument("--answer", metavar="VALUE",
                           help="the answer to the waiting question (choose_many: a,b)")
+    p.add_argument("--provider", "-p", help="the provider of steps that name none (instead "
+                                            "of the one the run started with)")
+    p.add_argument("--model", "-m", help="the model of steps that name none (ditto)")
     p.add_argument("--step", metavar="STEP_ID",
                    help="the paused step the decision is for; refused if it waits elsewhere")
     add_store_flag(p)
@@ -112,7 +115,8 @@ async def _prepare(args: argparse.Namespace) -> argparse.Namespace:
     # `run`'s own defaults for every flag, then what the run started with.
     run_args = build_parser().parse_args(["run", str(path)])
     vars(run_args).update(
-        state=args.state, model=meta.get("model"), provider=meta.get("provider"),
+        state=args.state, model=getattr(args, "model", None) or meta.get("model"),
+        provider=getattr(args, "provider", None) or meta.get("provider"),
         timeout=meta.get("timeout"), json=args.json, stream=args.stream,
         tools=list(meta.get("tools") or []), replay=args.replay,
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,

@@ -66,8 +66,8 @@ def test_checkpoint_dir_history_and_resume_step(tmp_path: Path) -> None:
                 cwd=tmp_path)
     assert wrong.returncode == 1
     assert "waits at step 'approve', not 'draft'" in wrong.stderr
-    done = cli("resume", run_id, "--step", "approve", "--approve", "--checkpoint-dir", "ckpt",
-               cwd=tmp_path)
+    done = cli("resume", run_id, "--step", "approve", "--approve", "-p", "mock", "--lite",
+               "--checkpoint-dir", "ckpt", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Polished." in done.stdout
     table = cli("history", "--checkpoint-dir", "ckpt", cwd=tmp_path)
