@@ -55,6 +55,21 @@ _ANCHORS: tuple[tuple[str, ...], ...] = (
 for that pattern to match."""
 
 
+OWN_FIELD_NAMES: frozenset[str] = frozenset({
+    "tokens", "input_tokens", "output_tokens", "total_tokens", "reasoning_tokens",
+    "cache_read_tokens", "cache_write_tokens", "cached_tokens", "prompt_tokens",
+    "completion_tokens", "prompt_tokens_details", "completion_tokens_details",
+    "cache_read_input_tokens", "cache_creation_input_tokens", "max_tokens",
+    "max_output_tokens", "max_completion_tokens", "max_tokens_per_run", "budget_tokens",
+    "token_budget", "token_limit", "spent_tokens", "message_tokens", "time_to_first_token",
+})
+"""Field names of our own results, traces and request bodies (token counts, limits). A
+`state_schema` glob such as `*token*` is meant for the user's state keys, so a glob never
+matches these; a key named exactly (no wildcard) still does."""
+
+_WILDCARDS = frozenset("*?[")
+
+
 def _schema_globs(state_schema: Mapping[str, Any] | None) -> list[str]:
     globs: list[str] = []
     for key, spec in (state_schema or {}).items():
@@ -117,7 +132,9 @@ class Redactor:
         self.key_globs = tuple(dict.fromkeys((*self.key_globs, *globs)))
 
     def key_matches(self, path: str, key: str) -> bool:
-        return any(fnmatch.fnmatchcase(key, g) or fnmatch.fnmatchcase(path, g)
+        own = key in OWN_FIELD_NAMES or not OWN_FIELD_NAMES.isdisjoint(path.split("."))
+        return any((fnmatch.fnmatchcase(key, g) or fnmatch.fnmatchcase(path, g))
+                   and not (own and _WILDCARDS.intersection(g))
                    for g in self.key_globs)
 
     def secret_values(self, state: Mapping[str, Any]) -> list[str]:

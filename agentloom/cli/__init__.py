@@ -18,6 +18,7 @@ from agentloom.cli._exit import UsageError as UsageError
 from agentloom.cli._exit import _Parser as _Parser
 from agentloom.cli._parser import _COMMAND_MODULES, build_parser, command_module
 from agentloom.cli._parser import command_of as command_of
+from agentloom.cli.public_flags import translate
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -31,7 +32,7 @@ _FUNCTIONS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = translate(sys.argv[1:] if argv is None else list(argv))  # the public AgentLoom's forms
     parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)
     if args.version:

@@ -126,11 +126,16 @@ def check_recording(args: argparse.Namespace) -> Any:
 
 
 def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
-    """Secrets of `state_schema` (keys and their current values) and API keys."""
+    """Secrets of `state_schema` and AGENTLOOM_REDACT_STATE_KEYS (keys and their current
+    values) and API keys."""
     from agentloom.redact import Redactor
 
     schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
               for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
+    # The public AgentLoom's deployment-wide policy: comma-separated keys or globs.
+    for glob in os.environ.get("AGENTLOOM_REDACT_STATE_KEYS", "").split(","):
+        if glob.strip():
+            schema.setdefault(glob.strip(), {"redact": True})
     merged = {**(wf.definition.state or {}), **state}
     keys = [v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
     for provider in (getattr(wf.definition, "providers", None) or {}).values():

@@ -26,6 +26,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is None or only == "validate":
         validate = sub.add_parser("validate", help="check a workflow file and show its plan")
         validate.add_argument("file", metavar="FILE")
+        validate.add_argument("--tools", action="append", default=[], metavar="FILE.py",
+                              help="the @tool files `run --tools` would get; repeatable")
     if only is None or only == "schema":
         sub.add_parser("schema", help="print the JSON Schema of the workflow format")
     for command, module_name in _COMMAND_MODULES.items():
@@ -68,7 +70,9 @@ _COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
                                     "runs": "agentloom.cli.runs",
                                     "replay": "agentloom.cli.replay",
                                     "visualize": "agentloom.cli.visualize",
-                                    "info": "agentloom.cli.info"}
+                                    "info": "agentloom.cli.info",
+                                    "history": "agentloom.cli.history",
+                                    "callback-server": "agentloom.cli.callback_server"}
 """Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
 Their modules import only what building the parser needs; the rest loads in `run`."""
 

@@ -30,6 +30,11 @@ def add_parser(sub: Any) -> None:
                                "tool call)")
     decision.add_argument("--answer", metavar="VALUE",
                           help="the answer to the waiting question (choose_many: a,b)")
+    p.add_argument("--provider", "-p", help="the provider of steps that name none (instead "
+                                            "of the one the run started with)")
+    p.add_argument("--model", "-m", help="the model of steps that name none (ditto)")
+    p.add_argument("--step", metavar="STEP_ID",
+                   help="the paused step the decision is for; refused if it waits elsewhere")
     add_store_flag(p)
     p.add_argument("--force", action="store_true",
                    help="resume even though the workflow file changed since the run started")
@@ -96,6 +101,7 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         if args.answer is not None:
             decision.answer = args.answer
         if paused is not None:
+            _check_step(args, paused)
             _check_decision(args, paused, decision, coerce_answer)
         elif args.approve or args.reject or args.answer is not None:
             raise _Refused(f"run {args.run_id} is not waiting for a decision "
@@ -110,7 +116,8 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
     # `run`'s own defaults for every flag, then what the run started with.
     run_args = build_parser().parse_args(["run", str(path)])
     vars(run_args).update(
-        state=args.state, model=meta.get("model"), provider=meta.get("provider"),
+        state=args.state, model=getattr(args, "model", None) or meta.get("model"),
+        provider=getattr(args, "provider", None) or meta.get("provider"),
         timeout=meta.get("timeout"), json=args.json, stream=args.stream,
         tools=list(meta.get("tools") or []), replay=args.replay,
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
@@ -120,6 +127,13 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
                          meta=meta, resumed=cp, decision=decision, worker_id=me,
                          lease_seconds=LEASE_SECONDS)
     return run_args, durable
+
+
+def _check_step(args: argparse.Namespace, paused: Any) -> None:
+    # The public AgentLoom names a nested gate `sub.gate`; ours is `sub/gate`.
+    step = getattr(args, "step", None)
+    if step and step.replace(".", "/") != str(paused.step_id).replace(".", "/"):
+        raise _Refused(f"run {args.run_id} waits at step {paused.step_id!r}, not {step!r}")
 
 
 def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,

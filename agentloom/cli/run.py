@@ -68,6 +68,8 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     from agentloom.errors import AgentLoomError
 
     session = _Session(redactor=redactor_for(wf, state), resumed=resumed)
+    if wf.config.capture_prompts and (getattr(args, "trace", None) or getattr(args, "otel", False)):
+        args.trace_content = True  # their `capture_prompts`: content in traces and spans
     from agentloom.cli._observe import open_observers
 
     # Traces and spans: a file or exporter that can't be set up stops the run before it

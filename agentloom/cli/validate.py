@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from agentloom.cli._common import load_or_report
+from agentloom.cli._common import existing_file, load_or_report
 from agentloom.cli._exit import EXIT_FAILED, EXIT_OK
 
 
 def command_validate(args: argparse.Namespace) -> int:
+    for path in getattr(args, "tools", None) or []:
+        existing_file(path, "tools file")
     wf = load_or_report(args.file)
     if wf is None:
+        return EXIT_FAILED
+    if not _tools_resolve(wf, getattr(args, "tools", None) or []):
         return EXIT_FAILED
     nodes = wf.nodes
     for warning in wf.warnings:
@@ -31,3 +36,40 @@ def command_validate(args: argparse.Namespace) -> int:
             parts.append(f"{step_id} ({node.type}{deps})")
         print(f"  {depth}. " + "; ".join(parts))
     return EXIT_OK
+
+
+def _tools_resolve(wf: Any, tool_files: list[str]) -> bool:
+    """The tool names steps declare, checked as `run` checks them (built-ins, `--tools`
+    files, installed entry points, the file's own functions): the same problems either way.
+    Tools of MCP servers are known only once they run, so their names are not checked."""
+    if not wf.tool_refs:
+        return True
+    import dataclasses
+
+    from agentloom.errors import AgentLoomError
+    from agentloom.tools import BaseTool
+    from agentloom.workflow import WorkflowProblems
+    from agentloom.workflow.steps.tooling import base_registry, check_tool_refs
+
+    try:
+        registry = base_registry(tool_modules=tool_files, entry_points=True)
+        servers = list(wf.definition.mcp_servers)
+        for name in [*wf.functions, *servers]:
+            if name not in registry:
+                stand_in = BaseTool()
+                stand_in.name = name
+                registry.register(stand_in, name=name)
+        if servers:
+            wf = dataclasses.replace(wf, tool_refs=[
+                r for r in wf.tool_refs if r.name.split(".", 1)[0] not in servers])
+        check_tool_refs(wf, registry)
+    except WorkflowProblems as exc:
+        for err in exc.errors:
+            sys.stderr.write(f"{err}\n")
+        n = len(exc.errors)
+        sys.stderr.write(f"{n} problem{'s' if n != 1 else ''} found in {wf.file}\n")
+        return False
+    except AgentLoomError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return False
+    return True

@@ -84,7 +84,7 @@ def endpoints_from_env(env: Mapping[str, str]) -> list[Endpoint]:
             vendor_endpoint("anthropic", api_key=key, base_url=env.get("ANTHROPIC_BASE_URL"))
         )
     if key := env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY"):
-        out.append(vendor_endpoint("gemini", api_key=key))
+        out.append(vendor_endpoint("gemini", api_key=key, base_url=env.get("GEMINI_BASE_URL")))
     if host := env.get("OLLAMA_HOST"):
         out.append(vendor_endpoint("ollama", base_url=_ollama_url(host)))
     return out

@@ -497,3 +497,12 @@ class AnthropicProtocol:
 
 
 PROTOCOL = AnthropicProtocol()
+
+
+def __getattr__(name: str) -> Any:
+    # Migration face: the public AgentLoom's provider class of this name (agentloom.compat).
+    if name == "AnthropicProvider":
+        from agentloom.compat.gateway import AnthropicProvider
+
+        return AnthropicProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -239,3 +239,12 @@ class OllamaProtocol:
 
 
 PROTOCOL = OllamaProtocol()
+
+
+def __getattr__(name: str) -> Any:
+    # Migration face: the public AgentLoom's provider class of this name (agentloom.compat).
+    if name == "OllamaProvider":
+        from agentloom.compat.gateway import OllamaProvider
+
+        return OllamaProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

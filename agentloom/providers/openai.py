@@ -439,3 +439,12 @@ class OpenAIStreamDecoder:
 
 
 PROTOCOL = OpenAIProtocol()
+
+
+def __getattr__(name: str) -> Any:
+    # Migration face: the public AgentLoom's provider class of this name (agentloom.compat).
+    if name == "OpenAIProvider":
+        from agentloom.compat.gateway import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,6 +30,7 @@ from agentloom.messages import (
 )
 from agentloom.providers import AttemptRecord
 from agentloom.recording._format import (
+    FORMAT,
     CallContext,
     RecordingError,
     canonical_json,
@@ -108,6 +109,11 @@ def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
         raise RecordingError(f"{p}: not a readable JSON mock responses file ({exc})") from exc
     if not isinstance(data, dict):
         raise RecordingError(f"{p}: expected an object of step id -> reply(s)")
+    if data.get("format") == FORMAT or isinstance(data.get("exchanges"), list):
+        raise RecordingError(
+            f"{p}: this is one of our recordings (agentloom run --record), not a mock "
+            f"responses file; replay it with `agentloom run WORKFLOW --replay {p}` or "
+            f"`agentloom replay {p} WORKFLOW`")
     if isinstance(data.get("responses"), dict):
         data = data["responses"]
     out = MockResponses(path=p)
@@ -123,13 +129,61 @@ def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
 
 def mock_prompt_hash(request: Any) -> str:
     """Our hash of a ModelRequest for hash-keyed mock files: messages, model, temperature,
-    max_tokens and extra, as canonical JSON. (The public project's own hash function is
-    not reproduced; files keyed by it match only by step id.)"""
+    max_tokens and extra, as canonical JSON. Files the public project wrote are keyed by
+    `public_prompt_hash`, tried first (`request_hashes`)."""
 
     value = {"messages": [message_to_dict(m) for m in request.messages],
              "model": request.model, "temperature": request.temperature,
              "max_tokens": request.max_tokens, "extra": request.extra}
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+PUBLIC_DEFAULT_MODEL = "gpt-4o-mini"
+"""The public AgentLoom's `config.model` default, part of its hash when a file names none."""
+
+
+def _public_messages(request: Any) -> list[dict[str, Any]] | None:
+    """The request's messages as the public AgentLoom's `llm_call` builds them (role and
+    plain text content), or None when they hold anything else (media, tool turns), which
+    its hash of a text-only step never covers."""
+    out: list[dict[str, Any]] = []
+    for message in request.messages:
+        texts = [getattr(p, "text", None) for p in message.parts]
+        if message.role not in ("system", "user", "assistant") or any(
+                not isinstance(t, str) for t in texts):
+            return None
+        out.append({"role": message.role, "content": "".join(t for t in texts if t)})
+    return out
+
+
+def public_prompt_hash(messages: list[dict[str, Any]], model: str | None,
+                       temperature: float | None, max_tokens: int | None,
+                       extra: dict[str, Any] | None = None) -> str:
+    """The key the public AgentLoom's `--record` and mock provider use for a call: SHA-256
+    of `json.dumps({"messages", "model", "temperature", "max_tokens", "extra"},
+    sort_keys=True)` with json's default separators and ASCII escaping (a fact of its file
+    format, reproduced so its recordings replay here)."""
+    payload = {"messages": messages, "model": model, "temperature": temperature,
+               "max_tokens": max_tokens, "extra": extra or {}}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def request_hashes(request: Any) -> list[str]:
+    """Every key a hash-keyed mock file may hold for `request`: the public AgentLoom's
+    (0.4.0 hashes the messages alone; later versions the payload above, with the
+    request's model, then with its default model), then ours."""
+    keys: list[str] = []
+    messages = _public_messages(request)
+    if messages is not None:
+        keys.append(hashlib.sha256(
+            json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest())
+        models = [request.model] if request.model and request.model != "mock" else []
+        models.append(PUBLIC_DEFAULT_MODEL)
+        for model in models:
+            keys.append(public_prompt_hash(messages, model, request.temperature,
+                                           request.max_tokens))
+    keys.append(mock_prompt_hash(request))
+    return keys
 
 
 class MockResponsesModel:
@@ -172,16 +226,19 @@ class MockResponsesModel:
                 f"mock responses {src}: step {ctx.step_id!r} has {len(replies)} recorded "
                 f"repl{'y' if len(replies) == 1 else 'ies'}, but call #{index + 1} was made"
             )
-        h = mock_prompt_hash(request)
-        if h in self.responses.by_hash:
-            replies = self.responses.by_hash[h]
-            index = self._next.get(h, 0)
-            self._next[h] = index + 1
-            return replies[min(index, len(replies) - 1)]
+        keys = request_hashes(request)
+        for h in keys:
+            if h in self.responses.by_hash:
+                replies = self.responses.by_hash[h]
+                index = self._next.get(h, 0)
+                self._next[h] = index + 1
+                return replies[min(index, len(replies) - 1)]
         steps = ", ".join(sorted(self.responses.by_step)) or "none"
+        hashes = len(self.responses.by_hash)
         raise ReplayMismatch(
             f"mock responses {src}: no reply for {describe_call(ctx.step_id, ctx.turn)} "
-            f"(prompt hash {h[:12]}…); steps in the file: {steps}"
+            f"(prompt hash {keys[0][:12]}…); steps in the file: {steps}"
+            + (f"; {hashes} prompt-hash keys, none for this prompt" if hashes else "")
         )
 
     def _delay(self, reply: MockReply) -> float:

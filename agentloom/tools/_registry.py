@@ -8,8 +8,10 @@ that aren't a JSON Schema object, more tools than the profile allows.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentloom.errors import ConfigError
@@ -18,6 +20,13 @@ from agentloom.tools._decorator import as_tool
 from agentloom.tools._tool import Tool, check_parameters, check_tool_name
 from agentloom.tools._toolset import DeclaredTool, ToolSet
 from agentloom.tools.builtins._base import SandboxedTool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    name: str
+    description: str
+    schema: dict[str, Any]
 
 
 class ToolRegistry:
@@ -136,3 +145,7 @@ class ToolRegistry:
             on_tool_end=on_tool_end,
             control_signals=control_signals,
         )
+
+    def list(self) -> builtins.list[ToolInfo]:
+        """Name, description and schema of each tool (the public AgentLoom's listing)."""
+        return [ToolInfo(n, t.description, t.parameters) for n, t in self._tools.items()]

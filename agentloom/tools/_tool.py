@@ -36,7 +36,12 @@ class Tool(Protocol):
 
 
 class BaseTool:
-    """A convenient base: set the class attributes, write `__call__`."""
+    """A convenient base: set the class attributes, write `__call__`.
+
+    The public AgentLoom's form works too (the migration path): a subclass that sets
+    `parameters_schema` and writes `async def execute(self, **kwargs)` gets that schema
+    as `parameters` and is called with the arguments as keywords.
+    """
 
     name: str = ""
     description: str = ""
@@ -44,8 +49,23 @@ class BaseTool:
     idempotent: bool = False
     validate_arguments: bool = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        schema = cls.__dict__.get("parameters_schema")
+        if isinstance(schema, dict) and "parameters" not in cls.__dict__:
+            cls.parameters = schema
+
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        raise NotImplementedError
+        execute = getattr(self, "execute", None)
+        if execute is None:
+            raise NotImplementedError(f"{type(self).__name__} defines neither __call__ "
+                                      "nor execute(**kwargs)")
+        return await execute(**arguments)
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        """The public AgentLoom's name for `parameters`."""
+        return self.parameters
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

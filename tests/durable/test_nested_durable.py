@@ -84,7 +84,7 @@ async def test_ask_in_a_function_body_pauses_the_run_and_resumes_mid_loop() -> N
     result = await arun_workflow(wf, clients=Factory(model), tools=_registry(log),
                                  durable=await _durable(store, "f"))
     assert result.status is RunStatus.PAUSED, result.error
-    assert result.steps["agent"].status is StepStatus.PENDING
+    assert result.steps["agent"].status is StepStatus.PAUSED
     assert result.steps["last"].status is not StepStatus.SUCCESS
     cp = await store.load_latest("f")
     assert cp is not None and cp.paused is not None

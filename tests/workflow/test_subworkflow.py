@@ -63,7 +63,8 @@ steps:
     model = echo_model()
     result = await arun_workflow(wf, clients=Factory(model))
     assert result.status is RunStatus.SUCCESS, result.error
-    assert result.state["sub_result"] == {
+    assert result.state["sub_result"] == {  # the child's final state
+        "topic": "tides", "note": "from child defaults",
         "written": "echo: child sees tides / from child defaults"}
     assert result.steps["after"].text == (
         "echo: parent got echo: child sees tides / from child defaults")
@@ -293,7 +294,9 @@ async def test_parallel_inline_children_do_not_mix_their_state() -> None:
     result = await arun_workflow(wf, clients=Factory(echo_model()))
     assert result.status is RunStatus.SUCCESS, result.error
     for lang in ("es", "de", "ja"):
-        assert result.state[f"out_{lang}"] == {"final": f"echo: review echo: {lang}: hello"}
+        assert result.state[f"out_{lang}"] == {
+            "text": "hello", "translation": f"echo: {lang}: hello",
+            "final": f"echo: review echo: {lang}: hello"}
 
 
 async def test_an_approval_gate_inside_pauses_the_parent_run() -> None:
@@ -313,6 +316,6 @@ steps:
     result = await arun_workflow(wf, clients=Factory(model))
     assert result.status is RunStatus.PAUSED
     assert result.pause is not None and result.pause.prompt == "ship it?"
-    assert result.steps["sub"].status is StepStatus.PENDING
+    assert result.steps["sub"].status is StepStatus.PAUSED
     assert result.steps["later"].status is StepStatus.PENDING  # waits for the resume
     assert result.steps["later"].reason == "waiting: the run is paused"

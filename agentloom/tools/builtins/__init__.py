@@ -38,3 +38,8 @@ def builtin_tools(
     for tool in tools:
         trust_parameters(tool.parameters)
     return tools
+
+
+def register_builtins(registry: Any, sandbox: SandboxPolicy | None = None) -> None:
+    """Register the four built-ins on `registry` (the public AgentLoom's name for it)."""
+    registry.register_all(builtin_tools(policy=sandbox))

@@ -2,11 +2,11 @@
 
 A workflow whose `config.provider` (or a step's `provider`) is `mock` gets its replies
 from `config.responses_file`, a file in the public project's format, resolved against the
-workflow file's directory. `latency_model` (constant, normal, replay) and `latency_ms`
-shape the delays, through the run's clock. Replies are matched by step id (and loop
-turn) or prompt hash; a call the file does not cover fails the step with
-`ReplayMismatch`, never a made-up "Mock response". A missing file is a `RecordingError`
-naming it, raised before the run starts.
+workflow file's directory, else the current directory. `latency_model` (constant,
+normal, replay) and `latency_ms` shape the delays, through the run's clock. Replies are
+matched by step id (and loop turn) or prompt hash; a call the file does not cover fails
+the step with `ReplayMismatch`, never a made-up "Mock response". A missing file is a
+`RecordingError` naming it, raised before the run starts.
 """
 
 from __future__ import annotations
@@ -59,18 +59,29 @@ def uses_mock(wf: Workflow) -> bool:
     return any(getattr(n.step, "provider", None) == MOCK for n in wf.nodes.values())
 
 
+def _config_path(wf: Workflow, path: Path) -> Path:
+    """A relative `config.responses_file`: beside the workflow file, else (as the public
+    AgentLoom resolves it, and its example 35 is run from its repository root) against
+    the current directory. Neither existing is reported naming the workflow's one."""
+    if path.is_absolute():
+        return path
+    beside = wf.base_dir / path
+    if not beside.exists() and path.exists():
+        return path.resolve()
+    return beside
+
+
 def mock_clients(wf: Workflow, *, inner: ClientFactory | None = None,
                  responses_file: str | Path | None = None, clock: Any = None) -> MockClients:
     """The client factory for a workflow that uses `provider: mock`. `responses_file`
     (a CLI flag) wins over `config.responses_file`; a relative config path resolves
-    against the workflow file's directory, a flag's against the process's."""
+    against the workflow file's directory, then the current one; a flag's against the
+    current one."""
     config = wf.config
     if responses_file is not None:
         path = Path(responses_file)
     elif config.responses_file:
-        path = Path(config.responses_file)
-        if not path.is_absolute():
-            path = wf.base_dir / path
+        path = _config_path(wf, Path(config.responses_file))
     else:
         raise ConfigError(f"{wf.file or wf.name}: provider: mock needs config.responses_file "
                           "(a recording of replies keyed by step id)")

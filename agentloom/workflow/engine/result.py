@@ -35,6 +35,8 @@ class StepStatus(enum.StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+    PAUSED = "paused"
+    """The step the run is waiting on (an approval_gate or ask); the others stay pending."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -549,7 +549,7 @@ class _Run:
         if exc.step_id is None:  # namespaced in a nested durable run: `sub/gate`
             exc.step_id = self.durable.key(node.id) if self.durable is not None else node.id
         self.paused_nodes.add(node.id)
-        result.status, result.reason = StepStatus.PENDING, str(exc)
+        result.status, result.reason = StepStatus.PAUSED, str(exc)
         if self.paused is None:
             self.paused = exc
             decision = exc.waiting_for == "decision"

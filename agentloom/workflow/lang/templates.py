@@ -178,6 +178,9 @@ def _compile_ref(inner: str, column: int) -> Ref:
     if root == "args" and len(path) >= 2:
         # A workflow function's argument; the loader allows it only in function bodies.
         return Ref("args", path[1:], inner)
+    if isinstance(root, str) and root not in ("steps", "args"):
+        # `{question}` is `{state.question}`, as the public AgentLoom's templates read it.
+        return Ref("state", path, inner)
     hint = f"; did you mean {{state.{inner}}}?" if isinstance(root, str) else ""
     raise TemplateError(
         f"{{{inner}}} at column {column}: unknown reference, expected {{state.…}} or "

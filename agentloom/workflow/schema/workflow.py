@@ -118,6 +118,9 @@ class WorkflowConfig(Strict):
     """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
     latency_model: Literal["constant", "normal", "replay"] | None = None
     latency_ms: float | None = Field(default=None, ge=0)
+    capture_prompts: bool = False
+    """Put messages, tool arguments and results in `--trace`/`--otel` output (redacted),
+    as `--trace-content` does; the public AgentLoom's name for it."""
 
 
 class ProviderConfig(Strict):
@@ -135,6 +138,9 @@ class ProviderConfig(Strict):
     models: list[str] | None = None
     max_reply_bytes: int | None = Field(default=None, gt=0)
     """The largest reply accepted (decompressed; a stream in total); default 32 MB."""
+    api: str | dict[str, str] | None = None
+    """OpenAI protocol only: `responses` or `chat_completions`, for every model or as a
+    mapping of model -> api."""
 
 
 class StateKeyRule(Strict):

@@ -7,8 +7,8 @@ a problem of the parent's file at the step's line, and a cycle of files is refus
 State: by default the child starts from a copy of the parent's state (over its own
 `state` defaults); with `isolated_state: true` it sees only its own defaults. `input`
 (templates over the parent's state) is laid on top either way. Nothing is written back
-but the step's result: with `return_keys`, a mapping of those keys of the child's final
-state; otherwise the outputs of the child's last steps (its `final_outputs`). A failed
+but the step's result: the child's final state, or with `return_keys` a mapping of just
+those keys (as the public AgentLoom's subworkflow returns; a missing key fails). A failed
 child fails the step with the child's first failure; its tokens and cost roll up.
 """
 
@@ -127,5 +127,5 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
                                     f"state key {key!r} (return_keys)")
             value[key.removeprefix("state.")] = got
     else:
-        value = result.final_outputs
+        value = result.state  # the child's whole final state, as the public AgentLoom's
     return StepOutcome(value=value, usage=usage)

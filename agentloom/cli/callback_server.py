@@ -1,0 +1,177 @@
+"""`agentloom callback-server`: approval callbacks over HTTP resume paused runs.
+
+The public AgentLoom's routes, on our run store:
+
+    POST /approve/<run_id>   resume the paused run with its gate approved (202)
+    POST /reject/<run_id>    ... rejected
+    GET  /pending            {"paused_runs": [{run_id, workflow_name, paused_step_id, ...}]}
+    POST /webhook            a gate's `notify` payload, acknowledged and printed
+
+A decision runs `agentloom resume RUN_ID --approve|--reject` against the same store, in
+a child process, so it goes through every check `resume` makes. `?wait=1` answers once
+that resume has ended, with its exit status.
+
+Unlike theirs, it listens on 127.0.0.1 by default and takes a shared secret
+(`--token`, or AGENTLOOM_CALLBACK_TOKEN): with one set, every request must carry
+`Authorization: Bearer <token>`; binding any other address without one is refused.
+Requests are bounded (16 KiB of head, 64 KiB of body).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hmac
+import json
+import os
+import sys
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from agentloom.cli import EXIT_OK, UsageError
+
+MAX_HEAD = 16 * 1024
+MAX_BODY = 64 * 1024
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+_PHRASES = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
+            404: "Not Found", 409: "Conflict", 413: "Payload Too Large"}
+
+
+def add_parser(sub: Any) -> None:
+    from agentloom.cli._durable import add_store_flag
+
+    p = sub.add_parser("callback-server",
+                       help="resume paused runs from approval callbacks over HTTP")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8642, help="port (8642; 0 picks a free one)")
+    p.add_argument("--token", metavar="SECRET",
+                   help="require `Authorization: Bearer SECRET` (AGENTLOOM_CALLBACK_TOKEN)")
+    add_store_flag(p)
+
+
+class _Server:
+    def __init__(self, store: str | None, token: str | None) -> None:
+        self.store = store
+        self.token = token
+        self.resumes: set[asyncio.Task[int]] = set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            status, body = await self._answer(reader)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            status, body = 400, {"error": "malformed HTTP request"}
+        payload = json.dumps(body).encode()
+        writer.write(f"HTTP/1.1 {status} {_PHRASES.get(status, 'Error')}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + payload)
+        try:
+            await writer.drain()
+        finally:
+            writer.close()
+
+    async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, Any]]:
+        head = await reader.readuntil(b"\r\n\r\n")
+        if len(head) > MAX_HEAD:
+            return 413, {"error": "request head too large"}
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, _version = lines[0].split(" ", 2)
+        headers = {k.strip().lower(): v.strip()
+                   for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        length = int(headers.get("content-length") or 0)
+        if length < 0 or length > MAX_BODY:
+            return 413, {"error": f"body larger than {MAX_BODY} bytes"}
+        raw = await reader.readexactly(length) if length else b""
+        if self.token is not None:
+            given = headers.get("authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(given.encode(), self.token.encode()):
+                return 401, {"error": "missing or wrong Authorization: Bearer token"}
+        url = urlsplit(target)
+        path, query = url.path, parse_qs(url.query)
+        if method == "GET" and path == "/pending":
+            return 200, {"paused_runs": await self._pending()}
+        if method == "POST" and path == "/webhook":
+            try:
+                payload = json.loads(raw) if raw.strip() else {}
+            except ValueError:
+                payload = {"raw": raw.decode("utf-8", "replace")}
+            sys.stdout.write(f"[WEBHOOK] Notification received: {json.dumps(payload)}\n")
+            sys.stdout.flush()
+            return 200, {"status": "received"}
+        for route, flag, word in (("/approve/", "--approve", "approved"),
+                                  ("/reject/", "--reject", "rejected")):
+            if method == "POST" and path.startswith(route):
+                wait = query.get("wait", ["0"])[0] not in ("0", "false", "")
+                return await self._decide(path[len(route):], flag, word, wait)
+        return 404, {"error": f"no route {method} {path}"}
+
+    async def _pending(self) -> list[dict[str, Any]]:
+        from agentloom.store import open_store
+
+        store = open_store(self.store) if self.store else open_store(None)
+        try:
+            out = []
+            for r in await store.list_runs(status="paused"):
+                cp = await store.load_latest(r.run_id)
+                paused = cp.paused if cp is not None else None
+                out.append({"run_id": r.run_id, "workflow_name": r.workflow_name,
+                            "paused_step_id": getattr(paused, "step_id", None),
+                            "updated_at": r.updated_at.isoformat()})
+            return out
+        finally:
+            await store.close()
+
+    async def _decide(self, run_id: str, flag: str, word: str,
+                      wait: bool) -> tuple[int, dict[str, Any]]:
+        pending = {r["run_id"]: r for r in await self._pending()}
+        if run_id not in pending:
+            return 409, {"error": f"run {run_id!r} is not paused in this store"}
+        argv = [sys.executable, "-m", "agentloom.cli", "resume", run_id, flag]
+        if self.store:
+            argv += ["--store", self.store]
+        task = asyncio.create_task(_resume(argv))
+        self.resumes.add(task)
+        task.add_done_callback(self.resumes.discard)
+        body: dict[str, Any] = {"run_id": run_id, "decision": word,
+                                "step_id": pending[run_id]["paused_step_id"],
+                                "message": f"Workflow resuming with decision '{word}'"}
+        if not wait:
+            return 202, body
+        code = await task
+        body.update(exit_code=code, message=f"resume ended with exit code {code}")
+        return 200, body
+
+
+async def _resume(argv: list[str]) -> int:
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL)
+    return await proc.wait()
+
+
+async def _serve(args: argparse.Namespace, token: str | None) -> None:
+    server_state = _Server(args.store, token)
+    server = await asyncio.start_server(server_state.handle, args.host, args.port,
+                                        limit=MAX_HEAD)
+    port = server.sockets[0].getsockname()[1]
+    sys.stdout.write(f"callback server listening on http://{args.host}:{port}\n"
+                     "  POST /approve/<run_id>, POST /reject/<run_id>, GET /pending, "
+                     "POST /webhook\n")
+    sys.stdout.flush()
+    async with server:
+        await server.serve_forever()
+
+
+def run(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("AGENTLOOM_CALLBACK_TOKEN") or None
+    if args.host not in _LOOPBACK and token is None:
+        raise UsageError(f"--host {args.host}: listening beyond this machine needs --token "
+                         "(or AGENTLOOM_CALLBACK_TOKEN), so not anyone can approve a run")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: expected 0-65535")
+    try:
+        asyncio.run(_serve(args, token))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        sys.stderr.write(f"agentloom callback-server: cannot listen on "
+                         f"{args.host}:{args.port}: {exc.strerror or exc}\n")
+        return 1
+    return EXIT_OK

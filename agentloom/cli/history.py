@@ -1,0 +1,153 @@
+"""`agentloom history`: past runs, most recent first, as the public AgentLoom lists them.
+
+The rows come from our run store (every run with checkpoints on is in it), with their
+filters: `--workflow`, `--provider` (a prefix of a `provider/model` the run used),
+`--since`/`--until` (YYYY-MM-DD, UTC midnight), `--min-cost`/`--max-cost`, `--limit`
+(20), `--json`. `--runs-dir DIR` adds the JSON records their engine wrote
+(`agentloom_runs/<run_id>.json`), so a history survives the move.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agentloom.cli import EXIT_OK, UsageError
+
+_STATUS = {"succeeded": "success"}
+"""Our store's words that differ from theirs."""
+
+
+def add_parser(sub: Any) -> None:
+    from agentloom.cli._durable import add_store_flag
+
+    p = sub.add_parser("history", help="past runs, newest first (the public AgentLoom's view)")
+    p.add_argument("--runs-dir", metavar="DIR",
+                   help="also list the public AgentLoom's run records in DIR")
+    p.add_argument("--workflow", metavar="NAME", help="only runs of this workflow")
+    p.add_argument("--provider", metavar="P", help="only runs that used a provider/model "
+                                                   "starting with P")
+    p.add_argument("--since", metavar="YYYY-MM-DD", help="runs started on or after this day")
+    p.add_argument("--until", metavar="YYYY-MM-DD", help="runs started before this day ends")
+    p.add_argument("--min-cost", type=float, metavar="USD")
+    p.add_argument("--max-cost", type=float, metavar="USD")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (20)")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+    add_store_flag(p)
+
+
+def _day(value: str | None, flag: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise UsageError(f"{flag} {value!r}: expected a date as YYYY-MM-DD") from None
+
+
+async def _store_records(store_url: str | None, limit: int) -> list[dict[str, Any]]:
+    from agentloom.store import open_store
+
+    store = open_store(store_url) if store_url else open_store(None)
+    out: list[dict[str, Any]] = []
+    try:
+        for r in await store.list_runs(limit=limit):
+            cp = await store.load_latest(r.run_id)
+            used: list[str] = []
+            tokens = 0
+            for raw in (cp.step_results.values() if cp is not None else ()):
+                if isinstance(raw, dict) and raw.get("provider"):
+                    pair = f"{raw['provider']}/{raw.get('model') or ''}"
+                    if pair not in used:
+                        used.append(pair)
+                usage = raw.get("usage") if isinstance(raw, dict) else None
+                if isinstance(usage, dict):
+                    tokens += int(usage.get("input_tokens") or 0) + int(
+                        usage.get("output_tokens") or 0)
+            out.append({
+                "run_id": r.run_id,
+                "timestamp": r.started_at.astimezone(UTC).isoformat(),
+                "workflow_name": r.workflow_name,
+                "workflow_hash": r.workflow_hash,
+                "status": _STATUS.get(r.status, r.status),
+                "total_cost_usd": None if r.cost_usd is None else float(r.cost_usd),
+                "total_tokens": tokens,
+                "duration_ms": (r.updated_at - r.started_at).total_seconds() * 1000.0,
+                "providers_used": used,
+            })
+    finally:
+        await store.close()
+    return out
+
+
+def _their_records(directory: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("run_id"):
+            out.append(record)
+    return out
+
+
+def _when(record: dict[str, Any]) -> datetime | None:
+    try:
+        ts = datetime.fromisoformat(str(record.get("timestamp")))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def _keep(r: dict[str, Any], args: argparse.Namespace, since: datetime | None,
+          until: datetime | None) -> bool:
+    if args.workflow and r.get("workflow_name") != args.workflow:
+        return False
+    if args.provider and not any(str(p).startswith(args.provider)
+                                 for p in r.get("providers_used") or ()):
+        return False
+    when = _when(r)
+    if since is not None and (when is None or when < since):
+        return False
+    if until is not None and (when is None or when >= until + timedelta(days=1)):
+        return False
+    cost = r.get("total_cost_usd")
+    if args.min_cost is not None and (cost is None or cost < args.min_cost):
+        return False
+    return not (args.max_cost is not None and (cost is None or cost > args.max_cost))
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    since, until = _day(args.since, "--since"), _day(args.until, "--until")
+    records = asyncio.run(_store_records(args.store, limit=max(1000, args.limit)))
+    if args.runs_dir:
+        records += _their_records(args.runs_dir)
+    epoch = datetime.min.replace(tzinfo=UTC)
+    records.sort(key=lambda r: _when(r) or epoch, reverse=True)
+    kept = [r for r in records if _keep(r, args, since, until)][:args.limit]
+    if args.json:
+        sys.stdout.write(json.dumps(kept, indent=2, default=str) + "\n")
+        return EXIT_OK
+    if not kept:
+        sys.stdout.write("No run records found.\n")
+        return EXIT_OK
+    sys.stdout.write(f"{'TIMESTAMP':<26} {'RUN ID':<20} {'WORKFLOW':<22} "
+                     f"{'STATUS':<10} {'COST USD':>10} {'DUR MS':>10}\n")
+    sys.stdout.write("-" * 102 + "\n")
+    for r in kept:
+        cost = r.get("total_cost_usd")
+        cost_text = "?" if cost is None else f"{float(cost):.4f}"
+        sys.stdout.write(
+            f"{str(r.get('timestamp') or '')[:25]:<26} {str(r.get('run_id'))[:19]:<20} "
+            f"{str(r.get('workflow_name') or '')[:21]:<22} {str(r.get('status'))[:9]:<10} "
+            f"{cost_text:>10} {float(r.get('duration_ms') or 0.0):>10.1f}\n")
+    return EXIT_OK

@@ -1,0 +1,110 @@
+"""The public AgentLoom's command line, accepted as aliases of ours.
+
+A user moving over types their commands; `translate` rewrites them into ours before
+parsing, so each of our commands keeps one set of flags:
+
+- `--checkpoint-dir DIR` (run, resume, runs, history, callback-server): the store
+  `DIR/runs.db`.
+- `--lite` (no observability): dropped; ours reports nothing unless `--trace`/`--otel`.
+- `run -b USD`: `--budget USD`.
+- `replay WORKFLOW --recording FILE` (`-r`): `replay FILE WORKFLOW`; `--observability`
+  is dropped. A FILE in their mock-responses format (what their `run --record` writes,
+  keyed by step id or prompt hash) replays as `run WORKFLOW --mock-responses FILE`,
+  whichever order it is given in.
+
+`agentloom history` and `agentloom callback-server` are commands of their own
+(`agentloom.cli.history`, `agentloom.cli.callback_server`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+_STORE_COMMANDS = frozenset({"run", "resume", "runs", "history", "callback-server"})
+
+
+def _take(argv: list[str], *names: str) -> str | None:
+    """Remove `--name VALUE` / `--name=VALUE` from argv; the last value given, or None."""
+    value: str | None = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        key, eq, inline = arg.partition("=")
+        if key in names:
+            if eq:
+                value = inline
+                del argv[i]
+                continue
+            if i + 1 < len(argv):
+                value = argv[i + 1]
+                del argv[i:i + 2]
+                continue
+        i += 1
+    return value
+
+
+_VALUED = frozenset({"--state", "-s", "--state-file", "--replay-mode", "--tools", "--trace"})
+
+
+def _positionals(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUED:
+            skip = True
+        elif not arg.startswith("-"):
+            out.append(arg)
+    return out
+
+
+def _drop(argv: list[str], *flags: str) -> None:
+    argv[:] = [a for a in argv if a not in flags]
+
+
+def is_mock_responses_file(path: str) -> bool:
+    """Whether `path` holds a public-AgentLoom mock-responses file rather than one of our
+    recordings (ours say `"format": "agentloom-recording"`)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return (isinstance(data, dict) and data.get("format") != "agentloom-recording"
+            and not isinstance(data.get("exchanges"), list))
+
+
+def translate(argv: Sequence[str]) -> list[str]:
+    """Their command line as ours (unchanged when it uses none of their forms)."""
+    out = list(argv)
+    command_at = next((i for i, a in enumerate(out) if not a.startswith("-")), None)
+    if command_at is None:
+        return out
+    command = out[command_at]
+    head, rest = out[:command_at + 1], out[command_at + 1:]
+    if command in _STORE_COMMANDS:
+        directory = _take(rest, "--checkpoint-dir")
+        if directory is not None:
+            rest += ["--store", str(Path(directory) / "runs.db")]
+        _drop(rest, "--lite")
+    if command == "run":
+        rest = ["--budget" if a == "-b" else a for a in rest]
+    if command == "replay":
+        recording = _take(rest, "--recording", "-r")
+        _drop(rest, "--observability")
+        positional = _positionals(rest)
+        if recording is None and len(positional) >= 2 and is_mock_responses_file(positional[0]):
+            recording = positional[0]
+            rest.remove(recording)
+            positional = positional[1:]
+        if recording is not None:
+            if is_mock_responses_file(recording) and positional:
+                workflow = positional[0]
+                rest.remove(workflow)
+                return [*out[:command_at], "run", workflow, "--mock-responses", recording,
+                        "--no-checkpoint", *rest]
+            return [*head, recording, *rest]
+    return [*head, *rest]

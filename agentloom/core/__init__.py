@@ -1,0 +1,5 @@
+"""The public AgentLoom's `agentloom.core` import paths, kept for scripts moving over.
+
+Each module here only re-exports the adapters of `agentloom.compat` (the migration path,
+docs/compat-examples.md); our own engine lives in `agentloom.workflow`.
+"""

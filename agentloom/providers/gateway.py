@@ -1,0 +1,3 @@
+"""Migration face: the public AgentLoom's `ProviderGateway`, on our Runtime (agentloom.compat)."""
+
+from agentloom.compat.gateway import ProviderGateway as ProviderGateway
