@@ -18,17 +18,20 @@ class Capability(StrEnum):
     RESUME_AFTER_CRASH = "resume_after_crash"
     PRUNE = "prune"
     CLAIM = "claim"
+    QUERY = "query"
 
 
 REQUIRED_CAPABILITIES: frozenset[Capability] = frozenset({
     Capability.PUT_GET, Capability.LIST, Capability.PENDING_TOOL_CALLS,
     Capability.ATOMIC_WRITE, Capability.RESUME_AFTER_CRASH,
 })
-OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM})
+OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM,
+                                                          Capability.QUERY})
 
 _OPTIONAL_METHODS: dict[Capability, tuple[str, ...]] = {
     Capability.PRUNE: ("prune",),
     Capability.CLAIM: ("claim_run", "release_claim"),
+    Capability.QUERY: ("find_runs",),
 }
 
 

@@ -19,6 +19,7 @@ from agentloom.testing.store_conformance import (
     pending_tool_calls,
     prune,
     put_get,
+    query_runs,
     resume_after_crash,
 )
 from agentloom.testing.store_conformance._capabilities import (
@@ -37,6 +38,7 @@ CHECKS: dict[Capability, list[CheckFn]] = {
     Capability.RESUME_AFTER_CRASH: resume_after_crash.CHECKS,
     Capability.PRUNE: prune.CHECKS,
     Capability.CLAIM: claim.CHECKS,
+    Capability.QUERY: query_runs.CHECKS,
 }
 
 
