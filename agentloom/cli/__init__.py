@@ -82,7 +82,8 @@ _COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
                                     "runs": "agentloom.cli.runs",
                                     "replay": "agentloom.cli.replay",
                                     "visualize": "agentloom.cli.visualize",
-                                    "info": "agentloom.cli.info"}
+                                    "info": "agentloom.cli.info",
+                                    "ui": "agentloom.cli.ui"}
 """Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
 Their modules import only what building the parser needs; the rest loads in `run`."""
 

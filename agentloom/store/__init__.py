@@ -33,6 +33,7 @@ from agentloom.store._base import (
     StoreError,
     ToolCallRecord,
     ToolLoopProgress,
+    query_matches,
     tool_call_resume_action,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolLoopProgress",
     "open_store",
+    "query_matches",
     "tool_call_resume_action",
 ]
 

@@ -1,0 +1,71 @@
+"""Reading a run's records from the store (through its public protocol) into views.
+
+The workflow graph comes from the run's workflow file (`meta.workflow_path`), loaded in
+a thread and kept per (path, hash): a run page asks for it on every refresh. A file that
+is gone or no longer loads leaves the graph to the steps the checkpoint holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentloom.store import CheckpointStore, RunQuery, query_matches
+from agentloom.ui._view import GraphNode, graph_nodes, run_detail, run_row
+
+MAX_PAGE = 200
+
+
+class GraphCache:
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._cache: dict[tuple[str, str], list[GraphNode] | None] = {}
+
+    async def nodes(self, path: str | None, workflow_hash: str) -> list[GraphNode] | None:
+        if not path:
+            return None
+        key = (path, workflow_hash)
+        if key not in self._cache:
+            if len(self._cache) >= self._size:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = await asyncio.to_thread(_load_nodes, path)
+        return self._cache[key]
+
+
+def _load_nodes(path: str) -> list[GraphNode] | None:
+    from agentloom.errors import AgentLoomError
+    from agentloom.workflow import load_workflow
+
+    try:
+        wf = load_workflow(Path(path))
+    except (AgentLoomError, OSError, ValueError):
+        return None
+    return graph_nodes(wf.definition.steps)
+
+
+async def load_page(store: CheckpointStore, query: RunQuery, *, limit: int,
+                    offset: int) -> dict[str, Any]:
+    """A page of the run list, with each run's tokens from its latest checkpoint."""
+    limit = min(max(limit, 1), MAX_PAGE)
+    find = getattr(store, "find_runs", None)
+    if find is not None:
+        page = await find(query, limit=limit, offset=offset)
+        runs, total = page.runs, page.total
+    else:  # a store without the query capability: filter the newest ones here
+        matched = [r for r in await store.list_runs(limit=None) if query_matches(query, r)]
+        runs, total = matched[offset:offset + limit], len(matched)
+    rows = [run_row(r, await store.load_latest(r.run_id)) for r in runs]
+    return {"runs": rows, "total": total, "limit": limit, "offset": offset}
+
+
+async def load_detail(store: CheckpointStore, run_id: str, graphs: GraphCache
+                      ) -> dict[str, Any] | None:
+    run = await store.get_run(run_id)
+    if run is None:
+        return None
+    cp = await store.load_latest(run_id)
+    nodes = await graphs.nodes(run.meta.get("workflow_path"), run.workflow_hash)
+    return run_detail(run, cp, nodes, exchanges=await store.get_model_exchanges(run_id),
+                      tool_calls=await store.get_tool_calls(run_id), now=datetime.now(UTC))
