@@ -12,6 +12,8 @@ nothing fetched from elsewhere.
 from __future__ import annotations
 
 from agentloom.ui._app import UiSettings, create_app
+from agentloom.ui._load import GraphCache, load_detail, load_page
 from agentloom.ui._view import run_detail, run_row
 
-__all__ = ["UiSettings", "create_app", "run_detail", "run_row"]
+__all__ = ["GraphCache", "UiSettings", "create_app", "load_detail", "load_page", "run_detail",
+           "run_row"]
