@@ -27,9 +27,9 @@ from aiohttp import web
 
 from agentloom.store import FINISHED_STATUSES, RUN_STATUSES, CheckpointStore, RunQuery
 from agentloom.ui._decide import DecisionRefused, Resumer
-from agentloom.ui._load import GraphCache, load_detail, load_page
+from agentloom.ui._load import FactsCache, GraphCache, load_detail, load_page
 from agentloom.ui._security import security_middlewares
-from agentloom.ui._view import scrub
+from agentloom.ui._view import scrub_text
 
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html",
                  ".svg": "image/svg+xml"}
@@ -53,6 +53,7 @@ class UiSettings:
 STORE_KEY = web.AppKey("settings", UiSettings)
 RESUMER_KEY = web.AppKey("resumer", Resumer)
 GRAPHS_KEY = web.AppKey("graphs", GraphCache)
+FACTS_KEY = web.AppKey("facts", FactsCache)
 
 
 def create_app(settings: UiSettings) -> web.Application:
@@ -62,6 +63,7 @@ def create_app(settings: UiSettings) -> web.Application:
     app[STORE_KEY] = settings
     app[RESUMER_KEY] = Resumer(settings.store, settings.store_url, settings.env)
     app[GRAPHS_KEY] = GraphCache()
+    app[FACTS_KEY] = FactsCache()
     app.router.add_get("/", _page("index.html"))
     app.router.add_get("/runs/{run_id}", _page("run.html"))
     app.router.add_get("/static/{name}", _static)
@@ -97,8 +99,8 @@ async def _static(request: web.Request) -> web.Response:
 
 
 def _json(request: web.Request, data: Any, status: int = 200) -> web.Response:
-    clean = scrub(data, request.app[STORE_KEY].redact)
-    return web.json_response(clean, status=status, dumps=_dumps)
+    text = scrub_text(_dumps(data), request.app[STORE_KEY].redact)
+    return web.Response(text=text, status=status, content_type="application/json")
 
 
 def _dumps(value: Any) -> str:
@@ -125,7 +127,8 @@ async def _api_runs(request: web.Request) -> web.Response:
     query = RunQuery(status=status, workflow=q.get("workflow") or None,
                      run_id_contains=q.get("q") or None, batch_id=q.get("batch") or None)
     page = await load_page(request.app[STORE_KEY].store, query,
-                           limit=_int(request, "limit", 50), offset=_int(request, "offset", 0))
+                           limit=_int(request, "limit", 50), offset=_int(request, "offset", 0),
+                           cache=request.app[FACTS_KEY])
     return _json(request, page)
 
 
@@ -151,7 +154,7 @@ async def _api_events(request: web.Request) -> web.StreamResponse:
                                            "Cache-Control": "no-store"})
     await response.prepare(request)
     async for event, data in _changes(request, first, settings):
-        payload = _dumps(scrub(data, settings.redact))
+        payload = scrub_text(_dumps(data), settings.redact)
         await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
     return response
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.store import CheckpointStore, RunQuery, query_matches
-from agentloom.ui._view import GraphNode, graph_nodes, run_detail, run_row
+from agentloom.ui._view import GraphNode, checkpoint_facts, graph_nodes, run_detail, run_row
 
 MAX_PAGE = 200
 
@@ -45,8 +45,27 @@ def _load_nodes(path: str) -> list[GraphNode] | None:
     return graph_nodes(wf.definition.steps)
 
 
+class FactsCache:
+    """The list's facts of a checkpoint, per (run, seq): a checkpoint never changes once
+    written, so the list's refreshes decode only the runs that moved since."""
+
+    def __init__(self, size: int = 5000) -> None:
+        self._size = size
+        self._cache: dict[tuple[str, int], tuple[int | None, str | None]] = {}
+
+    async def facts(self, store: CheckpointStore, run: Any) -> tuple[int | None, str | None]:
+        key = (run.run_id, run.latest_seq)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = checkpoint_facts(await store.load_latest(run.run_id))
+            if len(self._cache) >= self._size:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = hit
+        return hit
+
+
 async def load_page(store: CheckpointStore, query: RunQuery, *, limit: int,
-                    offset: int) -> dict[str, Any]:
+                    offset: int, cache: FactsCache | None = None) -> dict[str, Any]:
     """A page of the run list, with each run's tokens from its latest checkpoint."""
     limit = min(max(limit, 1), MAX_PAGE)
     find = getattr(store, "find_runs", None)
@@ -56,7 +75,8 @@ async def load_page(store: CheckpointStore, query: RunQuery, *, limit: int,
     else:  # a store without the query capability: filter the newest ones here
         matched = [r for r in await store.list_runs(limit=None) if query_matches(query, r)]
         runs, total = matched[offset:offset + limit], len(matched)
-    rows = [run_row(r, await store.load_latest(r.run_id)) for r in runs]
+    cache = cache or FactsCache()
+    rows = [run_row(r, None, facts=await cache.facts(store, r)) for r in runs]
     return {"runs": rows, "total": total, "limit": limit, "offset": offset}
 
 

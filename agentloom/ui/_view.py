@@ -3,7 +3,7 @@
 The web pages, the JSON API and `agentloom runs show` all show these same dictionaries,
 so the terminal and the browser never disagree. Nothing here does I/O: callers load the
 records (`_load.py`) and pass them in. Values are copied as stored, already redacted by
-the run that wrote them; `scrub` is a second pass the app applies with the secrets it
+the run that wrote them; `scrub_text` is a second pass the app applies with the secrets it
 knows (API keys in its environment, its own token), so none reaches a page.
 """
 
@@ -76,18 +76,25 @@ def run_tokens(cp: Checkpoint | None) -> int | None:
     return total
 
 
-def run_row(run: RunRecord, cp: Checkpoint | None) -> dict[str, Any]:
-    """One line of the run list."""
+def checkpoint_facts(cp: Checkpoint | None) -> tuple[int | None, str | None]:
+    """What the run list needs from a checkpoint: its tokens and what it waits for."""
+    return run_tokens(cp), (cp.paused.waiting_for if cp is not None and cp.paused else None)
+
+
+def run_row(run: RunRecord, cp: Checkpoint | None, *,
+            facts: tuple[int | None, str | None] | None = None) -> dict[str, Any]:
+    """One line of the run list (`facts`: `checkpoint_facts(cp)`, when known already)."""
+    tokens, waiting_for = facts if facts is not None else checkpoint_facts(cp)
     duration = (run.updated_at - run.started_at).total_seconds()
     return {
         "run_id": run.run_id, "status": run.status, "workflow": run.workflow_name,
         "started_at": run.started_at.isoformat(), "updated_at": run.updated_at.isoformat(),
         "duration_seconds": round(max(duration, 0.0), 3),
-        "tokens": run_tokens(cp),
+        "tokens": tokens,
         "cost_usd": None if run.cost_usd is None else str(run.cost_usd),
         "batch_id": run.meta.get("batch_id"), "input_id": run.meta.get("input_id"),
         "claimed_by": run.claimed_by,
-        "waiting_for": cp.paused.waiting_for if cp is not None and cp.paused else None,
+        "waiting_for": waiting_for,
     }
 
 
@@ -197,15 +204,20 @@ def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | N
         elif sid not in raws and run.status == "running" and _deps_done(by_id.get(sid), raws):
             view["status"] = "running"
         steps.append(view)
-    for view in steps:
-        sid = view["id"]
-        view["exchanges"] = [
+    by_step: dict[str, list[dict[str, Any]]] = {}
+    for x in exchanges:
+        by_step.setdefault(x.step_id, []).append(
             {"turn": x.turn, "request_hash": x.request_hash, "response": plain(x.response),
-             "created_at": plain(x.created_at)} for x in exchanges if x.step_id == sid]
-        view["tool_calls"] = [
+             "created_at": plain(x.created_at)})
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for t in tool_calls:
+        calls.setdefault(t.step_id, []).append(
             {"call_id": t.call_id, "turn": t.turn, "name": t.name, "status": t.status,
              "idempotent": t.idempotent, "arguments": plain(t.arguments),
-             "result": plain(t.result)} for t in tool_calls if t.step_id == sid]
+             "result": plain(t.result)})
+    for view in steps:
+        view["exchanges"] = by_step.get(view["id"], [])
+        view["tool_calls"] = calls.get(view["id"], [])
     counts: dict[str, int] = {}
     for view in steps:
         if view["parent"] is None:
@@ -242,14 +254,8 @@ def _deps_done(node: GraphNode | None, raws: Mapping[str, Any]) -> bool:
         _get(raws.get(d), "status") == "success" for d in node.depends_on)
 
 
-def scrub(value: Any, redact: Callable[[str], str] | None) -> Any:
-    """Every string of `value` through `redact` (the app's second redaction pass)."""
-    if redact is None:
-        return value
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(k): scrub(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, redact) for v in value]
-    return value
+def scrub_text(text: str, redact: Callable[[str], str] | None) -> str:
+    """The app's second redaction pass, over the JSON text about to be sent: one pass
+    over the whole text finds a secret wherever it sits (a key, a value, a nested
+    string). Secrets are API keys and tokens, whose characters JSON does not escape."""
+    return text if redact is None else redact(text)

@@ -168,6 +168,9 @@
   }
 
   function render(d) {
+    const same = current && current.seq === d.seq && current.run.status === d.run.status &&
+      current.run.claimed_by === d.run.claimed_by;
+    if (same) return; // nothing moved: keep the page (and what is open in it) as it is
     current = d;
     renderSummary(d);
     renderDecision(d);
@@ -179,6 +182,7 @@
     document.body.dataset.status = d.run.status;
   }
 
+  // The stream's first event is the run as it is now; later ones come as it changes.
   function follow() {
     const source = new EventSource(`${base}/events`);
     const live = document.getElementById("live");
@@ -187,9 +191,14 @@
     source.addEventListener("end", () => { source.close(); live.hidden = true; });
     source.addEventListener("error", () => {
       live.hidden = true;
-      if (current && !["running", "paused", "needs_decision"].includes(current.run.status)) source.close();
+      if (!current) { // never got the run: say why (not found, no token)
+        source.close();
+        AL.getJSON(base).then(render).catch(AL.showError);
+      } else if (!["running", "paused", "needs_decision"].includes(current.run.status)) {
+        source.close();
+      }
     });
   }
 
-  AL.getJSON(base).then((d) => { render(d); follow(); }).catch(AL.showError);
+  follow();
 })();
