@@ -9,6 +9,8 @@
                                     and `end` once the run has finished
     POST /api/runs/{id}/decision    {"action": "approve"|"reject"} or
                                     {"action": "answer", "answer": ...}
+    GET  /pending, POST /approve/{id}, POST /reject/{id}
+                                    the public AgentLoom's `callback-server` routes
 
 Pages are static files that fetch the API and build the DOM with `textContent`, never
 `innerHTML`: model output is untrusted text and is never parsed as markup.
@@ -71,6 +73,9 @@ def create_app(settings: UiSettings) -> web.Application:
     app.router.add_get("/api/runs/{run_id}", _api_run)
     app.router.add_get("/api/runs/{run_id}/events", _api_events)
     app.router.add_post("/api/runs/{run_id}/decision", _api_decision)
+    app.router.add_get("/pending", _pending)
+    app.router.add_post("/approve/{run_id}", _callback("approve"))
+    app.router.add_post("/reject/{run_id}", _callback("reject"))
     return app
 
 
@@ -191,11 +196,39 @@ def _mark(detail: dict[str, Any]) -> tuple[Any, ...]:
 
 
 async def _api_decision(request: web.Request) -> web.Response:
-    run_id = request.match_info["run_id"]
     try:
         body = await request.json()
     except (ValueError, UnicodeDecodeError):
         return _json(request, {"error": "the body is not JSON"}, 400)
+    return await _decide(request, body)
+
+
+def _callback(action: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        return await _decide(request, {"action": action})
+    return handler
+
+
+async def _pending(request: web.Request) -> web.Response:
+    """The runs waiting for a person, as the `callback-server` lists them."""
+    store = request.app[STORE_KEY].store
+    out = []
+    for status in ("paused", "needs_decision"):
+        page = await load_page(store, RunQuery(status=status), limit=200, offset=0,
+                               cache=request.app[FACTS_KEY])
+        for row in page["runs"]:
+            cp = await store.load_latest(row["run_id"])
+            paused = cp.paused if cp is not None else None
+            out.append({"run_id": row["run_id"], "workflow": row["workflow"],
+                        "status": row["status"], "paused_at": row["updated_at"],
+                        "step_id": paused.step_id if paused else None,
+                        "waiting_for": paused.waiting_for if paused else None,
+                        "prompt": paused.prompt if paused else None})
+    return _json(request, {"pending": out})
+
+
+async def _decide(request: web.Request, body: Any) -> web.Response:
+    run_id = request.match_info["run_id"]
     try:
         accepted = await request.app[RESUMER_KEY].decide(run_id, body)
     except DecisionRefused as exc:

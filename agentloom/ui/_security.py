@@ -4,9 +4,9 @@
   that points evil.example at 127.0.0.1 names evil.example and is refused).
 - Token: bound elsewhere, every request carries the token: `Authorization: Bearer T`,
   the cookie a first `?token=T` visit sets (HttpOnly, SameSite=Strict), or `?token=T`.
-- Cross-site writes: a POST needs a JSON body, the `X-AgentLoom-Request` header (which
-  a cross-site page can't send without a CORS preflight we never grant) and, when the
-  browser says where it comes from, this very origin.
+- Cross-site writes: a POST needs the `X-AgentLoom-Request` header (which a cross-site
+  page can't send without a CORS preflight we never grant), a JSON body if any, and,
+  when the browser says where it comes from, this very origin; or the bearer token.
 - Pages: a Content-Security-Policy with no inline script and nothing from elsewhere, so
   even text that slipped past escaping could not run.
 """
@@ -83,9 +83,13 @@ def security_middlewares(*, token: str | None, loopback_only: bool) -> list[obje
             if request.method == "OPTIONS":
                 return _refuse(405, "no cross-origin requests")
             return await handler(request)
+        bearer = request.headers.get("Authorization", "")
+        if token is not None and bearer.startswith("Bearer ") and _same(bearer[7:].strip(),
+                                                                        token):
+            return await handler(request)  # a browser never sends this header by itself
         if request.headers.get(CSRF_HEADER) is None:
             return _refuse(403, f"a write needs the {CSRF_HEADER} header")
-        if request.content_type != "application/json":
+        if request.content_type != "application/json" and request.content_length:
             return _refuse(415, "a write takes a JSON body (Content-Type: application/json)")
         origin = request.headers.get("Origin")
         if origin is not None and urlsplit(origin).netloc.lower() != request.host.lower():

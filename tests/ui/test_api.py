@@ -27,7 +27,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 async def client_for(store: SqliteStore, **kw: Any) -> TestClient[Any, Any]:
-    settings = UiSettings(store=store, store_url=str(store), poll_seconds=0.01, **kw)
+    settings = UiSettings(store=store, store_url=str(store.path), poll_seconds=0.01, **kw)
     client: TestClient[Any, Any] = TestClient(TestServer(create_app(settings), host="127.0.0.1"))
     await client.start_server()
     return client
@@ -180,5 +180,31 @@ async def test_secrets_the_ui_knows_never_leave_it(store: SqliteStore) -> None:
     try:
         text = await (await client.get("/api/runs/leaky")).text()
         assert key not in text and "the key is" in text
+    finally:
+        await client.close()
+
+
+async def test_the_callback_server_routes_of_the_public_agentloom(store: SqliteStore) -> None:
+    import os
+
+    from tests.ui.harness import ROOT
+
+    await paused_run(store)
+    token = "t0ken-that-is-long-enough"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    client = await client_for(store, token=token, loopback_only=False, env=env)
+    auth = {"Authorization": f"Bearer {token}"}
+    try:
+        pending = await (await client.get("/pending", headers=auth)).json()
+        assert pending["pending"] == [{
+            "run_id": "p1", "workflow": "gate", "status": "paused",
+            "paused_at": pending["pending"][0]["paused_at"], "step_id": "approve",
+            "waiting_for": "approval", "prompt": "ship?"}]
+        assert (await client.post("/approve/p1")).status == 401
+        # With the bearer token a bare POST is enough; the resume it starts (the real
+        # `agentloom resume` in a child process) refuses: this run's file is gone.
+        refused = await client.post("/approve/p1", headers=auth)
+        assert refused.status == 409
+        assert "the workflow file of run p1 is gone" in (await refused.json())["error"]
     finally:
         await client.close()
