@@ -191,8 +191,15 @@ def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | N
     """Everything the run page shows."""
     raws: dict[str, Any] = dict(cp.step_results) if cp is not None else {}
     by_id = {n.id: n for n in nodes or []}
-    order = [n.id for n in nodes or []]
-    order += sorted(k for k in raws if k not in by_id)
+    tops = [n.id for n in nodes or []]
+    tops += sorted(k for k in raws if k not in by_id and "/" not in k)
+    nested = sorted(k for k in raws if "/" in k)
+    order: list[str] = []
+    for top in tops:  # each step, then the steps of its nested runs
+        order.append(top)
+        order += [k for k in nested if k.startswith(f"{top}/")]
+    placed = set(order)
+    order += [k for k in nested if k not in placed]
     paused = cp.paused if cp is not None else None
     steps = []
     for sid in order:
