@@ -35,6 +35,16 @@ steps:
      output: published}
 """
 
+ASK = """\
+name: asking
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: color, type: ask, question: "which color?", answer_type: choose_one,
+     choices: [red, blue], output: color}
+  - {id: paint, type: llm_call, depends_on: [color], prompt: "paint it {state.color}",
+     output: painted}
+"""
+
 
 class Responder:
     """Replies by prompt: `RETRY` fails every other time with a 500 (so each run's first

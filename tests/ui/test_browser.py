@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.ui.harness import FLOW, HOSTILE, chromium, cli_env, fake_openai, run_cli, ui_process
+from tests.ui.harness import ASK, FLOW, HOSTILE, chromium, cli_env, fake_openai, run_cli, ui_process
 
 WAIT = 30  # an upper bound on a DOM condition, never a sleep
 
@@ -26,6 +26,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One store with a paused fan-out run and a finished one, one UI, one browser."""
     home = tmp_path_factory.mktemp("ui")
     (home / "flow.yaml").write_text(FLOW)
+    (home / "ask.yaml").write_text(ASK)
     with fake_openai() as server:
         env = cli_env(server)
         for run_id in ("fan-1", "fan-2"):
@@ -33,6 +34,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             assert done.returncode == 0 and "paused" in done.stderr, done.stderr
         done = run_cli(env, home, "resume", "fan-2", "--approve")
         assert done.returncode == 0, done.stderr
+        done = run_cli(env, home, "run", "ask.yaml", "--run-id", "ask-1")
+        assert done.returncode == 0 and "paused" in done.stderr, done.stderr
         driver = chromium(home / "profile")
         try:
             with ui_process(env, home) as ui:
@@ -51,10 +54,10 @@ def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None
     wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
     rows = {r.get_attribute("data-run"): r.text for r in
             driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
-    assert set(rows) == {"fan-1", "fan-2"}
+    assert set(rows) == {"fan-1", "fan-2", "ask-1"}
     assert "paused" in rows["fan-1"] and "fan-out-gate" in rows["fan-1"]
     assert "succeeded" in rows["fan-2"]
-    assert "2 runs" in driver.find_element(By.ID, "count").text
+    assert "3 runs" in driver.find_element(By.ID, "count").text
     # Filter by status through the form.
     Select(driver.find_element(By.ID, "f-status")).select_by_visible_text("succeeded")
     driver.find_element(By.CSS_SELECTOR, "#filters button").click()
@@ -98,6 +101,18 @@ def test_approving_in_the_browser_finishes_the_run(world: dict[str, Any]) -> Non
     assert "s-success" in node.get_attribute("class")
 
 
+def test_answering_a_question_in_the_browser_finishes_the_run(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/ask-1")
+    choice = wait(driver).until(ec.element_to_be_clickable((By.ID, "answer")))
+    assert "which color?" in driver.find_element(By.ID, "prompt").text
+    Select(choice).select_by_visible_text("blue")
+    driver.find_element(By.ID, "answer-button").click()
+    wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "body[data-status=succeeded]")))
+    assert json.loads(driver.find_element(By.ID, "state").text)["color"] == "blue"
+
+
 def test_hostile_model_output_renders_as_text(world: dict[str, Any]) -> None:
     driver = world["driver"]
     driver.get(f"{world['ui'].base}/runs/fan-2")
@@ -135,7 +150,7 @@ def test_a_bind_beyond_loopback_refuses_requests_without_the_token(
         request = urllib.request.Request(f"{ui.base}/api/runs",
                                          headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(request, timeout=10) as answered:
-            assert json.load(answered)["total"] == 2
+            assert json.load(answered)["total"] == 3
         driver.get(ui.url)  # the printed URL: its token becomes a cookie
         wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
         assert "token=" not in driver.current_url
