@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentloom.cli import EXIT_OK, UsageError
+from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -45,10 +45,15 @@ def run(args: argparse.Namespace) -> int:
         import secrets
 
         token = secrets.token_urlsafe(24)
+    from agentloom.errors import AgentLoomError
+
     try:
         asyncio.run(_serve(args, token, loopback))
     except KeyboardInterrupt:
         pass
+    except AgentLoomError as exc:  # the store can't be opened, say
+        sys.stderr.write(f"agentloom ui: {exc}\n")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -78,11 +83,13 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
     await store.__aenter__()  # type: ignore[attr-defined]
     app = create_app(UiSettings(store=store, store_url=store_url, token=token,
                                 loopback_only=loopback, env=dict(os.environ),
+                                host_names=(args.host,),
                                 redact=_redactor(token)))
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, args.host, args.port)
+        # Open event streams (a run page left open) end at once on Ctrl-C.
+        site = web.TCPSite(runner, args.host, args.port, shutdown_timeout=1.0)
         try:
             await site.start()
         except OSError as exc:

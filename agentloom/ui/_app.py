@@ -50,6 +50,8 @@ class UiSettings:
     """A last redaction pass over everything sent (the secrets this process knows)."""
     poll_seconds: float = 0.5
     """How often the event stream looks at the store for a change."""
+    host_names: tuple[str, ...] = ()
+    """Host names a loopback-only UI answers to besides localhost, 127.0.0.1 and ::1."""
 
 
 STORE_KEY = web.AppKey("settings", UiSettings)
@@ -60,7 +62,8 @@ FACTS_KEY = web.AppKey("facts", FactsCache)
 
 def create_app(settings: UiSettings) -> web.Application:
     app = web.Application(middlewares=security_middlewares(  # type: ignore[arg-type]
-        token=settings.token, loopback_only=settings.loopback_only),
+        token=settings.token, loopback_only=settings.loopback_only,
+        host_names=settings.host_names),
         client_max_size=64 * 1024)
     app[STORE_KEY] = settings
     app[RESUMER_KEY] = Resumer(settings.store, settings.store_url, settings.env)
@@ -158,9 +161,12 @@ async def _api_events(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-store"})
     await response.prepare(request)
-    async for event, data in _changes(request, first, settings):
-        payload = scrub_text(_dumps(data), settings.redact)
-        await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+    try:
+        async for event, data in _changes(request, first, settings):
+            payload = scrub_text(_dumps(data), settings.redact)
+            await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+    except ConnectionResetError:
+        pass  # the page went away
     return response
 
 

@@ -42,7 +42,10 @@ def _hostname(header: str) -> str:
     return (urlsplit(f"//{header}").hostname or "").lower()
 
 
-def security_middlewares(*, token: str | None, loopback_only: bool) -> list[object]:
+def security_middlewares(*, token: str | None, loopback_only: bool,
+                         host_names: tuple[str, ...] = ()) -> list[object]:
+    names = _LOOPBACK_NAMES | {_hostname(f"[{h}]" if ":" in h and "[" not in h else h)
+                               for h in host_names}
 
     @web.middleware
     async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -56,7 +59,7 @@ def security_middlewares(*, token: str | None, loopback_only: bool) -> list[obje
 
     @web.middleware
     async def host_check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if loopback_only and _hostname(request.host) not in _LOOPBACK_NAMES:
+        if loopback_only and _hostname(request.host) not in names:
             return _refuse(403, "this UI answers only to a loopback host name")
         return await handler(request)
 

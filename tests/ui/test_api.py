@@ -143,11 +143,21 @@ async def test_loopback_answers_only_to_loopback_names(store: SqliteStore) -> No
         assert rebound.status == 403
         ok = await client.get("/api/runs", headers={"Host": "localhost:8765"})
         assert ok.status == 200
+        assert (await client.get("/api/runs", headers={"Host": "127.0.0.2:8765"})).status == 403
         page = await client.get("/")
         assert "script-src 'self'" in page.headers["Content-Security-Policy"]
         assert page.headers["X-Content-Type-Options"] == "nosniff"
         assert (await client.get("/static/run.js")).status == 200
         assert (await client.get("/static/..%2Fapp.py")).status == 404
+    finally:
+        await client.close()
+
+
+async def test_a_loopback_bind_answers_to_its_own_address_too(store: SqliteStore) -> None:
+    client = await client_for(store, host_names=("127.0.0.2",))
+    try:
+        assert (await client.get("/api/runs", headers={"Host": "127.0.0.2:8765"})).status == 200
+        assert (await client.get("/api/runs", headers={"Host": "evil.example"})).status == 403
     finally:
         await client.close()
 
