@@ -18,31 +18,42 @@ from agentloom.ui._view import GraphNode, checkpoint_facts, graph_nodes, run_det
 MAX_PAGE = 200
 
 
+Graph = tuple[list[GraphNode] | None, bool]
+"""The steps of the run's workflow file (None: gone or broken), and whether the file
+changed since the run started (its hash is not the run's)."""
+
+
 class GraphCache:
     def __init__(self, size: int = 64) -> None:
         self._size = size
-        self._cache: dict[tuple[str, str], list[GraphNode] | None] = {}
+        self._cache: dict[tuple[str, str, float], Graph] = {}
 
-    async def nodes(self, path: str | None, workflow_hash: str) -> list[GraphNode] | None:
+    async def nodes(self, path: str | None, workflow_hash: str) -> Graph:
         if not path:
-            return None
-        key = (path, workflow_hash)
+            return None, False
+        try:
+            mtime = (await asyncio.to_thread(Path(path).stat)).st_mtime
+        except OSError:
+            return None, False
+        key = (path, workflow_hash, mtime)
         if key not in self._cache:
             if len(self._cache) >= self._size:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = await asyncio.to_thread(_load_nodes, path)
+            self._cache[key] = await asyncio.to_thread(_load_nodes, path, workflow_hash)
         return self._cache[key]
 
 
-def _load_nodes(path: str) -> list[GraphNode] | None:
+def _load_nodes(path: str, workflow_hash: str) -> Graph:
     from agentloom.errors import AgentLoomError
     from agentloom.workflow import load_workflow
+    from agentloom.workflow._durable import workflow_hash as hash_of
 
     try:
+        changed = hash_of(Path(path).read_bytes()) != workflow_hash
         wf = load_workflow(Path(path))
     except (AgentLoomError, OSError, ValueError):
-        return None
-    return graph_nodes(wf.definition.steps)
+        return None, False
+    return graph_nodes(wf.definition.steps), changed
 
 
 class FactsCache:
@@ -86,6 +97,8 @@ async def load_detail(store: CheckpointStore, run_id: str, graphs: GraphCache
     if run is None:
         return None
     cp = await store.load_latest(run_id)
-    nodes = await graphs.nodes(run.meta.get("workflow_path"), run.workflow_hash)
-    return run_detail(run, cp, nodes, exchanges=await store.get_model_exchanges(run_id),
-                      tool_calls=await store.get_tool_calls(run_id), now=datetime.now(UTC))
+    nodes, changed = await graphs.nodes(run.meta.get("workflow_path"), run.workflow_hash)
+    detail = run_detail(run, cp, nodes, exchanges=await store.get_model_exchanges(run_id),
+                        tool_calls=await store.get_tool_calls(run_id), now=datetime.now(UTC))
+    detail["graph"]["file_changed"] = changed
+    return detail

@@ -218,3 +218,26 @@ async def test_the_callback_server_routes_of_the_public_agentloom(store: SqliteS
         assert "the workflow file of run p1 is gone" in (await refused.json())["error"]
     finally:
         await client.close()
+
+
+async def test_the_graph_comes_from_the_runs_file_and_says_when_it_changed(
+        store: SqliteStore, tmp_path: Path) -> None:
+    from agentloom.workflow._durable import workflow_hash
+
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("name: f\nsteps:\n  - {id: a, type: llm_call, prompt: p}\n"
+                    "  - {id: b, type: llm_call, prompt: q, depends_on: [a]}\n")
+    same = workflow_hash(flow.read_bytes())
+    await store.create_run("same", "f", same, {}, meta={"workflow_path": str(flow)})
+    await store.create_run("older", "f", "sha256:other", {}, meta={"workflow_path": str(flow)})
+    await store.create_run("gone", "f", same, {}, meta={"workflow_path": str(tmp_path / "x")})
+    client = await client_for(store)
+    try:
+        graphs = {run_id: (await (await client.get(f"/api/runs/{run_id}")).json())["graph"]
+                  for run_id in ("same", "older", "gone")}
+        assert [n["id"] for n in graphs["same"]["nodes"]] == ["a", "b"]
+        assert graphs["same"]["nodes"][1]["depends_on"] == ["a"]
+        assert graphs["same"]["file_changed"] is False and graphs["older"]["file_changed"]
+        assert graphs["gone"]["known"] is False and graphs["gone"]["nodes"] == []
+    finally:
+        await client.close()

@@ -117,7 +117,11 @@
       g.append(svg("title", {}, `${n.id}: ${n.status}`));
       root.append(g);
     }
-    document.getElementById("graph").replaceChildren(root);
+    const notes = [];
+    if (!d.graph.known) notes.push("the workflow file is gone or no longer loads: the steps the run stored");
+    else if (d.graph.file_changed) notes.push("the workflow file changed since this run started: its steps as they are now");
+    document.getElementById("graph").replaceChildren(
+      ...notes.map((n) => el("p", { cls: "muted note", text: n })), root);
   }
 
   function renderTimeline(d) {
