@@ -149,6 +149,7 @@ def timeline(steps: list[dict[str, Any]], raws: Mapping[str, Any], run: RunRecor
     base = min(known) if known else 0.0
     bars: list[dict[str, Any]] = []
     ends: dict[str, float] = {}
+    elapsed = now.timestamp() - run.started_at.timestamp()  # ~ seconds since `base`
     for s in steps:
         t0 = starts.get(s["id"])
         if s["parent"] is not None or not isinstance(t0, int | float):
@@ -166,13 +167,18 @@ def timeline(steps: list[dict[str, Any]], raws: Mapping[str, Any], run: RunRecor
         if s["id"] in ends:
             decided = next(b["start"] for b in bars if b["id"] == s["id"])
         elif s["id"] == paused_step:
-            first = run.started_at.timestamp()
-            decided = max(ready, (now.timestamp() - first))
+            decided = max(ready, elapsed)
         else:
             continue
         if decided - ready > 1e-3:
             bars.append({"id": s["id"], "kind": "wait", "status": "waiting",
                          "start": ready, "end": decided, "attempts": 1})
+    for s in steps:  # a step still running: from when it could start until now
+        if s["status"] != "running" or s["parent"] is not None or s["id"] in ends:
+            continue
+        ready = max((ends.get(d, 0.0) for d in s["depends_on"]), default=0.0)
+        bars.append({"id": s["id"], "kind": "step", "status": "running", "start": ready,
+                     "end": max(ready, elapsed), "attempts": 1})
     lanes = _lanes(bars)
     span = max((b["end"] for b in bars), default=0.0)
     return {"lanes": lanes, "span_seconds": span, "bars": bars}
@@ -201,6 +207,7 @@ def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | N
     placed = set(order)
     order += [k for k in nested if k not in placed]
     paused = cp.paused if cp is not None else None
+    loops = {p.step_id for p in cp.tool_loops} if cp is not None else set()
     steps = []
     for sid in order:
         view = _step_view(sid, raws.get(sid, {}), by_id.get(sid))
@@ -208,7 +215,8 @@ def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | N
             view["status"] = "paused" if paused.waiting_for != "decision" else "needs_decision"
         elif sid not in raws and sid in ((cp.extra.get("not_taken") or {}) if cp else {}):
             view["status"] = "skipped"
-        elif sid not in raws and run.status == "running" and _deps_done(by_id.get(sid), raws):
+        elif sid not in raws and run.status == "running" and (
+                _deps_done(by_id.get(sid), raws) or sid in loops):
             view["status"] = "running"
         steps.append(view)
     by_step: dict[str, list[dict[str, Any]]] = {}

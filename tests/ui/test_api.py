@@ -241,3 +241,23 @@ async def test_the_graph_comes_from_the_runs_file_and_says_when_it_changed(
         assert graphs["gone"]["known"] is False and graphs["gone"]["nodes"] == []
     finally:
         await client.close()
+
+
+async def test_a_step_in_progress_is_a_running_bar(store: SqliteStore, tmp_path: Path) -> None:
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("name: f\nsteps:\n  - {id: a, type: llm_call, prompt: p}\n"
+                    "  - {id: b, type: llm_call, prompt: q, depends_on: [a]}\n"
+                    "  - {id: c, type: llm_call, prompt: r, depends_on: [b]}\n")
+    await store.create_run("live", "f", "h", {}, meta={"workflow_path": str(flow)})
+    await store.save_checkpoint("live", Checkpoint(state={}, status="running", step_results={
+        "a": {"id": "a", "status": "success", "started_at": 1.0, "duration_seconds": 0.2}}))
+    client = await client_for(store)
+    try:
+        detail = await (await client.get("/api/runs/live")).json()
+        status = {s["id"]: s["status"] for s in detail["steps"]}
+        assert status == {"a": "success", "b": "running", "c": "pending"}
+        bars = {b["id"]: b for b in detail["timeline"]["bars"]}
+        assert set(bars) == {"a", "b"} and bars["b"]["status"] == "running"
+        assert bars["b"]["start"] == pytest.approx(0.2) and bars["b"]["end"] >= 0.2
+    finally:
+        await client.close()
