@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -73,7 +74,7 @@ class Resumer:
         self._store_url = store_url
         self._env = dict(env)
         self._python = python
-        self._children: dict[str, asyncio.subprocess.Process] = {}
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._logs = Path(tempfile.gettempdir()) / f"agentloom-ui-{os.getuid()}"
 
     async def decide(self, run_id: str, body: Any) -> Accepted:
@@ -83,7 +84,7 @@ class Resumer:
         if record.status in FINISHED_STATUSES:
             raise DecisionRefused(f"run {run_id} already finished ({record.status})")
         going = self._children.get(run_id)
-        if going is not None and going.returncode is None:
+        if going is not None and going.poll() is None:
             raise DecisionRefused(f"run {run_id} is being resumed from this UI already")
         lease = record.lease_until
         if record.claimed_by and lease is not None and lease > datetime.now(UTC):
@@ -97,37 +98,41 @@ class Resumer:
         return await self._start(run_id, flags, record.status)
 
     async def _start(self, run_id: str, flags: list[str], before: str) -> Accepted:
-        self._logs.mkdir(mode=0o700, exist_ok=True)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
-        log = self._logs / f"{safe}.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                self._python, "-m", "agentloom.cli", "resume", run_id, *flags,
-                "--store", self._store_url, stdin=asyncio.subprocess.DEVNULL,
-                stdout=out, stderr=out, env=self._env, start_new_session=True)
+        log = await asyncio.to_thread(self._log_path, run_id)
+        argv = [self._python, "-m", "agentloom.cli", "resume", run_id, *flags,
+                "--store", self._store_url]
+        # subprocess, not asyncio's: asyncio kills its children when its loop closes, and
+        # the run must go on when the UI stops.
+        proc = await asyncio.to_thread(_spawn, argv, log, self._env)
         self._children[run_id] = proc
         mine = f"{socket.gethostname()}:{proc.pid}:"
         waited = 0.0
         while waited < CLAIM_WAIT_SECONDS:
-            try:
-                code = await asyncio.wait_for(proc.wait(), timeout=0.05)
-            except TimeoutError:
-                waited += 0.05
+            code = proc.poll()
+            if code is not None:
+                text = await asyncio.to_thread(log.read_text, "utf-8", "replace")
+                if code != 0 and "agentloom resume:" in text:
+                    reason = text.split("agentloom resume:", 1)[1].strip().splitlines()[0]
+                    raise DecisionRefused(reason)
                 record = await self._store.get_run(run_id)
-                if record is not None and ((record.claimed_by or "").startswith(mine)
-                                           or record.status != before):
-                    return Accepted(run_id, proc.pid, record.status, str(log))
-                continue
-            text = log.read_text(encoding="utf-8", errors="replace")
-            if code != 0 and "agentloom resume:" in text:
-                reason = text.split("agentloom resume:", 1)[1].strip().splitlines()[0]
-                raise DecisionRefused(reason)
+                return Accepted(run_id, proc.pid, record.status if record else "unknown",
+                                str(log))
             record = await self._store.get_run(run_id)
-            return Accepted(run_id, proc.pid, record.status if record else "unknown",
-                            str(log))
+            if record is not None and ((record.claimed_by or "").startswith(mine)
+                                       or record.status != before):
+                return Accepted(run_id, proc.pid, record.status, str(log))
+            await asyncio.sleep(0.05)  # the child starts and claims the run meanwhile
+            waited += 0.05
         return Accepted(run_id, proc.pid, before, str(log))
 
-    async def wait_all(self) -> None:
-        """Wait for the resumes this UI started (tests; `agentloom ui` leaves them be)."""
-        for proc in list(self._children.values()):
-            await proc.wait()
+    def _log_path(self, run_id: str) -> Path:
+        self._logs.mkdir(mode=0o700, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
+        return self._logs / f"{safe}.log"
+
+
+
+def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                env=env, start_new_session=True)
