@@ -100,7 +100,7 @@ async def main(runs: int, steps: int) -> None:
                     times.append(time.perf_counter() - t)
                     cpu.append(time.process_time() - c)
 
-            app = create_app(UiSettings(store=store, store_url=str(store)))
+            app = create_app(UiSettings(store=store, store_url=str(store.path)))
             app.middlewares.insert(0, timing)
             client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1"))
             await client.start_server()
