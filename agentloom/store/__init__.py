@@ -26,6 +26,8 @@ from agentloom.store._base import (
     ResumeAction,
     RunExists,
     RunNotFound,
+    RunPage,
+    RunQuery,
     RunRecord,
     RunStatus,
     StoreConfigError,
@@ -34,6 +36,7 @@ from agentloom.store._base import (
     ToolCallRecord,
     ToolLoopProgress,
     apply_delta,
+    query_matches,
     tool_call_resume_action,
 )
 
@@ -54,6 +57,8 @@ __all__ = [
     "ResumeAction",
     "RunExists",
     "RunNotFound",
+    "RunPage",
+    "RunQuery",
     "RunRecord",
     "RunStatus",
     "Serializer",
@@ -65,6 +70,7 @@ __all__ = [
     "ToolLoopProgress",
     "apply_delta",
     "open_store",
+    "query_matches",
     "tool_call_resume_action",
 ]
 

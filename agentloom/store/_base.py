@@ -194,11 +194,46 @@ class ModelExchangeRecord:
     created_at: datetime | None = None
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class RunQuery:
+    """A filter for `find_runs`: each field set narrows the runs (all must hold)."""
+
+    status: str | None = None
+    workflow: str | None = None
+    """The exact workflow name."""
+    run_id_contains: str | None = None
+    """A piece of the run id (matched literally: `%` and `_` are not wildcards)."""
+    batch_id: str | None = None
+    """The batch the run belongs to (`meta.batch_id`, set by `agentloom batch`)."""
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class RunPage:
+    """One page of `find_runs`: its runs, newest first, and how many match in all."""
+
+    runs: list[RunRecord]
+    total: int
+
+
+def like_pattern(text: str) -> str:
+    """`text` as a literal LIKE pattern that matches anywhere (escape character `\\`)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def query_matches(query: RunQuery, run: RunRecord) -> bool:
+    """Whether `run` passes `query` (what the SQL backends' WHERE says, in Python)."""
+    return ((query.status is None or run.status == query.status)
+            and (query.workflow is None or run.workflow_name == query.workflow)
+            and (query.run_id_contains is None or query.run_id_contains in run.run_id)
+            and (query.batch_id is None or run.meta.get("batch_id") == query.batch_id))
+
+
 @runtime_checkable
 class CheckpointStore(Protocol):
     """Durable runs. Every write is one transaction: it lands whole or not at all.
 
-    Optional capabilities (`claim_run`) are detected with `hasattr`.
+    Optional capabilities (`claim_run`, `find_runs`) are detected with `hasattr`.
     """
 
     async def create_run(

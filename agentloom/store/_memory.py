@@ -23,6 +23,8 @@ from agentloom.store._base import (
     ModelExchangeRecord,
     RunExists,
     RunNotFound,
+    RunPage,
+    RunQuery,
     RunRecord,
     RunStatus,
     StoreError,
@@ -31,6 +33,7 @@ from agentloom.store._base import (
     apply_delta,
     check_status,
     check_tool_status,
+    query_matches,
 )
 from agentloom.store._serde import (
     JsonSerializer,
@@ -154,6 +157,13 @@ class MemoryStore:
         runs.sort(key=lambda r: r.run_id)
         runs.sort(key=lambda r: r.updated_at, reverse=True)
         return runs if limit is None else runs[:limit]
+
+    async def find_runs(self, query: RunQuery | None = None, *, limit: int = 50,
+                        offset: int = 0) -> RunPage:
+        q = query or RunQuery()
+        runs = [r for r in await self.list_runs(limit=None) if query_matches(q, r)]
+        start = max(0, offset)
+        return RunPage(runs=runs[start:start + max(0, limit)], total=len(runs))
 
     async def set_status(self, run_id: str, status: RunStatus) -> None:
         self._check_open()

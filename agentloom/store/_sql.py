@@ -27,6 +27,8 @@ from agentloom.store._base import (
     ModelExchangeRecord,
     RunExists,
     RunNotFound,
+    RunPage,
+    RunQuery,
     RunRecord,
     RunStatus,
     StoreError,
@@ -35,6 +37,7 @@ from agentloom.store._base import (
     apply_delta,
     check_status,
     check_tool_status,
+    like_pattern,
 )
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
 from agentloom.store._serde import (
@@ -274,6 +277,37 @@ class SqlStore:
         async with self._db.transaction() as tx:
             rows = await tx.execute(sql, params)
         return [self._run(r) for r in rows]
+
+    async def find_runs(self, query: RunQuery | None = None, *, limit: int = 50,
+                        offset: int = 0) -> RunPage:
+        """One page of the runs `query` matches, newest first (as `list_runs`), and their
+        total; the run list of `agentloom ui` pages through this."""
+        await self._ensure()
+        where, params = self._where(query or RunQuery())
+        async with self._db.transaction() as tx:
+            total = int((await tx.execute(f"SELECT COUNT(*) FROM runs{where}", params))[0][0])
+            rows = await tx.execute(
+                f"SELECT {_RUN_COLS} FROM runs{where} ORDER BY updated_at DESC, run_id "
+                "LIMIT ? OFFSET ?", [*params, max(0, int(limit)), max(0, int(offset))])
+        return RunPage(runs=[self._run(r) for r in rows], total=total)
+
+    def _where(self, query: RunQuery) -> tuple[str, list[Any]]:
+        terms: list[str] = []
+        params: list[Any] = []
+        if query.status is not None:
+            terms.append("status = ?")
+            params.append(query.status)
+        if query.workflow is not None:
+            terms.append("workflow_name = ?")
+            params.append(query.workflow)
+        if query.run_id_contains:
+            terms.append("run_id LIKE ? ESCAPE '\\'")
+            params.append(like_pattern(query.run_id_contains))
+        if query.batch_id is not None:
+            terms.append("meta->>'batch_id' = ?" if self._db.dialect == "postgres"
+                         else "json_extract(meta, '$.batch_id') = ?")
+            params.append(query.batch_id)
+        return (" WHERE " + " AND ".join(terms) if terms else ""), params
 
     async def set_status(self, run_id: str, status: RunStatus) -> None:
         check_status(status)

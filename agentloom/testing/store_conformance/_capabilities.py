@@ -19,17 +19,20 @@ class Capability(StrEnum):
     PRUNE = "prune"
     CLAIM = "claim"
     DELTAS = "deltas"
+    QUERY = "query"
 
 
 REQUIRED_CAPABILITIES: frozenset[Capability] = frozenset({
     Capability.PUT_GET, Capability.LIST, Capability.PENDING_TOOL_CALLS,
     Capability.ATOMIC_WRITE, Capability.RESUME_AFTER_CRASH, Capability.DELTAS,
 })
-OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM})
+OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM,
+                                                          Capability.QUERY})
 
 _OPTIONAL_METHODS: dict[Capability, tuple[str, ...]] = {
     Capability.PRUNE: ("prune",),
     Capability.CLAIM: ("claim_run", "release_claim"),
+    Capability.QUERY: ("find_runs",),
 }
 
 

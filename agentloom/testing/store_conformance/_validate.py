@@ -20,6 +20,7 @@ from agentloom.testing.store_conformance import (
     pending_tool_calls,
     prune,
     put_get,
+    query_runs,
     resume_after_crash,
 )
 from agentloom.testing.store_conformance._capabilities import (
@@ -39,6 +40,7 @@ CHECKS: dict[Capability, list[CheckFn]] = {
     Capability.PRUNE: prune.CHECKS,
     Capability.CLAIM: claim.CHECKS,
     Capability.DELTAS: deltas.CHECKS,
+    Capability.QUERY: query_runs.CHECKS,
 }
 
 

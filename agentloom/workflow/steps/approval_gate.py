@@ -9,7 +9,9 @@ timestamp): a resume after it applies `on_timeout`, or fails the step when there
 `notify` POSTs a JSON event when the gate first pauses, so another system (chat, CI) can
 ask the person: up to three tries, a private, loopback or link-local target refused unless
 `sandbox.allow_internal_webhook_targets` says otherwise. A notification that fails is logged
-and noted in the pause; it never costs the pause itself.
+and noted in the pause; it never costs the pause itself. When the run's durable meta
+names a `ui_url` (`agentloom run` sets it from `AGENTLOOM_UI_URL`), the event carries
+`url`, the run's page in `agentloom ui`, where the person can decide.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from agentloom import http
 from agentloom.errors import DeadlineExceeded
@@ -82,6 +85,15 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     return StepOutcome(value=value, text=value)
 
 
+def _page_link(ctx: RunContext) -> dict[str, str]:
+    """The run's page in `agentloom ui`, when the run was started with AGENTLOOM_UI_URL."""
+    base = (getattr(ctx.durable, "meta", None) or {}).get("ui_url")
+    run_id = ctx.run_id
+    if not isinstance(base, str) or not base.startswith(("http://", "https://")) or not run_id:
+        return {}
+    return {"url": f"{base.rstrip('/')}/runs/{quote(run_id, safe='')}"}
+
+
 async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
                   ctx: RunContext) -> bool:
     """POST the approval request; True if the receiver answered 2xx."""
@@ -95,6 +107,7 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
             "event": "approval_requested", "workflow": ctx.workflow.name,
             "run_id": ctx.run_id, "step_id": step_id, "message": message,
             "resume": f"agentloom resume {ctx.run_id} --approve | --reject",
+            **_page_link(ctx),
         }).encode()
     headers = {"content-type": "application/json", **notify.headers}
     request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,

@@ -1,0 +1,243 @@
+"""The aiohttp application: two pages, their static files, and the JSON API behind them.
+
+    GET  /                          the run list (HTML)
+    GET  /runs/{id}                 a run (HTML)
+    GET  /api/runs                  ?status= &workflow= &q= (a piece of the id) &batch=
+                                    &limit= (≤ 200) &offset=
+    GET  /api/runs/{id}             the run page's facts (`_view.run_detail`)
+    GET  /api/runs/{id}/events      server-sent events: `run` (the facts, on each change)
+                                    and `end` once the run has finished
+    POST /api/runs/{id}/decision    {"action": "approve"|"reject"} or
+                                    {"action": "answer", "answer": ...}
+    GET  /pending, POST /approve/{id}, POST /reject/{id}
+                                    the public AgentLoom's `callback-server` routes
+
+Pages are static files that fetch the API and build the DOM with `textContent`, never
+`innerHTML`: model output is untrusted text and is never parsed as markup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from agentloom.store import FINISHED_STATUSES, RUN_STATUSES, CheckpointStore, RunQuery
+from agentloom.ui._decide import DecisionRefused, Resumer
+from agentloom.ui._load import FactsCache, GraphCache, load_detail, load_page
+from agentloom.ui._security import security_middlewares
+from agentloom.ui._view import scrub_text
+
+_STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html",
+                 ".svg": "image/svg+xml"}
+
+
+@dataclass(slots=True)
+class UiSettings:
+    store: CheckpointStore
+    store_url: str
+    """How a resume child names the same store (`--store`)."""
+    token: str | None = None
+    loopback_only: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The environment resumes run with (provider keys and URLs)."""
+    redact: Callable[[str], str] | None = None
+    """A last redaction pass over everything sent (the secrets this process knows)."""
+    poll_seconds: float = 0.5
+    """How often the event stream looks at the store for a change."""
+    host_names: tuple[str, ...] = ()
+    """Host names a loopback-only UI answers to besides localhost, 127.0.0.1 and ::1."""
+
+
+STORE_KEY = web.AppKey("settings", UiSettings)
+RESUMER_KEY = web.AppKey("resumer", Resumer)
+GRAPHS_KEY = web.AppKey("graphs", GraphCache)
+FACTS_KEY = web.AppKey("facts", FactsCache)
+
+
+def create_app(settings: UiSettings) -> web.Application:
+    app = web.Application(middlewares=security_middlewares(  # type: ignore[arg-type]
+        token=settings.token, loopback_only=settings.loopback_only,
+        host_names=settings.host_names),
+        client_max_size=64 * 1024)
+    app[STORE_KEY] = settings
+    app[RESUMER_KEY] = Resumer(settings.store, settings.store_url, settings.env)
+    app[GRAPHS_KEY] = GraphCache()
+    app[FACTS_KEY] = FactsCache()
+    app.router.add_get("/", _page("index.html"))
+    app.router.add_get("/runs/{run_id}", _page("run.html"))
+    app.router.add_get("/static/{name}", _static)
+    app.router.add_get("/api/runs", _api_runs)
+    app.router.add_get("/api/runs/{run_id}", _api_run)
+    app.router.add_get("/api/runs/{run_id}/events", _api_events)
+    app.router.add_post("/api/runs/{run_id}/decision", _api_decision)
+    app.router.add_get("/pending", _pending)
+    app.router.add_post("/approve/{run_id}", _callback("approve"))
+    app.router.add_post("/reject/{run_id}", _callback("reject"))
+    return app
+
+
+def _asset(name: str) -> bytes | None:
+    if "/" in name or "\\" in name or name.startswith("."):
+        return None
+    node = resources.files("agentloom.ui").joinpath("static", name)
+    return node.read_bytes() if node.is_file() else None
+
+
+def _page(name: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        body = await asyncio.to_thread(_asset, name)
+        assert body is not None, f"agentloom.ui is missing its page {name}"
+        return web.Response(body=body, content_type="text/html", charset="utf-8")
+    return handler
+
+
+async def _static(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    suffix = name[name.rfind("."):] if "." in name else ""
+    body = await asyncio.to_thread(_asset, name) if suffix in _STATIC_TYPES else None
+    if body is None:
+        raise web.HTTPNotFound()
+    return web.Response(body=body, content_type=_STATIC_TYPES[suffix], charset="utf-8")
+
+
+def _json(request: web.Request, data: Any, status: int = 200) -> web.Response:
+    text = scrub_text(_dumps(data), request.app[STORE_KEY].redact)
+    return web.Response(text=text, status=status, content_type="application/json")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _int(request: web.Request, name: str, default: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise web.HTTPBadRequest(text=json.dumps({"error": f"{name} must be a number"}),
+                                 content_type="application/json") from None
+    return max(value, 0)
+
+
+async def _api_runs(request: web.Request) -> web.Response:
+    q = request.query
+    status = q.get("status") or None
+    if status is not None and status not in RUN_STATUSES:
+        return _json(request, {"error": f"status must be one of {sorted(RUN_STATUSES)}"}, 400)
+    query = RunQuery(status=status, workflow=q.get("workflow") or None,
+                     run_id_contains=q.get("q") or None, batch_id=q.get("batch") or None)
+    page = await load_page(request.app[STORE_KEY].store, query,
+                           limit=_int(request, "limit", 50), offset=_int(request, "offset", 0),
+                           cache=request.app[FACTS_KEY])
+    return _json(request, page)
+
+
+async def _detail(request: web.Request) -> dict[str, Any]:
+    run_id = request.match_info["run_id"]
+    detail = await load_detail(request.app[STORE_KEY].store, run_id, request.app[GRAPHS_KEY])
+    if detail is None:
+        raise web.HTTPNotFound(text=json.dumps({"error": f"no run {run_id!r} in the store"}),
+                               content_type="application/json")
+    return detail
+
+
+async def _api_run(request: web.Request) -> web.Response:
+    return _json(request, await _detail(request))
+
+
+async def _api_events(request: web.Request) -> web.StreamResponse:
+    """The run's facts now and on every change the store shows (a checkpoint, a status,
+    a claim), whoever writes it: this process, another one, a Ray worker."""
+    settings = request.app[STORE_KEY]
+    first = await _detail(request)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-store"})
+    await response.prepare(request)
+    try:
+        async for event, data in _changes(request, first, settings):
+            payload = scrub_text(_dumps(data), settings.redact)
+            await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+    except ConnectionResetError:
+        pass  # the page went away
+    return response
+
+
+async def _changes(request: web.Request, first: dict[str, Any], settings: UiSettings
+                   ) -> AsyncIterator[tuple[str, Any]]:
+    run_id = request.match_info["run_id"]
+    yield "run", first
+    seen = _mark(first)
+    status = first["run"]["status"]
+    idle = 0.0
+    while status not in FINISHED_STATUSES:
+        await asyncio.sleep(settings.poll_seconds)
+        idle += settings.poll_seconds
+        record = await settings.store.get_run(run_id)
+        if record is None:
+            yield "end", {"reason": "the run is gone from the store"}
+            return
+        if (record.latest_seq, record.status, record.claimed_by) != seen:
+            detail = await load_detail(settings.store, run_id, request.app[GRAPHS_KEY])
+            if detail is None:
+                return
+            seen, status, idle = _mark(detail), detail["run"]["status"], 0.0
+            yield "run", detail
+        elif idle >= 15:  # a comment-free keepalive that proxies pass on
+            idle = 0.0
+            yield "ping", {}
+    yield "end", {"status": status}
+
+
+def _mark(detail: dict[str, Any]) -> tuple[Any, ...]:
+    run = detail["run"]
+    return (detail["seq"], run["status"], run["claimed_by"])
+
+
+async def _api_decision(request: web.Request) -> web.Response:
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return _json(request, {"error": "the body is not JSON"}, 400)
+    return await _decide(request, body)
+
+
+def _callback(action: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        return await _decide(request, {"action": action})
+    return handler
+
+
+async def _pending(request: web.Request) -> web.Response:
+    """The runs waiting for a person, as the `callback-server` lists them."""
+    store = request.app[STORE_KEY].store
+    out = []
+    for status in ("paused", "needs_decision"):
+        page = await load_page(store, RunQuery(status=status), limit=200, offset=0,
+                               cache=request.app[FACTS_KEY])
+        for row in page["runs"]:
+            cp = await store.load_latest(row["run_id"])
+            paused = cp.paused if cp is not None else None
+            out.append({"run_id": row["run_id"], "workflow": row["workflow"],
+                        "status": row["status"], "paused_at": row["updated_at"],
+                        "step_id": paused.step_id if paused else None,
+                        "waiting_for": paused.waiting_for if paused else None,
+                        "prompt": paused.prompt if paused else None})
+    return _json(request, {"pending": out})
+
+
+async def _decide(request: web.Request, body: Any) -> web.Response:
+    run_id = request.match_info["run_id"]
+    try:
+        accepted = await request.app[RESUMER_KEY].decide(run_id, body)
+    except DecisionRefused as exc:
+        return _json(request, {"error": str(exc)}, exc.status)
+    return _json(request, {"accepted": True, "run_id": run_id, "status": accepted.status,
+                           "pid": accepted.pid}, 202)

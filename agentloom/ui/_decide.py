@@ -1,0 +1,138 @@
+"""Approve, reject or answer a paused run: by running `agentloom resume` for it.
+
+The UI does not resume runs itself: it starts the very command a person would type
+(`python -m agentloom.cli resume RUN_ID --approve --store URL`) as a child process in its
+own session, so the run goes on exactly as a terminal resume would, survives the UI
+being stopped, and is claimed in the store like any other worker's. The request is
+answered once the child has taken the run (its claim is in the store), has finished, or
+has refused (its message is the answer: a wrong choice, another process holding it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentloom.store import FINISHED_STATUSES, CheckpointStore
+
+CLAIM_WAIT_SECONDS = 30.0
+
+
+class DecisionRefused(Exception):
+    """The decision can't be taken (HTTP 409 or 400, with this message)."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+@dataclass(slots=True, frozen=True)
+class Accepted:
+    run_id: str
+    pid: int
+    status: str
+    log: str
+
+
+def resume_flags(body: Any, waiting_for: str) -> list[str]:
+    """The `agentloom resume` flags for a decision body:
+    `{"action": "approve" | "reject"}` or `{"action": "answer", "answer": ...}`."""
+    if not isinstance(body, dict):
+        raise DecisionRefused("the body must be a JSON object with an 'action'", 400)
+    action = body.get("action")
+    if action in ("approve", "reject"):
+        if waiting_for == "answer":
+            raise DecisionRefused("the run waits for an answer, not an approval", 400)
+        return [f"--{action}"]
+    if action == "answer":
+        if waiting_for != "answer":
+            raise DecisionRefused(f"the run waits for {waiting_for}, not an answer", 400)
+        answer = body.get("answer")
+        if isinstance(answer, list):
+            answer = ",".join(str(a) for a in answer)
+        if not isinstance(answer, str | int | float) or isinstance(answer, bool):
+            raise DecisionRefused("'answer' must be text (or a list of choices)", 400)
+        return ["--answer", str(answer)]
+    raise DecisionRefused("'action' must be approve, reject or answer", 400)
+
+
+class Resumer:
+    """Starts the resumes and remembers which runs have one going."""
+
+    def __init__(self, store: CheckpointStore, store_url: str, env: Mapping[str, str],
+                 *, python: str = sys.executable) -> None:
+        self._store = store
+        self._store_url = store_url
+        self._env = dict(env)
+        self._python = python
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs = Path(tempfile.gettempdir()) / f"agentloom-ui-{os.getuid()}"
+
+    async def decide(self, run_id: str, body: Any) -> Accepted:
+        record = await self._store.get_run(run_id)
+        if record is None:
+            raise DecisionRefused(f"no run {run_id!r} in the store", 404)
+        if record.status in FINISHED_STATUSES:
+            raise DecisionRefused(f"run {run_id} already finished ({record.status})")
+        going = self._children.get(run_id)
+        if going is not None and going.poll() is None:
+            raise DecisionRefused(f"run {run_id} is being resumed from this UI already")
+        lease = record.lease_until
+        if record.claimed_by and lease is not None and lease > datetime.now(UTC):
+            raise DecisionRefused(f"run {run_id} is held by another process "
+                                  f"({record.claimed_by}); wait for it to end")
+        cp = await self._store.load_latest(run_id)
+        if cp is None or cp.paused is None:
+            raise DecisionRefused(f"run {run_id} is not waiting for a decision "
+                                  f"(status {record.status})")
+        flags = resume_flags(body, cp.paused.waiting_for)
+        return await self._start(run_id, flags, record.status)
+
+    async def _start(self, run_id: str, flags: list[str], before: str) -> Accepted:
+        log = await asyncio.to_thread(self._log_path, run_id)
+        argv = [self._python, "-m", "agentloom.cli", "resume", run_id, *flags,
+                "--store", self._store_url]
+        # subprocess, not asyncio's: asyncio kills its children when its loop closes, and
+        # the run must go on when the UI stops.
+        proc = await asyncio.to_thread(_spawn, argv, log, self._env)
+        self._children[run_id] = proc
+        mine = f"{socket.gethostname()}:{proc.pid}:"
+        waited = 0.0
+        while waited < CLAIM_WAIT_SECONDS:
+            code = proc.poll()
+            if code is not None:
+                text = await asyncio.to_thread(log.read_text, "utf-8", "replace")
+                if code != 0 and "agentloom resume:" in text:
+                    reason = text.split("agentloom resume:", 1)[1].strip().splitlines()[0]
+                    raise DecisionRefused(reason)
+                record = await self._store.get_run(run_id)
+                return Accepted(run_id, proc.pid, record.status if record else "unknown",
+                                str(log))
+            record = await self._store.get_run(run_id)
+            if record is not None and ((record.claimed_by or "").startswith(mine)
+                                       or record.status != before):
+                return Accepted(run_id, proc.pid, record.status, str(log))
+            await asyncio.sleep(0.05)  # the child starts and claims the run meanwhile
+            waited += 0.05
+        return Accepted(run_id, proc.pid, before, str(log))
+
+    def _log_path(self, run_id: str) -> Path:
+        self._logs.mkdir(mode=0o700, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
+        return self._logs / f"{safe}.log"
+
+
+
+def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                env=env, start_new_session=True)

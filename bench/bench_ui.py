@@ -1,0 +1,128 @@
+"""What `agentloom ui` costs the server: the run list's first page over a SQLite store of
+10,000 runs, and the page of a run with 1,000 steps (`python bench/bench_ui.py [RUNS]
+[STEPS]`). Server time is measured by a middleware around the handler, over real HTTP
+on loopback; the client's time is printed beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from agentloom.messages import ModelResponse, TextPart, Usage
+from agentloom.store import Checkpoint, SqliteStore
+from agentloom.ui import UiSettings, create_app
+
+STATUSES = ("succeeded", "succeeded", "succeeded", "failed", "paused")
+
+
+def _step(i: int) -> dict[str, Any]:
+    return {"id": f"s{i}", "type": "llm_call", "status": "success", "attempts": 1 + i % 3,
+            "model": "gpt-4o-mini", "provider": "openai", "finish_reason": "stop",
+            "started_at": 100.0 + i * 0.01, "duration_seconds": 0.05 + (i % 7) * 0.01,
+            "output": f"step {i} wrote a short paragraph of text " * 3, "text": None,
+            "error": None, "error_type": None, "reason": None, "iterations": 1,
+            "usage": Usage(input_tokens=120, output_tokens=40, cost_usd=Decimal("0.00003"))}
+
+
+def _flow(steps: int) -> str:
+    lines = ["name: big", "steps:"]
+    for i in range(steps):
+        dep = f", depends_on: [s{(i - 1) // 4 * 4}]" if i else ""
+        lines.append(f"  - {{id: s{i}, type: llm_call, prompt: p{i}{dep}, output: o{i}}}")
+    return "\n".join(lines) + "\n"
+
+
+async def _fill(store: SqliteStore, runs: int, steps: int, flow: Path) -> None:
+    small = {f"s{i}": _step(i) for i in range(4)}
+    for i in range(runs):
+        run_id = f"run-{i:05d}"
+        meta = {"batch_id": f"b{i // 100}"} if i % 2 else {}
+        await store.create_run(run_id, f"flow-{i % 20}", "h", {"topic": i}, meta=meta)
+        await store.save_checkpoint(run_id, Checkpoint(
+            state={"topic": i, "o0": "x" * 200}, status=STATUSES[i % len(STATUSES)],  # type: ignore[arg-type]
+            step_results=small, cost_usd=Decimal("0.00012")))
+    await store.create_run("big", "big", "h", {}, meta={"workflow_path": str(flow)})
+    await store.save_checkpoint("big", Checkpoint(
+        state={f"o{i}": f"output {i}" for i in range(steps)}, status="succeeded",
+        step_results={f"s{i}": _step(i) for i in range(steps)}, cost_usd=Decimal("0.03")))
+    for i in range(steps):
+        await store.record_model_exchange("big", f"s{i}", 1, f"sha256:{i}", ModelResponse(
+            parts=(TextPart(text=f"reply {i}"),), usage=Usage(input_tokens=120,
+                                                              output_tokens=40),
+            finish_reason="stop", model="gpt-4o-mini", provider="openai"))
+
+
+async def _measure(client: TestClient[Any, Any], times: list[float], path: str,
+                   n: int) -> tuple[float, float, float]:
+    server, wall = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        response = await client.get(path)
+        await response.read()
+        assert response.status == 200, (path, response.status)
+        wall.append(time.perf_counter() - t0)
+        server.append(times[-1])
+    return statistics.median(server) * 1000, max(server) * 1000, statistics.median(wall) * 1000
+
+
+def _cpu(times: list[float]) -> float:
+    return times[-1] * 1000
+
+
+async def main(runs: int, steps: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        flow = Path(tmp) / "big.yaml"
+        flow.write_text(_flow(steps))
+        store = SqliteStore(Path(tmp) / "runs.db")
+        async with store:
+            t0 = time.perf_counter()
+            await _fill(store, runs, steps, flow)
+            print(f"filled {runs:,} runs + one of {steps:,} steps in "
+                  f"{time.perf_counter() - t0:.1f}s")
+            times: list[float] = []
+            cpu: list[float] = []
+
+            @web.middleware
+            async def timing(request: web.Request, handler: Any) -> web.StreamResponse:
+                t, c = time.perf_counter(), time.process_time()
+                try:
+                    return await handler(request)  # type: ignore[no-any-return]
+                finally:
+                    times.append(time.perf_counter() - t)
+                    cpu.append(time.process_time() - c)
+
+            app = create_app(UiSettings(store=store, store_url=str(store.path)))
+            app.middlewares.insert(0, timing)
+            client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1"))
+            await client.start_server()
+            try:
+                for label, path, n in (
+                        ("run list, first page (50), cold", "/api/runs", 1),
+                        ("run list, first page (50), warm", "/api/runs", 30),
+                        ("run list, page 100 (offset 4950), cold", "/api/runs?offset=4950", 1),
+                        ("run list, status=failed", "/api/runs?status=failed", 30),
+                        ("run list, batch=b7", "/api/runs?batch=b7", 30),
+                        ("run list, id search", "/api/runs?q=0042", 30),
+                        (f"run page, {steps:,} steps (first, graph loaded)",
+                         "/api/runs/big", 1),
+                        (f"run page, {steps:,} steps (warm)", "/api/runs/big", 10)):
+                    med, worst, wall = await _measure(client, times, path, n)
+                    print(f"{label:<44} server median {med:7.1f} ms  max {worst:7.1f} ms"
+                          f"  (CPU of the last {_cpu(cpu):6.1f} ms)  client {wall:7.1f} ms"
+                          f"  (n={n})")
+            finally:
+                await client.close()
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    asyncio.run(main(args[0] if args else 10_000, args[1] if len(args) > 1 else 1_000))

@@ -1,0 +1,157 @@
+"""The UI in a real headless Chromium (Debian's, driven by Selenium and chromedriver):
+the list, a run with a parallel fan-out and a retry, approving a paused gate and watching
+the run finish, hostile model output shown as text. Every wait is on a DOM condition."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from tests.ui.harness import ASK, FLOW, HOSTILE, chromium, cli_env, fake_openai, run_cli, ui_process
+
+WAIT = 30  # an upper bound on a DOM condition, never a sleep
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One store with a paused fan-out run and a finished one, one UI, one browser."""
+    home = tmp_path_factory.mktemp("ui")
+    (home / "flow.yaml").write_text(FLOW)
+    (home / "ask.yaml").write_text(ASK)
+    with fake_openai() as server:
+        env = cli_env(server)
+        for run_id in ("fan-1", "fan-2", "fan-3"):
+            done = run_cli(env, home, "run", "flow.yaml", "--run-id", run_id)
+            assert done.returncode == 0 and "paused" in done.stderr, done.stderr
+        done = run_cli(env, home, "resume", "fan-2", "--approve")
+        assert done.returncode == 0, done.stderr
+        done = run_cli(env, home, "run", "ask.yaml", "--run-id", "ask-1")
+        assert done.returncode == 0 and "paused" in done.stderr, done.stderr
+        driver = chromium(home / "profile")
+        try:
+            with ui_process(env, home) as ui:
+                yield {"home": home, "ui": ui, "driver": driver, "env": env}
+        finally:
+            driver.quit()
+
+
+def wait(driver: Any) -> WebDriverWait[Any]:
+    return WebDriverWait(driver, WAIT)
+
+
+def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(world["ui"].url)
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    rows = {r.get_attribute("data-run"): r.text for r in
+            driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
+    assert set(rows) == {"fan-1", "fan-2", "fan-3", "ask-1"}  # fan-1 stays paused
+    assert "paused" in rows["fan-1"] and "fan-out-gate" in rows["fan-1"]
+    assert "succeeded" in rows["fan-2"]
+    assert "4 runs" in driver.find_element(By.ID, "count").text
+    # Filter by status through the form.
+    Select(driver.find_element(By.ID, "f-status")).select_by_visible_text("succeeded")
+    driver.find_element(By.CSS_SELECTOR, "#filters button").click()
+    wait(driver).until(ec.url_contains("status=succeeded"))
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    shown = {r.get_attribute("data-run") for r in
+             driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
+    assert "fan-2" in shown and "fan-1" not in shown
+
+
+def test_a_run_shows_its_graph_and_parallel_lanes_and_the_retry(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/fan-2")
+    wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "body[data-status=succeeded]")))
+    nodes = driver.find_elements(By.CSS_SELECTOR, "#graph g.node")
+    assert {n.get_attribute("data-step") for n in nodes} == {
+        "outline", "beginners", "experts", "approve", "publish"}
+    bars = {b.get_attribute("data-step") + "/" + b.get_attribute("data-kind"): b
+            for b in driver.find_elements(By.CSS_SELECTOR, "#timeline .bar")}
+    lane = {k: b.find_element(By.XPATH, "..").get_attribute("data-lane") for k, b in bars.items()}
+    assert lane["beginners/step"] != lane["experts/step"], "parallel steps share a lane"
+    assert "retried" in bars["beginners/step"].get_attribute("class")
+    assert "↻2" in bars["beginners/step"].text
+    assert "approve/wait" in bars, "the wait for a person is on the timeline"
+    step = driver.find_element(By.CSS_SELECTOR, "details.step[data-step=beginners]")
+    assert "attempts 2" in step.text and "gpt-4o-mini" in step.text and "openai" in step.text
+    step.find_element(By.TAG_NAME, "summary").click()
+    wait(driver).until(lambda d: "Model exchanges (1)" in step.text)
+
+
+def test_approving_in_the_browser_finishes_the_run(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/fan-3")
+    approve = wait(driver).until(ec.element_to_be_clickable((By.ID, "approve")))
+    assert "publish both drafts?" in driver.find_element(By.ID, "prompt").text
+    approve.click()
+    wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "body[data-status=succeeded]")))  # pushed by the event stream
+    assert driver.find_element(By.ID, "decision").get_attribute("hidden") is not None
+    node = driver.find_element(By.CSS_SELECTOR, "#graph g.node[data-step=publish]")
+    assert "s-success" in node.get_attribute("class")
+
+
+def test_answering_a_question_in_the_browser_finishes_the_run(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/ask-1")
+    choice = wait(driver).until(ec.element_to_be_clickable((By.ID, "answer")))
+    assert "which color?" in driver.find_element(By.ID, "prompt").text
+    Select(choice).select_by_visible_text("blue")
+    driver.find_element(By.ID, "answer-button").click()
+    wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "body[data-status=succeeded]")))
+    assert json.loads(driver.find_element(By.ID, "state").text)["color"] == "blue"
+
+
+def test_hostile_model_output_renders_as_text(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/fan-2")
+    step = wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "details.step[data-step=publish]")))
+    step.find_element(By.TAG_NAME, "summary").click()
+    wait(driver).until(lambda d: "<script>" in step.text)
+    assert HOSTILE in step.find_element(By.CSS_SELECTOR, "pre").text
+    assert driver.execute_script("return window.__pwned === undefined") is True
+    assert driver.find_elements(By.CSS_SELECTOR, "#steps img, #steps b, #steps script") == []
+    state = driver.find_element(By.ID, "state").text
+    assert json.loads(state)["published"] == HOSTILE
+
+
+def test_no_key_reaches_a_page(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/fan-2")
+    wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "body[data-status=succeeded]")))
+    assert world["env"]["OPENAI_API_KEY"] not in driver.page_source
+
+
+def test_a_bind_beyond_loopback_refuses_requests_without_the_token(
+        world: dict[str, Any], tmp_path: Path) -> None:
+    with ui_process(world["env"], world["home"], "--host", "0.0.0.0") as ui:
+        assert "?token=" in ui.url
+        token = ui.url.split("?token=", 1)[1]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{ui.base}/api/runs", timeout=10)
+        assert refused.value.code == 401
+        refused.value.close()
+        driver = world["driver"]
+        driver.get(f"{ui.base}/")
+        wait(driver).until(lambda d: "a token is needed" in d.page_source)
+        request = urllib.request.Request(f"{ui.base}/api/runs",
+                                         headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=10) as answered:
+            assert json.load(answered)["total"] == 4
+        driver.get(ui.url)  # the printed URL: its token becomes a cookie
+        wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+        assert "token=" not in driver.current_url

@@ -1,0 +1,54 @@
+"""A decision taken in the UI runs `agentloom resume` in a child process of its own
+session: the run goes on, and finishes, after the UI has stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+from agentloom.store import FINISHED_STATUSES, SqliteStore
+from tests.ui.harness import cli_env, fake_openai, run_cli, ui_process
+
+GATE_FIRST = """\
+name: gate-first
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: approve, type: approval_gate, message: "go?", output: decision}
+  - {id: publish, type: llm_call, depends_on: [approve], prompt: "say {state.decision}",
+     output: said}
+"""
+
+
+async def _status(db: Path, run_id: str) -> str:
+    async with SqliteStore(db) as store:
+        record = await store.get_run(run_id)
+        assert record is not None
+        return record.status
+
+
+def test_the_run_goes_on_after_the_ui_stops(tmp_path: Path) -> None:
+    (tmp_path / "flow.yaml").write_text(GATE_FIRST)
+    db = tmp_path / ".agentloom" / "runs.db"
+    with fake_openai(latency=1.5) as server:  # the model answers after the UI is gone
+        env = cli_env(server)
+        done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g1")
+        assert done.returncode == 0 and "paused" in done.stderr, done.stderr
+        with ui_process(env, tmp_path) as ui:
+            request = urllib.request.Request(
+                f"{ui.base}/api/runs/g1/decision", data=json.dumps({"action": "approve"})
+                .encode(), headers={"Content-Type": "application/json",
+                                    "X-AgentLoom-Request": "1"})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 202
+                assert json.load(answer)["accepted"] is True
+        # The UI is gone; the resume it started holds the run and is still at work (the
+        # model takes 1.5 s to answer).
+        deadline = time.monotonic() + 60  # a bound on the wait, not a sleep
+        while asyncio.run(_status(db, "g1")) not in FINISHED_STATUSES \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert asyncio.run(_status(db, "g1")) == "succeeded"
+        assert len(server.requests) == 1
