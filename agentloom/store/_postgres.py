@@ -70,7 +70,7 @@ class _PgDb:
             from psycopg.types.string import TextLoader
         except ImportError as exc:
             raise StoreConfigError(
-                "the PostgreSQL store needs psycopg 3: pip install 'agentloom[postgres]'"
+                "the PostgreSQL store needs psycopg 3: pip install 'agentloom-engine[postgres]'"
             ) from exc
         try:
             conn = await psycopg.AsyncConnection.connect(

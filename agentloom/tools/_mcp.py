@@ -25,7 +25,7 @@ from agentloom.tools._tool import BaseTool
 from agentloom.tools.contracts import ToolContext
 
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
-INSTALL_HINT = "pip install 'agentloom[mcp]'"
+INSTALL_HINT = "pip install 'agentloom-engine[mcp]'"
 
 
 def require_mcp() -> None:

@@ -219,7 +219,7 @@ def test_otel_without_the_sdk_is_one_clear_line(
     code, out, err = _run(capsys, "--otel")
     assert code == 2
     assert err == "agentloom: error: --otel needs the OpenTelemetry SDK: pip install " \
-                  "'agentloom[otel]'\n"
+                  "'agentloom-engine[otel]'\n"
     assert out == "" and not server.requests
 
 

@@ -59,8 +59,12 @@ class Page:
         return self.local_env if block.directives.get("env") == "local" else self.fake_env
 
     def shell(self, block: Block, command: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", "-c", command], cwd=self.folder, env=self.env(block),
-                              capture_output=True, text=True, timeout=_TIMEOUT, check=False)
+        try:
+            return subprocess.run(["bash", "-c", command], cwd=self.folder,
+                                  env=self.env(block), capture_output=True, text=True,
+                                  timeout=_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:  # a command that never ends: one failure, not all
+            return subprocess.CompletedProcess(command, -9, "", f"timed out after {_TIMEOUT}s")
 
 
 def _run_block(page: Page, block: Block, previous: Block | None) -> None:

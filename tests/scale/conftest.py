@@ -61,7 +61,7 @@ def ray_local() -> Iterator[Any]:
     try:
         import ray
     except ImportError:
-        pytest.skip("ray is not installed (pip install 'agentloom[ray]')")
+        pytest.skip("ray is not installed (pip install 'agentloom-engine[ray]')")
     import scale_helpers
     from ray import cloudpickle
 

@@ -28,7 +28,7 @@ steps:
     tool_args: {{a: 1, b: 2}}
     output: sum
 """
-HINT = "pip install 'agentloom[mcp]'"
+HINT = "pip install 'agentloom-engine[mcp]'"
 
 
 def _without(tmp_path: Path, module: str) -> dict[str, str]:
@@ -66,5 +66,5 @@ async def test_an_mcp_source_without_the_extra_raises_instead_of_waiting(
     monkeypatch.setitem(sys.modules, "mcp", None)
     source = MCPToolSource([MCPServerConfig(name="calc", command=sys.executable,
                                             args=("-m", "agentloom.testing.mcp_server"))])
-    with pytest.raises(ConfigError, match=r"pip install 'agentloom\[mcp\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'agentloom-engine\[mcp\]'"):
         await asyncio.wait_for(source.start(), 60)  # the timeout is only a safety net
