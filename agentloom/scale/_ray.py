@@ -265,7 +265,8 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError("the Ray executor needs Ray: pip install 'agentloom-engine[ray]'") from None
+        raise ConfigError(
+            "the Ray executor needs Ray: pip install 'agentloom-engine[ray]'") from None
     return ray
 
 
