@@ -116,6 +116,10 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
             for name, p in wf.definition.providers.items()
         })
         tools = _registry(args.tools, runtime)
+        served = session.recording is not None or getattr(args, "mock_responses", None)
+        notice = None if served else _embedded_notice(wf, runtime)
+        if notice is not None:
+            sys.stderr.write(notice + "\n")
         on_event = None
         if args.stream and not args.json:
             on_event = _print_delta
@@ -133,6 +137,24 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
         await runtime.aclose()
         if durable is not None:
             await durable.store.close()
+
+
+def _embedded_notice(wf: Workflow, runtime: Any) -> str | None:
+    """One line when the embedded model will answer steps that name another model because
+    no provider is configured: a mistyped key must not pass for the model it was meant for."""
+    from agentloom.routing.runtime import LOCAL_MODEL
+    from agentloom.workflow.engine.mock_clients import uses_mock
+
+    if not runtime.answers_locally_unasked or wf.config.provider is not None or uses_mock(wf):
+        return None
+    asked = sorted({model for node_id, model in wf.models.items()
+                    if model and model != LOCAL_MODEL
+                    and getattr(wf.nodes[node_id].step, "provider", None) is None})
+    if not asked:
+        return None
+    return (f"agentloom: no provider is configured, so the embedded model {LOCAL_MODEL} "
+            f"answers for {', '.join(asked)} (set OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+            "GEMINI_API_KEY or OLLAMA_HOST; --provider local says you meant it)")
 
 
 def _transport(wf: Workflow, runtime: Any) -> Any:

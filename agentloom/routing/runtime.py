@@ -168,6 +168,12 @@ class Runtime:
         return next(iter(self._endpoints), LOCAL)
 
     @property
+    def answers_locally_unasked(self) -> bool:
+        """True when no provider is configured or chosen: every call then goes to the
+        embedded model, whatever model it names (the CLI says so, once)."""
+        return not self._endpoints and not self._default_provider
+
+    @property
     def default_model(self) -> str:
         """AGENTLOOM_MODEL, else the default provider's default model."""
         if self._default_model:

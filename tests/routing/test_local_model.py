@@ -98,3 +98,22 @@ def test_structured_tool_call_example_succeeds(
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "success"
     assert set(out["state"]["extracted"]) >= {"name", "date"}
+
+
+@pytest.mark.local_model
+def test_the_embedded_model_answering_for_a_named_model_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_model()
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    flow = tmp_path / "named.yaml"
+    flow.write_text("name: named\nsteps:\n  - {id: hi, type: llm_call, model: gpt-4o, "
+                    "prompt: 'Say hi', max_tokens: 8}\n", encoding="utf-8")
+    assert cli_main(["run", str(flow), "--no-checkpoint"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("the embedded model smollm2 answers for gpt-4o (set OPENAI_API_KEY") == 1
+    # Asked for on purpose: no note.
+    assert cli_main(["run", str(flow), "--no-checkpoint", "--provider", "local"]) == 0
+    assert "embedded model" not in capsys.readouterr().err
