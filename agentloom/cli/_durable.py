@@ -81,12 +81,31 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None, *,
     if replay:
         env = replay_env(replay, os.environ)
     # The runtime owns (and closes) the recording or replaying transport made here.
-    extra = {"transport": transport, "owns_transport": True} if transport else {}
+    extra: dict[str, Any] = {"transport": transport, "owns_transport": True} if transport else {}
+    if replay:
+        extra["local_stand_in"] = _local_stand_in()  # replies come from the recording
     return Runtime.from_env(env, **extra)
 
 # The wire path each vendor's calls go to, and the key its endpoint needs.
 _VENDOR_PATHS = (("/chat/completions", "OPENAI_API_KEY"), ("/v1/messages", "ANTHROPIC_API_KEY"),
                  ("generatecontent", "GEMINI_API_KEY"))
+
+
+def _local_stand_in() -> Any:
+    """Where a replay sends the embedded model's calls: nowhere; its transport answers them,
+    so replaying needs neither the model nor its server."""
+    from agentloom.providers import Endpoint
+    from agentloom.routing.runtime import LOCAL, LOCAL_MODEL, LOCAL_PROTOCOL
+
+    return Endpoint(name=LOCAL, protocol=LOCAL_PROTOCOL, base_url="http://127.0.0.1:0/v1",
+                    models=(LOCAL_MODEL,))
+
+
+def _embedded(exchange: Any) -> bool:
+    from agentloom.routing.runtime import LOCAL_MODEL
+
+    body = exchange.get("request", {}).get("body") if isinstance(exchange, dict) else None
+    return isinstance(body, dict) and body.get("model") == LOCAL_MODEL
 
 
 def replay_env(recording: Any, env: Mapping[str, str]) -> dict[str, str]:
@@ -103,6 +122,11 @@ def replay_env(recording: Any, env: Mapping[str, str]) -> dict[str, str]:
         paths = [str(e["request"].get("path", "")).lower() for e in loaded.exchanges]
     except (RecordingError, AttributeError, TypeError):
         return out  # check_recording reports a bad file before the run starts
+    if loaded.exchanges and all(_embedded(e) for e in loaded.exchanges):
+        # Recorded on the embedded model: replay there too (its stand-in, no server), so
+        # the requests name `smollm2` as they did, whatever keys this machine has.
+        out["AGENTLOOM_PROVIDER"] = "local"
+        return out
     for marker, key in _VENDOR_PATHS:
         if key not in out and any(marker in p for p in paths):
             out[key] = "replay-placeholder"

@@ -94,6 +94,8 @@ class Runtime:
         retry: the default retry policy of clients (2 retries); pass
             `RetryPolicy(max_retries=0)` per client where a caller retries by itself.
         env: the environment mapping `api_key_env` names are looked up in.
+        local_stand_in: the endpoint `local` calls go to instead of starting the
+            embedded model (a replay serves them from its recording).
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class Runtime:
         rate_limits: Mapping[str, RateLimit] | None = None,
         retry: RetryPolicy | None = None,
         env: Mapping[str, str] | None = None,
+        local_stand_in: Endpoint | None = None,
     ) -> None:
         self._endpoints: dict[str, Endpoint] = {}
         self._implicit: dict[str, Endpoint] = {}
@@ -125,6 +128,7 @@ class Runtime:
         self._owns_transport = transport is None if owns_transport is None else owns_transport
         self.clock = clock
         self.local_model_path = local_model_path
+        self._local_stand_in = local_stand_in
         self.prices = prices
         self.retry = retry or RetryPolicy()
         self.breakers = Breakers(breaker, clock=clock)
@@ -427,7 +431,10 @@ class Runtime:
         return self._transport
 
     async def local_endpoint(self) -> Endpoint:
-        """The embedded model's endpoint, starting its server on first use (once)."""
+        """The embedded model's endpoint, starting its server on first use (once), or the
+        stand-in given for it (a replay, whose transport answers without the server)."""
+        if self._local_stand_in is not None:
+            return self._local_stand_in
         if self._local_lock is None:
             self._local_lock = asyncio.Lock()
         async with self._local_lock:

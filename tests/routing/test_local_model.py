@@ -117,3 +117,22 @@ def test_the_embedded_model_answering_for_a_named_model_says_so(
     # Asked for on purpose: no note.
     assert cli_main(["run", str(flow), "--no-checkpoint", "--provider", "local"]) == 0
     assert "embedded model" not in capsys.readouterr().err
+
+
+@pytest.mark.local_model
+def test_a_recording_of_the_embedded_model_replays_without_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_model()
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).parents[2] / "examples" / "hello.yaml"
+    assert cli_main(["run", str(example), "--record", "rec.json", "--no-checkpoint"]) == 0
+    recorded = capsys.readouterr().out
+    # A key on this machine and no usable model file: the replay uses neither.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-replays")
+    monkeypatch.setenv("AGENTLOOM_LOCAL_MODEL_PATH", str(tmp_path / "missing.gguf"))
+    assert cli_main(["replay", "rec.json", str(example)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == recorded.splitlines()[0]
