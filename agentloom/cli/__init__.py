@@ -12,7 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from agentloom.cli._exit import EXIT_FAILED as EXIT_FAILED
+from agentloom.cli._exit import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from agentloom.cli._exit import EXIT_OK as EXIT_OK
+from agentloom.cli._exit import EXIT_PAUSED as EXIT_PAUSED
 from agentloom.cli._exit import EXIT_USAGE as EXIT_USAGE
 from agentloom.cli._exit import UsageError as UsageError
 from agentloom.cli._exit import _Parser as _Parser
@@ -51,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("agentloom: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     parser.print_help(sys.stderr)
     return EXIT_USAGE
 

@@ -9,6 +9,10 @@ import sys
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_PAUSED = 3
+"""A run that stopped to wait for a person (`paused`, `needs_decision`): not a success a
+CI script should take for one, not a failure either."""
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):

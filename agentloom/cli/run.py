@@ -22,7 +22,7 @@ from agentloom.cli._common import (
     load_or_report,
     parse_state,
 )
-from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
+from agentloom.cli._exit import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, UsageError
 from agentloom.cli._gc import loading, start_running
 
 if TYPE_CHECKING:
@@ -87,6 +87,9 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     except AgentLoomError as exc:
         sys.stderr.write(f"agentloom: {exc}\n")
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        _report_interrupt(args, session)
+        return EXIT_INTERRUPTED
     finally:
         observers.close()
     if args.json:
@@ -97,8 +100,21 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
         _print_human(result, streamed=args.stream, redact=session.redactor.redact_text)
     if result.status.value in ("paused", "needs_decision"):
         report_pause(result, args, session.durable)
-        return EXIT_OK
+        return EXIT_PAUSED
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _report_interrupt(args: argparse.Namespace, session: _Session) -> None:
+    """Ctrl-C: say which run stopped and how to go on with it (on stderr)."""
+    from agentloom.cli._durable import store_hint
+
+    durable = session.durable
+    if durable is None:
+        sys.stderr.write("agentloom: interrupted (checkpoints were off: nothing to resume)\n")
+        return
+    sys.stderr.write(f"agentloom: interrupted; run {durable.run_id} is saved up to its last "
+                     f"finished step\nresume with: agentloom resume {durable.run_id}"
+                     f"{store_hint(args)}\n")
 
 
 async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
@@ -133,6 +149,11 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
         return await arun_workflow(wf, clients=clients, state=state, tools=tools,
                                    on_event=on_event, transport=_transport(wf, runtime),
                                    durable=durable, observers=session.observers)
+    except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels this task
+        if durable is not None:
+            # Not `running` forever in `agentloom runs`: it stopped, and it can go on.
+            await durable.store.set_status(durable.run_id, "interrupted")
+        raise
     finally:
         await runtime.aclose()
         if durable is not None:

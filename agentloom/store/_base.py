@@ -21,7 +21,7 @@ from agentloom.errors import AgentLoomError, ConfigError
 
 RunStatus: TypeAlias = Literal[
     "running", "paused", "needs_decision", "succeeded", "failed", "cancelled", "timeout",
-    "budget_exceeded",
+    "budget_exceeded", "interrupted",
 ]
 RUN_STATUSES: frozenset[str] = frozenset(RunStatus.__args__)  # type: ignore[attr-defined]
 FINISHED_STATUSES: frozenset[str] = frozenset(

@@ -67,7 +67,7 @@ def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
 def test_approval_gate_pauses_lists_and_resumes(env: Any, tmp_path: Path, capsys: Any) -> None:
     (tmp_path / "gate.yaml").write_text(GATE)
     code, out, err = _run(capsys, "run", "gate.yaml", "--run-id", "g1")
-    assert code == 0, err
+    assert code == 3, err
     assert "run g1 paused at step 'approve': send it?" in err
     assert "resume with: agentloom resume g1 --approve   (or --reject)" in err
     assert len(env.requests) == 1
@@ -90,7 +90,7 @@ def test_approval_gate_pauses_lists_and_resumes(env: Any, tmp_path: Path, capsys
 def test_ask_pauses_and_checks_the_answer(env: Any, tmp_path: Path, capsys: Any) -> None:
     (tmp_path / "ask.yaml").write_text(ASK)
     code, out, err = _run(capsys, "run", "ask.yaml", "--run-id", "a1")
-    assert code == 0, err
+    assert code == 3, err
     assert "resume with: agentloom resume a1 --answer VALUE   (choices: red, blue)" in err
     code, out, err = _run(capsys, "resume", "a1", "--answer", "green")
     assert code == 1 and "'green' is not one of the choices: red, blue" in err
@@ -118,7 +118,7 @@ def test_no_checkpoint_pause_says_it_cannot_resume(env: Any, tmp_path: Path,
                                                    capsys: Any) -> None:
     (tmp_path / "gate.yaml").write_text(GATE)
     code, _out, err = _run(capsys, "run", "gate.yaml", "--no-checkpoint")
-    assert code == 0
+    assert code == 3
     assert "can't be resumed: checkpoints are off" in err
     assert not (tmp_path / ".agentloom").exists()
 
@@ -176,7 +176,7 @@ def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.Monke
         (tmp_path / "loop.yaml").write_text(LOOP)
         (tmp_path / "tools.py").write_text(TOOLS)
         code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t1")
-        assert code == 0, err
+        assert code == 3, err
         assert "run t1 paused at step 'deploy', tool call" in err
         assert "deploy to prod?" in err and "(choices: yes, no)" in err
         assert len(server.requests) == 1
@@ -192,7 +192,7 @@ def test_resume_writes_a_trace_of_the_continued_run(env: Any, tmp_path: Path,
                                                    capsys: Any) -> None:
     (tmp_path / "gate.yaml").write_text(GATE)
     code, _, err = _run(capsys, "run", "gate.yaml", "--run-id", "g2")
-    assert code == 0, err
+    assert code == 3, err
     code, _, err = _run(capsys, "resume", "g2", "--approve", "--trace", "resumed.jsonl")
     assert code == 0, err
     events = [json.loads(line) for line in (tmp_path / "resumed.jsonl").read_text().splitlines()]

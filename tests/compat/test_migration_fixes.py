@@ -142,7 +142,7 @@ def test_a_paused_gate_says_it_is_the_one_paused(tmp_path: Path) -> None:
     wf.write_text(text)
     (tmp_path / "mock.json").write_text(json.dumps({"draft": "Dear all,"}))
     done = cli("run", str(wf), "--json", "--store", f"sqlite:///{tmp_path / 'runs.db'}")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     steps = json.loads(done.stdout)["steps"]
     assert steps["approve"]["status"] == "paused"
     assert steps["finalise"]["status"] == "pending"

@@ -53,7 +53,7 @@ def _gate(tmp: Path) -> Path:
 def _paused_run(tmp: Path) -> str:
     done = cli("run", str(_gate(tmp)), "--checkpoint", "--checkpoint-dir", "ckpt", "--lite",
                "-s", "topic=launch", cwd=tmp)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     runs = json.loads(cli("runs", "--checkpoint-dir", "ckpt", "--json", cwd=tmp).stdout)
     assert [r["status"] for r in runs] == ["paused"]
     return str(runs[0]["run_id"])

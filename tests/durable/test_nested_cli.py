@@ -80,7 +80,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
 
 
 def _paused_run(server: Any, capsys: Any) -> None:
-    assert main(["run", "flow.yaml", "--run-id", "r1"]) == 0
+    assert main(["run", "flow.yaml", "--run-id", "r1"]) == 3
     err = capsys.readouterr().err
     assert "run r1 paused at step 'agent/1:call_0/confirm'" in err or \
         "paused at step 'agent/" in err, err

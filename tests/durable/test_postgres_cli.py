@@ -32,7 +32,7 @@ def test_pause_and_resume_on_postgresql(pg_server: Any, tmp_path: Path, capsys: 
     try:
         (tmp_path / "gate.yaml").write_text(GATE)
         dsn = pg_server.dsn
-        assert main(["run", "gate.yaml", "--store", dsn, "--run-id", "pg1"]) == 0
+        assert main(["run", "gate.yaml", "--store", dsn, "--run-id", "pg1"]) == 3
         err = capsys.readouterr().err
         assert f"agentloom resume pg1 --store {dsn} --approve" in err
         assert main(["runs", "--store", dsn, "--json", "--status", "paused"]) == 0

@@ -31,11 +31,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         env = cli_env(server)
         for run_id in ("fan-1", "fan-2", "fan-3"):
             done = run_cli(env, home, "run", "flow.yaml", "--run-id", run_id)
-            assert done.returncode == 0 and "paused" in done.stderr, done.stderr
+            assert done.returncode == 3 and "paused" in done.stderr, done.stderr
         done = run_cli(env, home, "resume", "fan-2", "--approve")
         assert done.returncode == 0, done.stderr
         done = run_cli(env, home, "run", "ask.yaml", "--run-id", "ask-1")
-        assert done.returncode == 0 and "paused" in done.stderr, done.stderr
+        assert done.returncode == 3 and "paused" in done.stderr, done.stderr
         driver = chromium(home / "profile")
         try:
             with ui_process(env, home) as ui:

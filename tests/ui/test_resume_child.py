@@ -35,7 +35,7 @@ def test_the_run_goes_on_after_the_ui_stops(tmp_path: Path) -> None:
     with fake_openai(latency=1.5) as server:  # the model answers after the UI is gone
         env = cli_env(server)
         done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g1")
-        assert done.returncode == 0 and "paused" in done.stderr, done.stderr
+        assert done.returncode == 3 and "paused" in done.stderr, done.stderr
         with ui_process(env, tmp_path) as ui:
             request = urllib.request.Request(
                 f"{ui.base}/api/runs/g1/decision", data=json.dumps({"action": "approve"})
