@@ -13,8 +13,9 @@ Nothing here is imported by `import agentloom`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentloom._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from agentloom.compat.dsl import WorkflowBuilder as WorkflowBuilder
@@ -56,10 +57,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentloom.compat' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

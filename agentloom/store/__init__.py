@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloom._lazy import lazy_getattr
 from agentloom.store._base import (
     FINISHED_STATUSES,
     RUN_STATUSES,
@@ -96,12 +97,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def open_store(target: str | Path | None = None, *, run_dir: str | Path | None = None,

@@ -11,9 +11,9 @@ SDK) and the loaders are imported on first use of their names.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from agentloom._lazy import lazy_getattr
 from agentloom.tools._decorator import PythonTool as PythonTool
 from agentloom.tools._decorator import as_tool as as_tool
 from agentloom.tools._decorator import tool as tool
@@ -67,8 +67,4 @@ def default_registry(
     return registry
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentloom.tools' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
