@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentloom.workflow.engine.run import arun_workflow, run_workflow
+from agentloom.workflow.engine.start import arun_workflow, run_workflow
 from agentloom.workflow.load import loader
 from agentloom.workflow.load.workflow import Workflow
 from agentloom.workflow.steps.library import LIBRARY
