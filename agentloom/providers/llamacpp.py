@@ -59,6 +59,28 @@ def _allowed_tools(request: ModelRequest) -> tuple[ToolSpec, ...]:
     return request.tools
 
 
+MAX_STRING_CHARS = 400
+"""The longest string the constraint lets a small model write where the schema sets no
+`maxLength`: left unbounded, a 135M model can repeat itself inside a string until
+`max_tokens` cuts the JSON off. The reply is still validated against the caller's own
+schema; 400 characters keep two such strings inside the default 512 tokens."""
+
+
+def bounded(schema: Any) -> Any:
+    """A copy of a JSON schema whose unbounded strings get `maxLength`, for the constraint
+    only (what is validated stays the caller's schema)."""
+    if isinstance(schema, list):
+        return [bounded(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded(v) for k, v in schema.items()}
+    types = schema.get("type")
+    is_string = types == "string" or (isinstance(types, list) and "string" in types)
+    if is_string and not {"maxLength", "enum", "const"} & set(schema):
+        out["maxLength"] = MAX_STRING_CHARS
+    return out
+
+
 def _constrained(request: ModelRequest) -> bool:
     return bool(request.tools) and request.tool_choice != "none"
 
@@ -68,7 +90,8 @@ def reply_schema(request: ModelRequest) -> dict[str, Any]:
     options: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": tool.name}, "arguments": tool.parameters},
+            "properties": {"tool": {"const": tool.name},
+                           "arguments": bounded(tool.parameters)},
             "required": ["tool", "arguments"],
         }
         for tool in _allowed_tools(request)
@@ -76,7 +99,8 @@ def reply_schema(request: ModelRequest) -> dict[str, Any]:
     if request.tool_choice == "auto":
         fmt = request.response_format
         answer: dict[str, Any] = (
-            fmt.schema if fmt is not None and fmt.schema is not None else {"type": "string"}
+            bounded(fmt.schema) if fmt is not None and fmt.schema is not None
+            else {"type": "string"}  # free text: a cut-off answer is kept as it came
         )
         options.append(
             {"type": "object", "properties": {"answer": answer}, "required": ["answer"]}
@@ -180,6 +204,10 @@ class LlamaCppProtocol:
         request = _with_default_max_tokens(request)
         if _constrained(request):
             request = constrained_request(request)
+        else:
+            fmt = request.response_format
+            if fmt is not None and fmt.schema is not None:
+                request = request.replace(response_format=replace(fmt, schema=bounded(fmt.schema)))
         return CHAT_COMPLETIONS.encode(request, endpoint)
 
     def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:

@@ -27,7 +27,7 @@ from agentloom.messages import (
     ToolSpec,
 )
 from agentloom.providers import Endpoint, get_protocol
-from agentloom.providers.llamacpp import DEFAULT_MAX_TOKENS, reply_schema
+from agentloom.providers.llamacpp import DEFAULT_MAX_TOKENS, MAX_STRING_CHARS, reply_schema
 from agentloom.routing import ProviderClient
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
@@ -193,3 +193,26 @@ steps:
         sent = _sent(server)
         assert sent["response_format"]["type"] == "json_schema"
         assert sent["max_tokens"] == DEFAULT_MAX_TOKENS
+
+
+async def test_strings_the_schema_leaves_unbounded_are_bounded_in_the_constraint(
+        setup: tuple[FakeOpenAIServer, ProviderClient]) -> None:
+    # A small model can repeat itself inside a string until max_tokens cuts the JSON off;
+    # the constraint bounds such strings (what is validated stays the caller's schema).
+    server, client = setup
+    fmt = ResponseFormat(kind="json_schema", schema={
+        "type": "object", "required": ["name", "kind", "code"],
+        "properties": {"name": {"type": "string"}, "kind": {"enum": ["a", "b"]},
+                       "code": {"type": "string", "maxLength": 5}}})
+    server.script(FakeReply(text='{"name": "x", "kind": "a", "code": "c"}'),
+                  FakeReply(text='{"tool": "get_weather", "arguments": {"city": "Oslo"}}'))
+    await client.complete(ModelRequest(model="smollm2", messages=(Message.user("hi"),),
+                                       response_format=fmt))
+    props = _sent(server)["response_format"]["json_schema"]["schema"]["properties"]
+    assert props["name"]["maxLength"] == MAX_STRING_CHARS
+    assert "maxLength" not in props["kind"] and props["code"]["maxLength"] == 5
+    assert "maxLength" not in fmt.schema["properties"]["name"]  # type: ignore[index]
+    await client.complete(ASK)
+    call = _sent(server)["response_format"]["json_schema"]["schema"]["anyOf"][0]
+    assert call["properties"]["arguments"]["properties"]["city"]["maxLength"] == (
+        MAX_STRING_CHARS)
