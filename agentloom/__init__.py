@@ -34,6 +34,9 @@ _LAZY: dict[str, str] = {
     "TurnRecord": "agentloom.loop.summary",
     "NullObserver": "agentloom.loop.observer",
     "Observer": "agentloom.loop.observer",
+    "MultiObserver": "agentloom.loop.observer",
+    "ListObserver": "agentloom.loop.observer",
+    "ConsoleObserver": "agentloom.loop.observer",
     "SummaryCollector": "agentloom.loop.collector",
     "EventTraceObserver": "agentloom.observe.events",
     "OTelObserver": "agentloom.observe.otel",
@@ -58,6 +61,17 @@ _LAZY: dict[str, str] = {
     "DeadlineExceeded": "agentloom.errors",
     "StructuredOutputError": "agentloom.errors",
     "ReplayMismatch": "agentloom.errors",
+    "ProviderCallError": "agentloom.errors",
+    "AuthError": "agentloom.errors",
+    "BadRequestError": "agentloom.errors",
+    "ContextLengthExceeded": "agentloom.errors",
+    "ModelNotFound": "agentloom.errors",
+    "InsufficientCredits": "agentloom.errors",
+    "RateLimited": "agentloom.errors",
+    "ProviderUnavailable": "agentloom.errors",
+    "ProviderUnreachable": "agentloom.errors",
+    "ProviderTimeout": "agentloom.errors",
+    "ResponseInvalid": "agentloom.errors",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -7,6 +7,15 @@
     ├── ProviderError                   a model call failed; facts as attributes:
     │                                   provider, model, status, phase, request_sent,
     │                                   retryable, headers (lowercased), retry_after
+    │   └── ProviderCallError           what an Agent run raises (also an AgentLoopError):
+    │       ├── AuthError               401/403, or a provider named without its key
+    │       ├── BadRequestError         400 (ContextLengthExceeded: the prompt is too long)
+    │       ├── ModelNotFound, InsufficientCredits, UnexpectedRedirect
+    │       ├── RateLimited             429
+    │       ├── ProviderUnavailable     5xx, 409, a dropped connection
+    │       │   └── ProviderUnreachable TLS or proxy failure: this machine can't get there
+    │       ├── ProviderTimeout         408 or a timeout
+    │       └── ResponseInvalid         a 200 whose body could not be used
     ├── ToolError                       raised by a tool: its message goes back to the model
     ├── StructuredOutputError           no valid JSON after the re-asks
     ├── BudgetExceeded                  a run's cost/token budget would be crossed
@@ -195,3 +204,114 @@ class LoopBudgetExceeded(AgentLoopError):
         self.actual = actual
         super().__init__(f"loop budget exceeded: {kind} (limit {limit}, actual {actual})")
 
+
+
+class ProviderCallError(ProviderError, AgentLoopError):
+    """A provider failure as an Agent run raises it: a ProviderError (same attributes)
+    that is also an AgentLoopError carrying `.summary`, with the router's error as its
+    cause. Its subclass names the kind of failure, as spec 002's library names them, so
+    `except AuthError` works; `typed_provider_error` picks it."""
+
+
+class AuthError(ProviderCallError):
+    """401 / 403, or a provider named without its key."""
+
+
+class MissingKeyError(AuthError, ConfigError):
+    """A provider was named but its key is not set: raised before any request, and a
+    ConfigError too (fixing the configuration fixes it)."""
+
+
+class BadRequestError(ProviderCallError):
+    """400: the request itself is wrong; retrying changes nothing."""
+
+
+class ContextLengthExceeded(BadRequestError):
+    """The request does not fit in the model's context window."""
+
+
+class ModelNotFound(ProviderCallError):
+    """404: the provider does not serve this model."""
+
+
+class InsufficientCredits(ProviderCallError):
+    """402: the account has no credit left."""
+
+
+class UnexpectedRedirect(ProviderCallError):
+    """A 3xx: redirects are never followed."""
+
+
+class RateLimited(ProviderCallError):
+    """429."""
+
+
+class ProviderUnavailable(ProviderCallError):
+    """5xx, 409, or a transient transport failure (see `phase`)."""
+
+
+class ProviderUnreachable(ProviderUnavailable):
+    """TLS or proxy failure: a fault in this machine's environment."""
+
+
+class ProviderTimeout(ProviderCallError):
+    """408, or the call timed out."""
+
+
+class ResponseInvalid(ProviderCallError):
+    """A success status whose body could not be used."""
+
+
+_CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window",
+                    "prompt is too long")
+
+
+def provider_error_class(status: int | None, phase: str | None,
+                         body: str | None = None) -> type[ProviderCallError]:
+    """The kind of a provider failure, from its status and phase (never its message)."""
+    if status is not None:
+        if status in (401, 403):
+            return AuthError
+        if status == 402:
+            return InsufficientCredits
+        if status == 404:
+            return ModelNotFound
+        if status == 408:
+            return ProviderTimeout
+        if status == 429:
+            return RateLimited
+        if status == 400:
+            lowered = (body or "").lower()
+            if any(m in lowered for m in _CONTEXT_MARKERS):
+                return ContextLengthExceeded
+            return BadRequestError
+        if 300 <= status < 400:
+            return UnexpectedRedirect
+        if status >= 500 or status == 409:
+            return ProviderUnavailable
+        if status < 300:
+            return ResponseInvalid
+        return ProviderCallError
+    if phase in ("tls", "proxy"):
+        return ProviderUnreachable
+    if phase == "body":
+        return ResponseInvalid
+    if phase == "local":
+        return BadRequestError
+    return ProviderUnavailable
+
+
+def typed_provider_error(err: ProviderError) -> ProviderCallError:
+    """`err` as the ProviderCallError subclass its status and phase name, same attributes,
+    `err` as its cause (itself when it is one already)."""
+    if isinstance(err, ProviderCallError):
+        return err
+    cls = provider_error_class(err.status, err.phase, err.body)
+    typed = cls(
+        str(err.args[0]) if err.args else "model call failed", provider=err.provider,
+        model=err.model, status=err.status, phase=err.phase, request_sent=err.request_sent,
+        retryable=err.retryable, headers=err.headers, retry_after=err.retry_after,
+        body=err.body, request_id=err.request_id, partial=err.partial,
+    )
+    typed.__cause__ = err
+    return typed

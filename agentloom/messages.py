@@ -163,6 +163,8 @@ class Usage:
     reasoning_tokens: int | None = None
     cost_usd: Decimal | None = None
     input_includes_cached: bool | None = None
+    cost_estimated: bool = False
+    """True when `cost_usd` (or part of it) comes from the price table, not the provider."""
 
     def __add__(self, other: Usage) -> Usage:
         cost: Decimal | None
@@ -184,6 +186,7 @@ class Usage:
                 if other.input_includes_cached is None
                 else other.input_includes_cached
             ),
+            cost_estimated=self.cost_estimated or other.cost_estimated,
         )
 
     @property
@@ -193,7 +196,8 @@ class Usage:
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def with_cost(self, cost: Decimal | None) -> Usage:
-        return dataclasses.replace(self, cost_usd=cost)
+        """This usage priced from the price table (`cost_estimated`)."""
+        return dataclasses.replace(self, cost_usd=cost, cost_estimated=cost is not None)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

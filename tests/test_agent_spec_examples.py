@@ -30,6 +30,12 @@ def env(server: FakeOpenAIServer) -> dict[str, str]:
             "AGENTLOOM_MODEL": "gpt-5.1", "OPENAI_API": server.api}  # type: ignore[attr-defined]
 
 
+SPEC_OUTPUT_1 = (
+    'ready\n{"correlation_id":"example-1","provider":"openai","model":"gpt-5.1-2025-11-13",'
+    '"status":"completed","iterations":1,"tool_calls":{},"provider_retries":0,"usage":'
+    '{"input_tokens":11,"output_tokens":11,"cache_read_tokens":0,"cache_write_tokens":null,'
+    '"reasoning_tokens":0,"cost_usd":null,"input_includes_cached":true}}\n')
+
 READY = FakeReply(text="ready", model="gpt-5.1-2025-11-13", input_tokens=11, output_tokens=11,
                   cached_tokens=0, reasoning_tokens=0)
 
@@ -45,19 +51,10 @@ def test_run_result_prints_the_summary(server: FakeOpenAIServer,
         "correlation_id", "provider", "model", "status", "iterations",
         "tool_calls", "provider_retries", "usage",
     }))
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "ready"
-    shown = json.loads(out[1])
-    # The spec's library had no price table, so it printed cost_usd null; ours prices
-    # gpt-5.1 from its table. Every other field is the spec's, in the spec's order.
-    assert isinstance(shown["usage"].pop("cost_usd"), float)
-    assert out[1].startswith(
-        '{"correlation_id":"example-1","provider":"openai","model":"gpt-5.1-2025-11-13",'
-        '"status":"completed","iterations":1,"tool_calls":{},"provider_retries":0,'
-        '"usage":{"input_tokens":11,"output_tokens":11,"cache_read_tokens":0,'
-        '"cache_write_tokens":null,"reasoning_tokens":0,"cost_usd":'
-    )
-    assert out[1].endswith(',"input_includes_cached":true}}')
+    # The spec's output, byte for byte: cost_usd is null because the provider reported
+    # none (the price table's figure is the summary's estimated_cost_usd).
+    assert capsys.readouterr().out == SPEC_OUTPUT_1
+    assert isinstance(result.summary.estimated_cost_usd, float)
     full = json.loads(result.summary.model_dump_json())
     assert full["conversation_id"] and full["elapsed_seconds"] >= 0
     assert full["iteration_limit"] == agent.max_iterations
@@ -95,21 +92,21 @@ def test_summary_options_timeline(server: FakeOpenAIServer,
 
     print("timeline entries:", len(result.summary.timeline or ()))
     print("first stop reason:", result.summary.timeline[0].stop_reason)  # type: ignore[index]
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "timeline entries: 1"
-    # The spec's run answered through a provider that says end_turn; OpenAI says stop.
-    assert out[1] == "first stop reason: stop"
+    # Normalized, so an OpenAI model's `stop` prints as the spec shows.
+    assert capsys.readouterr().out == "timeline entries: 1\nfirst stop reason: end_turn\n"
 
 
 def test_provider_failure_has_summary_with_retries(server: FakeOpenAIServer) -> None:
-    from agentloom.errors import AgentLoopError
+    from agentloom.errors import AgentLoopError, AuthError
     from agentloom.testing._server import FakeError
 
     server.script(FakeError(status=401, body={"error": {"message": "bad key"}}))
     with Agent.from_env(env(server), tools=[]) as agent, \
-            pytest.raises(AgentLoopError) as info:
+            pytest.raises(AuthError) as info:
         agent.run_result("x", correlation_id="c-1")
+    assert isinstance(info.value, AgentLoopError) and info.value.status == 401
     s = info.value.summary
+    assert s is not None and s.error_type == "AuthError"
     assert s is not None and s.status == "provider_error"
     assert s.provider_status_code == 401 and s.error_request_sent is True
     assert s.correlation_id == "c-1" and s.iterations == 1

@@ -27,8 +27,10 @@ from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import (
     AgentLoopError,
     LoopBudgetExceeded,
+    ProviderCallError,
     ProviderError,
     StructuredOutputError,
+    typed_provider_error,
 )
 from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
 from agentloom.loop._contracts import OutputValidator
@@ -41,6 +43,7 @@ from agentloom.loop.observer import (
     unbind_conversation,
 )
 from agentloom.loop.summary import (
+    TRUNCATED_REASONS,
     ConversationStatus,
     ConversationSummary,
     SummaryOptions,
@@ -58,10 +61,16 @@ from agentloom.messages import (
 )
 from agentloom.providers import AttemptRecord, ModelClient
 from agentloom.recording import CallContext, current_call_context
+from agentloom.routing.retry_notice import retry_listener
 from agentloom.tools.contracts import ToolBox, ToolContext
 
 FINISH_MAX_ITERATIONS = "max_tool_iterations"
 FINISH_MAX_ITERATIONS_NO_ANSWER = "max_tool_iterations_no_answer"
+DEFAULT_MAX_TOKENS = 16_000
+"""What a truncated turn's max_tokens is doubled from when the request set none."""
+MAX_TOKENS_CEILING = 64_000
+"""A truncated turn is asked again with max_tokens doubled up to this, then the run ends
+with LoopBudgetExceeded("max_tokens") (status token_limit)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -83,6 +92,9 @@ class LoopOptions:
     """Relative to the start of the run; used when `deadline` is None."""
     max_total_tokens: int | None = None
     """Input + output tokens over every call; unknown usage fails closed."""
+    stream_with_tools: bool = False
+    """Stream every call of a streaming request, tool turns included (`Agent.astream`);
+    by default a step with tools doesn't stream (spec 000)."""
     # --- reporting -----------------------------------------------------------------
     observer: object | None = None
     summary_options: SummaryOptions | None = None
@@ -208,9 +220,12 @@ class _Run:
     def _attempt(self, record: AttemptRecord) -> None:
         self.attempts.append(record)
         self.dispatch.emit("on_attempt", record)
-        if record.attempt > 1 or self._attempts_this_call > 0:
-            self.dispatch.emit("on_retry", record)
         self._attempts_this_call += 1
+
+    def retrying(self, attempt: int, error: ProviderError) -> None:
+        """The router is about to wait and try again after `error` (spec 002's on_retry:
+        before the wait, with the failed attempt's error, named by its kind)."""
+        self.dispatch.emit("on_retry", attempt, typed_provider_error(error))
 
     def _sink(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):
@@ -243,10 +258,13 @@ class _Run:
         return response
 
     # --- one tool batch ----------------------------------------------------------------
-    async def run_tools(self, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
-        self.checkpoint()
+    def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
         for c in calls:
             self.stall.record(c.name, c.arguments)
+
+    async def run_tools(self, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
+        self.checkpoint()
+        self.record_calls(calls)
         ctx = ToolContext(run_id=self.opts.run_id, step_id=self.opts.step_id,
                           turn=self.iterations)
         limit = max(1, self.opts.tool_concurrency)
@@ -318,6 +336,8 @@ def status_for_error(exc: BaseException) -> ConversationStatus:
     """The status of a conversation that ended with `exc` (attributes, not class names
     spread over modules: a pause signal says `pause = True`)."""
 
+    if isinstance(exc, ProviderError):
+        return ConversationStatus.PROVIDER_ERROR
     if isinstance(exc, AgentLoopError) and exc.__cause__ is not None and not isinstance(
             exc, LoopBudgetExceeded):
         return status_for_error(exc.__cause__)
@@ -328,8 +348,6 @@ def status_for_error(exc: BaseException) -> ConversationStatus:
             "iterations": ConversationStatus.ITERATION_LIMIT,
             "deadline": ConversationStatus.DEADLINE_EXCEEDED,
         }.get(exc.kind, ConversationStatus.TOKEN_LIMIT)
-    if isinstance(exc, ProviderError):
-        return ConversationStatus.PROVIDER_ERROR
     if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
         return ConversationStatus.CANCELLED
     return ConversationStatus.ERROR
@@ -349,6 +367,7 @@ async def run_loop(
         request = request.replace(tools=tools.specs)
     run = _Run(client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
+    heard = retry_listener.set(run.retrying)
     try:
         run.dispatch.emit("on_conversation_start", run.info)
         try:
@@ -356,18 +375,27 @@ async def run_loop(
             async with scope:
                 result = await _drive(run)
         except BaseException as exc:
+            if opts.wrap_errors and isinstance(exc, ProviderError) and not isinstance(
+                    exc, ProviderCallError):
+                # An Agent raises a provider failure by its kind (AuthError, ...), the
+                # router's CallFailed as its cause; a workflow step keeps CallFailed.
+                exc = typed_provider_error(exc)
             record = run.summarize(status_for_error(exc), error=exc)
             run.dispatch.end(record)
             raise _with_summary(exc, record.summary, opts.wrap_errors)  # noqa: B904
-        record = run.summarize(result.status, finish_reason=result.finish_reason)
+        limit_error = None
+        if opts.wrap_errors and result.status is ConversationStatus.ITERATION_LIMIT:
+            limit_error = LoopBudgetExceeded("iterations", opts.max_iterations,
+                                             result.iterations)
+        record = run.summarize(result.status, finish_reason=result.finish_reason,
+                               error=limit_error)
         result.summary = record
         run.dispatch.end(record)
-        if opts.wrap_errors and result.status is ConversationStatus.ITERATION_LIMIT:
-            raise _with_summary(
-                LoopBudgetExceeded("iterations", opts.max_iterations, result.iterations),
-                record.summary, True)
+        if limit_error is not None:
+            raise _with_summary(limit_error, record.summary, True)
         return result
     finally:
+        retry_listener.reset(heard)
         unbind_conversation(token)
 
 
@@ -403,7 +431,7 @@ async def _drive(run: _Run) -> LoopResult:
         messages[:] = saved.messages
         run.iterations, usage = saved.turn, saved.usage
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
-    stream = request.stream and not request.tools
+    stream = request.stream and (opts.stream_with_tools or not request.tools)
 
     def result(response: ModelResponse, text: str, finish: str | None, output: Any,
                status: ConversationStatus) -> LoopResult:
@@ -429,11 +457,26 @@ async def _drive(run: _Run) -> LoopResult:
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
         run.check_tokens(usage)
+        if _unusable_truncation(response):
+            # Cut off mid tool call (or before saying anything): it can't run and can't be
+            # kept, so it is dropped and asked again with room to finish.
+            run.collector.discard_turn()
+            request = _grown(request, response)
+            if run.iterations >= opts.max_iterations:
+                return result(response, "", FINISH_MAX_ITERATIONS_NO_ANSWER, "",
+                              ConversationStatus.ITERATION_LIMIT)
+            continue
         messages.append(response.to_message(name=opts.speaker))
         calls = response.tool_calls
         if calls and request.tool_choice != "none":
             if run.iterations >= opts.max_iterations:
-                # No later call would read their results, so the tools don't run.
+                if opts.wrap_errors:
+                    # An Agent runs the last turn's tools too, as spec 002's library does.
+                    results = await run.run_tools(calls)
+                    messages.append(Message(role="tool", parts=tuple(results)))
+                else:
+                    # No later call would read their results, so the tools don't run.
+                    run.record_calls(calls)
                 finish = (FINISH_MAX_ITERATIONS if response.text.strip()
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
                 return result(response, response.text, finish, response.text,
@@ -462,3 +505,20 @@ async def _drive(run: _Run) -> LoopResult:
                 continue
         return result(response, text, response.finish_reason, output,
                       status_for_finish(response.finish_reason))
+
+
+def _unusable_truncation(response: ModelResponse) -> bool:
+    """A reply cut off at max_tokens with a tool call in it (its arguments may be partial)
+    or with nothing in it at all."""
+    return response.finish_reason in TRUNCATED_REASONS and (
+        not response.parts or bool(response.tool_calls))
+
+
+def _grown(request: ModelRequest, response: ModelResponse) -> ModelRequest:
+    """The request with max_tokens doubled (up to the ceiling, never lowered); at the
+    ceiling the run ends: asking again would bill the same cut-off once more."""
+    current = request.max_tokens or DEFAULT_MAX_TOKENS
+    grown = max(current, min(current * 2, MAX_TOKENS_CEILING))
+    if grown == current:
+        raise LoopBudgetExceeded("max_tokens", current, response.usage.output_tokens)
+    return request.replace(max_tokens=grown)

@@ -9,9 +9,10 @@ collector serves one conversation, so concurrent runs never share counters.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from agentloom.errors import AgentLoopError
+from agentloom.errors import AgentLoopError, ProviderError, provider_error_class
 from agentloom.loop.observer import ConversationInfo, NullObserver
 from agentloom.loop.summary import (
     ConversationStatus,
@@ -20,6 +21,7 @@ from agentloom.loop.summary import (
     TurnRecord,
     UsageSummary,
     cache_hit_rate,
+    normalized_stop_reason,
 )
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
 from agentloom.providers import AttemptRecord
@@ -46,6 +48,9 @@ class SummaryCollector(NullObserver):
     def __init__(self, *, timeline: bool = False) -> None:
         self._timeline = timeline
         self.usage = _NO_USAGE
+        self.provider_cost: Decimal | None = None
+        """Cost the providers reported, summed (price-table figures apart)."""
+        self.estimated_cost: Decimal | None = None
         self.provider: str | None = None
         self.model: str | None = None
         self.provider_retries = 0
@@ -78,7 +83,8 @@ class SummaryCollector(NullObserver):
         if not record.ok:
             self.failed_attempts.append(FailedAttempt(
                 provider=record.provider, model=record.model, attempt=record.attempt,
-                error_type=record.error_type, status_code=record.status,
+                error_type=_kind_name(record.error_type, record.status, record.phase),
+                status_code=record.status,
                 phase=record.phase, request_sent=record.request_sent,
                 duration_seconds=record.duration_seconds,
             ))
@@ -89,8 +95,15 @@ class SummaryCollector(NullObserver):
         self, response: ModelResponse, iteration: int, duration_seconds: float
     ) -> None:
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
-        self.usage = (response.usage if self.usage is _NO_USAGE
-                      else self.usage + response.usage)
+        usage = response.usage
+        self.usage = usage if self.usage is _NO_USAGE else self.usage + usage
+        cost = usage.cost_usd
+        if cost is not None:
+            self.estimated_cost = cost if self.estimated_cost is None else (
+                self.estimated_cost + cost)
+            if not usage.cost_estimated:
+                self.provider_cost = cost if self.provider_cost is None else (
+                    self.provider_cost + cost)
         self.provider = response.provider or self.provider
         self.model = response.model or self.model
         self.model_seconds += duration_seconds
@@ -98,8 +111,9 @@ class SummaryCollector(NullObserver):
         if self._turns:
             turn = self._turns[-1]
             turn.duration = duration_seconds
-            turn.stop_reason = response.finish_reason
-            turn.usage = response.usage
+            turn.stop_reason = normalized_stop_reason(response.finish_reason,
+                                                      bool(response.tool_calls))
+            turn.usage = usage
             turn.attempts = max(turn.attempts, 1)
 
     def on_model_error(
@@ -110,8 +124,13 @@ class SummaryCollector(NullObserver):
         if self._turns:
             turn = self._turns[-1]
             turn.duration = duration_seconds
-            turn.error_type = type(error).__name__
+            turn.error_type = error_type_name(error)
             turn.attempts = max(turn.attempts, 1)
+
+    def discard_turn(self) -> None:
+        """The last reply was cut off unusably and is asked again (`TurnRecord.discarded`)."""
+        if self._turns:
+            self._turns[-1].discarded = True
 
     # --- tools -----------------------------------------------------------------------
     def on_tool_start(self, call: ToolCallPart) -> None:
@@ -140,7 +159,8 @@ class SummaryCollector(NullObserver):
                 output_tokens=u.output_tokens if u else None,
                 cache_read_tokens=u.cache_read_tokens if u else None,
                 reasoning_tokens=u.reasoning_tokens if u else None,
-                cost_usd=float(u.cost_usd) if u and u.cost_usd is not None else None,
+                cost_usd=(float(u.cost_usd) if u and u.cost_usd is not None
+                          and not u.cost_estimated else None),
                 attempts=t.attempts, tools=tuple(t.tools), tool_errors=tuple(t.tool_errors),
                 discarded=t.discarded, error_type=t.error_type,
             ))
@@ -192,7 +212,7 @@ class SummaryCollector(NullObserver):
 
     def build_summary(self, r: SummaryRecord) -> ConversationSummary:
         info = r.info
-        usage = UsageSummary.from_usage(self.usage)
+        usage = UsageSummary.from_usage(self.usage, self.provider_cost)
         fields: dict[str, Any] = r.error_fields or {}
         finish_reason = r.finish_reason
         return ConversationSummary(
@@ -205,12 +225,15 @@ class SummaryCollector(NullObserver):
             status=r.status,
             iterations=r.iterations,
             iteration_limit=info.iteration_limit,
+            deadline_seconds=info.deadline_seconds,
             elapsed_seconds=r.elapsed_seconds,
             started_at=info.started_at,
             tool_calls=self.tool_calls,  # validation copies both dicts
             tool_errors=self.tool_errors,
             provider_retries=self.provider_retries,
             usage=usage,
+            estimated_cost_usd=(float(self.estimated_cost) if self.estimated_cost is not None
+                                else None),
             finish_reason=finish_reason if finish_reason is not None else self.finish_reason,
             model_seconds=self.model_seconds,
             retry_wait_seconds=self.retry_wait_seconds,
@@ -289,7 +312,9 @@ def _error_fields(error: BaseException, attempts: list[AttemptRecord]) -> dict[s
     """Facts about the error, never its text. The cause of a wrapped error is what failed."""
 
     root: BaseException = error
-    if isinstance(error, AgentLoopError) and error.__cause__ is not None:
+    # A plain AgentLoopError wraps what failed; its subclasses (budget ends, typed
+    # provider failures) are what failed.
+    if type(error) is AgentLoopError and error.__cause__ is not None:
         root = error.__cause__
     status = _attr(root, "status")
     sent_flags = [a.request_sent for a in attempts]
@@ -307,3 +332,21 @@ def _error_fields(error: BaseException, attempts: list[AttemptRecord]) -> dict[s
         "error_request_id": _attr(root, "request_id"),
         "error_attempts_sent": attempts_sent,
     }
+
+
+_GENERIC = frozenset({"ProviderError", "CallFailed", "TransportError"})
+
+
+def _kind_name(error_type: str | None, status: int | None, phase: str | None) -> str | None:
+    """A failed attempt's error named by its kind (ProviderUnavailable, AuthError, ...)
+    when the record only says it was a provider or transport error."""
+    if error_type is None or error_type in _GENERIC:
+        return provider_error_class(status, phase).__name__
+    return error_type
+
+
+def error_type_name(error: BaseException) -> str:
+    """The type name a summary gives an error: a provider failure by its kind."""
+    if isinstance(error, ProviderError):
+        return _kind_name(type(error).__name__, error.status, error.phase) or "ProviderError"
+    return type(error).__name__

@@ -14,11 +14,12 @@ tasks see the same value. `on_conversation_end(summary)` carries the id in the s
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.providers import AttemptRecord
@@ -79,8 +80,9 @@ class Observer(Protocol):
         """One attempt of the current call ended (content-free)."""
         ...
 
-    def on_retry(self, record: AttemptRecord) -> None:
-        """An attempt after the first ended: a retry or a fallback."""
+    def on_retry(self, attempt: int, error: BaseException) -> None:
+        """Attempt number `attempt` failed with `error` (a ProviderError named by its
+        kind) and the call is about to wait and try again."""
         ...
 
     def on_text_delta(self, text: str) -> None: ...
@@ -124,7 +126,7 @@ class NullObserver:
     def on_attempt(self, record: AttemptRecord) -> None:
         pass
 
-    def on_retry(self, record: AttemptRecord) -> None:
+    def on_retry(self, attempt: int, error: BaseException) -> None:
         pass
 
     def on_text_delta(self, text: str) -> None:
@@ -216,6 +218,53 @@ class MultiObserver(NullObserver):
             dispatch: Dispatch = object.__getattribute__(self, "_dispatch")
             return lambda *args: dispatch.emit(name, *args)
         return object.__getattribute__(self, name)
+
+
+class ListObserver(NullObserver):
+    """Keeps every callback as `(name, args)` in `events`, in order: for tests and
+    debugging. `kinds()` lists the names without the `on_` prefix."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, tuple[Any, ...]]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("on_") and name != "on_summary_record":
+            events: list[tuple[str, tuple[Any, ...]]] = object.__getattribute__(
+                self, "events")
+            return lambda *args: events.append((name[3:], args))
+        return object.__getattribute__(self, name)
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.events]
+
+
+class ConsoleObserver(NullObserver):
+    """One line per model call, tool call, retry and end of run on `stream` (stderr by
+    default): names, counts and statuses only, never content."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def _say(self, text: str) -> None:
+        print(text, file=self._stream or sys.stderr)
+
+    def on_request(self, request: ModelRequest, iteration: int) -> None:
+        self._say(f"[agentloom] turn {iteration}: calling {request.model}")
+
+    def on_retry(self, attempt: int, error: BaseException) -> None:
+        self._say(f"[agentloom] attempt {attempt} failed ({type(error).__name__}); retrying")
+
+    def on_tool_start(self, call: ToolCallPart) -> None:
+        self._say(f"[agentloom] tool {call.name} started")
+
+    def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
+                    duration_seconds: float) -> None:
+        outcome = "failed" if result.is_error else "done"
+        self._say(f"[agentloom] tool {call.name} {outcome} in {duration_seconds:.3f}s")
+
+    def on_conversation_end(self, summary: ConversationSummary) -> None:
+        self._say(f"[agentloom] {summary.status.value} after {summary.iterations} "
+                  f"iteration(s), {summary.elapsed_seconds:.3f}s")
 
 
 def bind_conversation(info: ConversationInfo) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +64,33 @@ REFUSED_REASONS = frozenset(
 )
 
 
+_STOP_REASONS: dict[str, str] = {
+    # OpenAI (chat completions and responses), Ollama, llama.cpp
+    "stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
+    "length": "max_tokens", "max_output_tokens": "max_tokens", "content_filter": "refusal",
+    "completed": "end_turn", "incomplete": "max_tokens", "error": "error",
+    # Anthropic
+    "end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence", "refusal": "refusal", "pause_turn": "paused",
+    # Gemini
+    "STOP": "end_turn", "MAX_TOKENS": "max_tokens", "SAFETY": "refusal",
+    "RECITATION": "refusal", "PROHIBITED_CONTENT": "refusal", "BLOCKLIST": "refusal",
+    "SPII": "refusal", "IMAGE_SAFETY": "refusal",
+}
+
+
+def normalized_stop_reason(finish_reason: str | None, has_tool_calls: bool) -> str | None:
+    """A provider's finish reason in the words spec 002's timeline uses: end_turn,
+    tool_use, max_tokens, stop_sequence, refusal, paused, error, or unknown. A reply with
+    tool calls is tool_use unless it was cut off (then it stays max_tokens)."""
+    if finish_reason is None:
+        return "tool_use" if has_tool_calls else None
+    reason = _STOP_REASONS.get(finish_reason, "unknown")
+    if has_tool_calls and reason != "max_tokens":
+        return "tool_use"
+    return reason
+
+
 def status_for_finish(finish_reason: str | None) -> ConversationStatus:
     """The status of a conversation whose last reply ended with `finish_reason`.
 
@@ -103,10 +131,9 @@ class SummaryOptions:
             )
         fractions = tuple(self.warn_at)
         for f in fractions:
-            if isinstance(f, bool) or not isinstance(f, int | float) or not 0 < f < 1:
+            if isinstance(f, bool) or not isinstance(f, int | float) or not 0 < f <= 1:
                 raise ValueError(
-                    f"SummaryOptions.warn_at takes fractions strictly between 0 and 1, "
-                    f"got {f!r}"
+                    f"SummaryOptions.warn_at takes fractions in (0, 1], got {f!r}"
                 )
         object.__setattr__(self, "warn_at", tuple(sorted(set(fractions))))
 
@@ -125,14 +152,16 @@ class UsageSummary(BaseModel):
     input_includes_cached: bool | None = None
 
     @classmethod
-    def from_usage(cls, usage: Usage) -> UsageSummary:
+    def from_usage(cls, usage: Usage, provider_cost: Decimal | None = None) -> UsageSummary:
+        """`provider_cost` is the reported part of `usage.cost_usd` (spec 002: cost_usd
+        is None unless a provider reported one)."""
         return cls(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
             reasoning_tokens=usage.reasoning_tokens,
-            cost_usd=float(usage.cost_usd) if usage.cost_usd is not None else None,
+            cost_usd=float(provider_cost) if provider_cost is not None else None,
             input_includes_cached=usage.input_includes_cached,
         )
 
@@ -178,18 +207,22 @@ class TurnRecord(BaseModel):
     """1 for the first model call of the conversation."""
     duration_seconds: float
     stop_reason: str | None = None
+    """Normalized: end_turn, tool_use, max_tokens, stop_sequence, refusal, paused, error,
+    unknown (the provider's own word is the summary's `finish_reason`)."""
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
+    """The provider-reported cost of this call (None: not reported)."""
     attempts: int = 1
     tools: tuple[str, ...] = ()
     """Names of the tools this reply asked for, in call order (those that ran)."""
     tool_errors: tuple[str, ...] = ()
     """Names of those tools whose result was an error."""
     discarded: bool = False
-    """A truncated reply that was not kept in the conversation."""
+    """A reply cut off at max_tokens mid tool call (or with nothing in it): dropped from
+    the conversation and asked again with max_tokens doubled."""
     error_type: str | None = None
 
 
@@ -208,6 +241,8 @@ class ConversationSummary(BaseModel):
     iterations: int = 0
     """Model calls attempted, a call that raised included."""
     iteration_limit: int | None = None
+    deadline_seconds: float | None = None
+    """The run's deadline (None: no deadline)."""
     elapsed_seconds: float = 0.0
     started_at: datetime | None = None
     tool_calls: dict[str, int] = Field(default_factory=dict)
@@ -215,6 +250,10 @@ class ConversationSummary(BaseModel):
     provider_retries: int = 0
     """Attempts after the first, over every model call, failed requests included."""
     usage: UsageSummary = Field(default_factory=UsageSummary)
+    """`usage.cost_usd` is what providers reported (None: no turn reported a cost)."""
+    estimated_cost_usd: float | None = None
+    """The cost with the price table filling in turns the provider didn't price (None:
+    neither knew); what cost budgets count."""
     finish_reason: str | None = None
     """The last reply's finish reason (the provider's word, or the loop's limit word)."""
     model_seconds: float = 0.0

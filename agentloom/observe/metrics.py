@@ -14,7 +14,6 @@ from agentloom.loop.observer import NullObserver, current_conversation
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.observe import semconv as sc
-from agentloom.providers import AttemptRecord
 
 _SCOPE = "agentloom"
 
@@ -79,9 +78,9 @@ class MetricsObserver(NullObserver):
             attrs[sc.GEN_AI_PROVIDER_NAME] = provider
         self._op_duration.record(duration_seconds, attrs)
 
-    def on_retry(self, record: AttemptRecord) -> None:
-        self._retries.add(1, {sc.GEN_AI_PROVIDER_NAME: record.provider,
-                              sc.GEN_AI_REQUEST_MODEL: record.model})
+    def on_retry(self, attempt: int, error: BaseException) -> None:
+        self._retries.add(1, {sc.GEN_AI_PROVIDER_NAME: str(getattr(error, "provider", "")),
+                              sc.GEN_AI_REQUEST_MODEL: str(getattr(error, "model", "") or "")})
 
     def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
                     duration_seconds: float) -> None:

@@ -25,7 +25,6 @@ from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.observe import semconv as sc
 from agentloom.observe.metrics import MetricsObserver
-from agentloom.providers import AttemptRecord
 
 _SCOPE = "agentloom"
 
@@ -129,16 +128,17 @@ class OTelObserver(NullObserver):
                 [{"role": m.role, "content": self._content(m.text)} for m in request.messages])
         spans.chat = self._child(f"{sc.OP_CHAT} {request.model}", spans, SpanKind.CLIENT, attrs)
 
-    def on_retry(self, record: AttemptRecord) -> None:
+    def on_retry(self, attempt: int, error: BaseException) -> None:
         spans = self._spans()
         if spans is not None and spans.chat is not None:
             spans.chat.add_event("retry", {
-                sc.AL_ATTEMPT: record.attempt, sc.GEN_AI_PROVIDER_NAME: record.provider,
-                sc.GEN_AI_REQUEST_MODEL: record.model,
-                "agentloom.wait_before_seconds": record.wait_before_seconds,
+                sc.AL_ATTEMPT: attempt,
+                sc.GEN_AI_PROVIDER_NAME: str(getattr(error, "provider", "") or ""),
+                sc.GEN_AI_REQUEST_MODEL: str(getattr(error, "model", "") or ""),
+                sc.ERROR_TYPE: type(error).__name__,
             })
         if self._metrics is not None:
-            self._metrics.on_retry(record)
+            self._metrics.on_retry(attempt, error)
 
     def on_response(self, response: ModelResponse, iteration: int,
                     duration_seconds: float) -> None:

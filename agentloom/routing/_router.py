@@ -37,6 +37,7 @@ from agentloom.routing._breaker import CircuitBreaker, Outcome
 from agentloom.routing._budget import RunBudget, estimate_prompt_tokens, output_bound
 from agentloom.routing._limiter import RateLimiter
 from agentloom.routing._retry import RetryPolicy, retry_after_of
+from agentloom.routing.retry_notice import retry_listener
 from agentloom.transport import TransportError
 
 CheckHook = Callable[[ModelRequest, Capabilities], "str | None"]
@@ -310,6 +311,9 @@ class Router:
                 if breaker is not None:
                     breaker.record(outcome)
                     breaker = None
+                listener = retry_listener.get()
+                if listener is not None:
+                    listener(attempt, err)
                 await clock.sleep(pause)
                 wait = pause
                 continue
@@ -474,7 +478,7 @@ def _with_usage(response: ModelResponse, usage: Usage) -> ModelResponse:
 
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                 "reasoning_tokens", "cost_usd", "input_includes_cached")
+                 "reasoning_tokens", "cost_usd", "input_includes_cached", "cost_estimated")
 _DIRECT_USAGE = tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELDS
 
 
@@ -485,7 +489,7 @@ def _with_cost(usage: Usage, cost: Decimal | None) -> Usage:
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
         reasoning_tokens=usage.reasoning_tokens, cost_usd=cost,
-        input_includes_cached=usage.input_includes_cached,
+        input_includes_cached=usage.input_includes_cached, cost_estimated=cost is not None,
     )
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.errors import ConfigError
+from agentloom.errors import ConfigError, MissingKeyError
 from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.pricing import PriceTable
 from agentloom.providers import (
@@ -267,7 +267,8 @@ class Runtime:
         if name == LOCAL:
             return None
         if name in _KEY_HINTS:
-            raise ConfigError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}")
+            raise MissingKeyError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}",
+                                  provider=name, phase="local", request_sent=False)
         if name == "ollama":
             return self._implicit.setdefault("ollama", vendor_endpoint("ollama"))
         configured = ", ".join(self._endpoints) or "none"

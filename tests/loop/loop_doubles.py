@@ -126,8 +126,8 @@ class Recorder(NullObserver):
     def on_model_error(self, error, iteration, duration_seconds):  # type: ignore[no-untyped-def]
         self._add("model_error", type(error).__name__)
 
-    def on_retry(self, record):  # type: ignore[no-untyped-def]
-        self._add("retry", record.attempt)
+    def on_retry(self, attempt, error):  # type: ignore[no-untyped-def]
+        self._add("retry", attempt)
 
     def on_text_delta(self, text):  # type: ignore[no-untyped-def]
         self._add("delta", text)

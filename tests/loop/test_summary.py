@@ -66,7 +66,8 @@ async def test_provider_error_summary_on_error_and_observer() -> None:
     assert s is not None and rec.summaries == [s]
     assert s.status == "provider_error" and not s.status.succeeded
     assert s.iterations == 1 and s.provider_retries == 1
-    assert s.error_type == "ProviderError" and s.provider_status_code == 429
+    # Named by its kind, as spec 002's library names provider failures.
+    assert s.error_type == "RateLimited" and s.provider_status_code == 429
     assert s.error_phase == "status" and s.error_request_sent is None
     assert s.error_request_id == "req-123" and s.error_attempts_sent == 1
     assert [(a.status_code, a.request_sent) for a in s.failed_attempts] == [
@@ -102,7 +103,11 @@ async def test_iteration_limit_in_agent_mode_raises_with_summary() -> None:
     err = info.value
     assert (err.kind, err.limit, err.actual) == ("iterations", 2, 2)
     assert err.summary is not None and err.summary.status == "iteration_limit"
-    assert err.summary.iteration_limit == 2 and err.summary.tool_calls == {"echo": 1}
+    # An Agent runs the last turn's tools too (spec 002's library does); the budget end
+    # names its error.
+    assert err.summary.iteration_limit == 2 and err.summary.tool_calls == {"echo": 2}
+    assert err.summary.error_type == "LoopBudgetExceeded"
+    assert err.summary.max_repeated_tool_calls == 2
 
 
 async def test_retries_count_attempts_after_the_first_of_each_call() -> None:
@@ -164,9 +169,10 @@ async def test_cache_hit_rate_on_a_run() -> None:
 
 def test_summary_options_validate_at_construction() -> None:
     for bad in ({"stall_threshold": 1}, {"stall_threshold": 0}, {"warn_at": (0,)},
-                {"warn_at": (1.0,)}, {"warn_at": (1.5,)}, {"stall_threshold": True}):
+                {"warn_at": (1.01,)}, {"warn_at": (1.5,)}, {"stall_threshold": True}):
         with pytest.raises(ValueError):
             SummaryOptions(**bad)  # type: ignore[arg-type]
+    assert SummaryOptions(warn_at=(1.0,)).warn_at == (1.0,)  # (0, 1], as spec 002's library
     opts = SummaryOptions(timeline=True, stall_threshold=3, warn_at=(0.8, 0.5))
     assert opts.warn_at == (0.5, 0.8)
     with pytest.raises(AttributeError):
@@ -235,10 +241,10 @@ async def test_timeline_records_each_call_including_one_that_raised() -> None:
     s = info.value.summary
     assert s is not None and s.timeline is not None and len(s.timeline) == 2
     first, second = s.timeline
-    assert first.attempts == 2 and first.stop_reason == "tool_calls"
+    assert first.attempts == 2 and first.stop_reason == "tool_use"  # normalized
     assert first.input_tokens == 10 and first.tools == ("echo", "nope")
     assert first.tool_errors == ("nope",) and first.error_type is None
-    assert second.error_type == "ProviderError"
+    assert second.error_type == "ProviderUnavailable"
     assert second.input_tokens is None and second.output_tokens is None
     assert s.iterations == 2
 
