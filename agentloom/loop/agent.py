@@ -47,6 +47,7 @@ from agentloom.loop._loop import LoopOptions, LoopResult, run_loop
 from agentloom.loop._sync import Portal
 from agentloom.loop.observer import MultiObserver
 from agentloom.loop.result import ConversationResult
+from agentloom.loop.stream import AgentEvent, EventFeed, feed_events
 from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
 from agentloom.messages import Message, ModelRequest, ReasoningConfig, StreamEvent, ToolChoice
@@ -56,7 +57,7 @@ from agentloom.structured import OutputPlan, output_spec, plan_output
 from agentloom.tools.contracts import ToolBox
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncGenerator, Callable, Iterator
 
     from agentloom.structured import ResponseSchemaSpec
     from agentloom.tools import SandboxPolicy
@@ -248,6 +249,7 @@ class Agent:
         observer: object | None = None,
         on_event: Callable[[StreamEvent], None] | None = None,
         agent_mode: bool = True, ids: Mapping[str, str | None] | None = None,
+        stream_tools: bool = False,
     ) -> LoopResult:
         """One run of the loop on `request` (from `request()`), with this agent's tools,
         limits and validator. A workflow step passes its `client` (the schema's forced
@@ -270,6 +272,7 @@ class Agent:
             wrap_errors=agent_mode, run_id=run_id, step_id=step_id, speaker=speaker,
             conversation_id=ids.get("conversation_id"),
             correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
+            stream_with_tools=stream_tools,
         )
         return await run_loop(client or self.client, request, tools=self._res.toolbox,
                               on_event=on_event, options=options)
@@ -321,13 +324,19 @@ class Agent:
             return Transcript((Message.system(self.system_prompt), *transcript))
         return transcript
 
-    async def _run(self, transcript: Transcript, ids: dict[str, str | None]
-                   ) -> ConversationResult:
+    async def _run(self, transcript: Transcript, ids: dict[str, str | None],
+                   feed: EventFeed | None = None) -> ConversationResult:
         await self._res.enter()
         transcript = self._messages(transcript)
         if not transcript or transcript[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
-        result = await self.arun_loop(self.request(transcript.messages), ids=ids)
+        if feed is None:
+            result = await self.arun_loop(self.request(transcript.messages), ids=ids)
+        else:
+            observer = feed if self.observer is None else MultiObserver(self.observer, feed)
+            result = await self.arun_loop(
+                self.request(transcript.messages, stream=True), ids=ids, observer=observer,
+                on_event=feed.sink, stream_tools=True)
         return ConversationResult(transcript=transcript.append(*result.new_messages),
                                   summary=result.summary_source(), output=result.output)
 
@@ -366,7 +375,42 @@ class Agent:
                                 prompt: str | None = None, **ids: str | None) -> Transcript:
         return (await self.arun_conversation_result(transcript, prompt, **ids)).transcript
 
+    def astream(self, prompt: str | Transcript | Sequence[Message], *,
+                correlation_id: str | None = None, parent_id: str | None = None,
+                conversation_id: str | None = None) -> AsyncGenerator[AgentEvent, None]:
+        """The run of `prompt` (a prompt, or messages as `converse` takes) as typed
+        events, ending with `RunFinished` (see `agentloom.loop.stream`). Leaving early and
+        closing the iterator cancels the run; it still gets its summary."""
+        feed = EventFeed()
+        transcript = Transcript.coerce(prompt)
+        ids = _ids(correlation_id, parent_id, conversation_id)
+        return feed_events(feed, lambda: self._run(transcript, ids, feed))
+
     # --- sync face ---------------------------------------------------------------------
+    def stream(self, prompt: str | Transcript | Sequence[Message],
+               **ids: str | None) -> Iterator[AgentEvent]:
+        """`astream` for callers that are not async: the run goes on on the agent's
+        loop while you read its events; leaving the loop early cancels it."""
+        events = self.astream(prompt, **ids)
+
+        async def step() -> AgentEvent | None:
+            try:
+                return await anext(events)
+            except StopAsyncIteration:
+                return None
+
+        async def close() -> None:
+            await events.aclose()
+
+        try:
+            while True:
+                event = self._portal.run(step, name="Agent.stream", twin="agent.astream")
+                if event is None:
+                    return
+                yield event
+        finally:
+            self._portal.run(close, name="Agent.stream", twin="agent.astream")
+
     def run_result(self, prompt: str, **ids: str | None) -> ConversationResult:
         return self._portal.run(lambda: self.arun_result(prompt, **ids),
                                 name="Agent.run_result", twin="agent.arun_result")
