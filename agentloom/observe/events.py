@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.loop.observer import ConversationInfo, NullObserver, current_conversation
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
@@ -22,7 +23,8 @@ from agentloom.providers import AttemptRecord
 
 
 class EventTraceObserver(NullObserver):
-    """JSONL events: `{"seq": n, "event": ..., "conversation_id": ..., ...}` per line.
+    """JSONL events: `{"seq": n, "ts": epoch seconds, "t": seconds since the observer
+    was made, "event": ..., "conversation_id": ..., ...}` per line.
 
         with open("trace.jsonl", "a") as f:
             agent = Agent(client, observer=EventTraceObserver(f.write))
@@ -36,6 +38,7 @@ class EventTraceObserver(NullObserver):
         redact: Callable[[str], str] | None = None,
         allow_unredacted: bool = False,
         clip: int = 2000,
+        clock: Clock | None = None,
     ) -> None:
         if capture_content and redact is None and not allow_unredacted:
             raise ValueError(
@@ -50,6 +53,8 @@ class EventTraceObserver(NullObserver):
         self._clip = clip
         self._seq = 0
         self._lock = threading.Lock()
+        self._clock = clock or SYSTEM_CLOCK
+        self._origin = self._clock.now()
 
     # --- output --------------------------------------------------------------------------
     def _content(self, text: str) -> str:
@@ -70,7 +75,11 @@ class EventTraceObserver(NullObserver):
             conversation_id = info.conversation_id if info else None
         with self._lock:
             self._seq += 1
-            record = {"seq": self._seq, "event": event, "conversation_id": conversation_id}
+            # ts: wall-clock seconds since the epoch; t: monotonic seconds since this
+            # observer was made (orders lines across a clock step).
+            record = {"seq": self._seq, "ts": round(self._clock.wall(), 6),
+                      "t": round(self._clock.now() - self._origin, 6), "event": event,
+                      "conversation_id": conversation_id}
             if info is not None and info.run_id is not None:
                 # A workflow step's conversation: which run and step it belongs to.
                 record["run_id"], record["step_id"] = info.run_id, info.step_id

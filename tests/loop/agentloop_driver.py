@@ -55,7 +55,7 @@ def broken(x: int) -> int:
        "additionalProperties": False})
 def slow(x: int) -> int:
     """Takes a while."""
-    time.sleep(0.6)
+    time.sleep(1.2)
     return x
 
 

@@ -110,7 +110,7 @@ SCENARIOS = [
     Scenario("iteration_limit", [reply(calls=[add_call(i, i)]) for i in range(3)],
              tools=("add",), max_iterations=3),
     Scenario("deadline", [reply(calls=[("slow", {"x": 1})]), reply("late")],
-             tools=("slow",), deadline_seconds=0.3),
+             tools=("slow",), deadline_seconds=0.5),
     Scenario("truncated_tool_call",
              [reply(calls=[("add", '{"a": 1, "b')], finish="length"),
               reply(calls=[add_call()]), reply("3")], tools=("add",)),
@@ -215,7 +215,7 @@ def broken(x: int) -> int:
 
 def slow(x: int) -> int:
     """Takes a while."""
-    time.sleep(0.6)
+    time.sleep(1.2)
     return x
 
 
