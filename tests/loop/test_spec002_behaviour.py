@@ -123,7 +123,7 @@ def test_on_retry_fires_between_the_failed_attempt_and_the_next(
         "attempt", "retry", "attempt"]
     (attempt, error), = [args for kind, args in seen.events if kind == "retry"]
     assert attempt == 1 and isinstance(error, ProviderUnavailable) and error.status == 500
-    first = [args[0] for kind, args in seen.events if kind == "attempt"][0]
+    first = next(args[0] for kind, args in seen.events if kind == "attempt")
     assert first.ok is False  # the retry came after the failure, before the next try
 
 
