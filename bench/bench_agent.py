@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_agent.py --quick     # 100 calls, best of 2
     .venv/bin/python bench/bench_agent.py --profile   # cProfile of the agent path
     .venv/bin/python bench/bench_agent.py --breakdown # loop/Agent cost without HTTP
+    .venv/bin/python bench/bench_agent.py --ttft      # time to first token, agent.astream
 
 FakeOpenAIServer runs in its own process (bench/_fake_server.py, latency 0). Each client
 runs in a fresh child process, one after the other, against that server:
@@ -18,6 +19,9 @@ runs in a fresh child process, one after the other, against that server:
 in-memory model: `run_loop` bare, with its deadline, and `Agent.arun_result`.
 The per-call figure is the median of 300 sequential calls after 30 warm-up calls; each
 client runs 3 times and the best median is kept, which filters out a noisy neighbour.
+`--ttft` streams the 50-chunk reply (2 ms between chunks, as bench_transport.py does) and
+times the first text: raw aiohttp (the first SSE chunk with content) against
+`async for event in agent.astream(prompt)` (the first `text_delta` event).
 """
 
 from __future__ import annotations
@@ -146,6 +150,61 @@ def run_agent_sync(base_url: str, n: int) -> Timing:
         return times, (time.process_time() - cpu0) / n
 
 
+TTFT_CLIENTS = ("ttft_aiohttp", "ttft_agent")
+
+
+async def _ttft_times(first_text: Any, n: int) -> Timing:
+    for _ in range(5):
+        await first_text()
+    times = []
+    cpu0 = time.process_time()
+    for _ in range(n):
+        times.append(await first_text())
+    return times, (time.process_time() - cpu0) / n
+
+
+async def run_ttft_aiohttp(base_url: str, n: int) -> Timing:
+    import re
+
+    import aiohttp
+
+    first_content = re.compile(rb'"content": ?"[^"]')
+    url = base_url + "/chat/completions"
+    payload = json.dumps({**BODY, "stream": True,
+                          "stream_options": {"include_usage": True}}).encode()
+    headers = {"content-type": "application/json", "authorization": "Bearer sk"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000)) as session:
+
+        async def first_text() -> float:
+            start = time.perf_counter()
+            first = None
+            async with session.post(url, data=payload, headers=headers) as resp:
+                async for chunk in resp.content.iter_any():
+                    if first is None and first_content.search(chunk):
+                        first = time.perf_counter() - start
+            assert first is not None
+            return first
+
+        return await _ttft_times(first_text, n)
+
+
+async def run_ttft_agent(base_url: str, n: int) -> Timing:
+    from agentloom import Agent
+
+    async with Agent.from_env(env_for(base_url), tools=[], temperature=0) as agent:
+
+        async def first_text() -> float:
+            start = time.perf_counter()
+            first = None
+            async for event in agent.astream(PROMPT):
+                if first is None and event.kind == "text_delta":
+                    first = time.perf_counter() - start
+            assert first is not None
+            return first
+
+        return await _ttft_times(first_text, n)
+
+
 def breakdown(n: int = 3000) -> dict[str, float]:
     """CPU microseconds per call of each layer over an instant model, best of 3."""
     import asyncio
@@ -201,7 +260,8 @@ def child(name: str, base_url: str, n: int, profile: bool) -> None:
         if name == "agent_sync":
             return run_agent_sync(base_url, n)
         runner = {"aiohttp": run_aiohttp, "provider": run_provider,
-                  "agent_direct": run_agent_direct, "agent": run_agent}[name]
+                  "agent_direct": run_agent_direct, "agent": run_agent,
+                  "ttft_aiohttp": run_ttft_aiohttp, "ttft_agent": run_ttft_agent}[name]
         return asyncio.run(runner(base_url, n))
 
     if profile:
@@ -237,7 +297,9 @@ def main() -> None:
                         help="cProfile one run of the agent client (stats on stderr)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the layers above HTTP in-process")
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--ttft", action="store_true",
+                        help="time to first token: raw aiohttp vs agent.astream")
+    parser.add_argument("--clients", default=None)
     parser.add_argument("--child")
     parser.add_argument("--url")
     parser.add_argument("--n", type=int, default=300)
@@ -250,13 +312,16 @@ def main() -> None:
         return
 
     n, repeats = (100, 2) if args.quick else (300, 3)
-    proc, url = start_server(0.0)
+    if args.ttft:
+        n = 50 if args.quick else 100
+    proc, url = start_server(0.0, 0.002 if args.ttft else 0.0)
     base_url = url + "/v1"
     try:
         if args.profile:
             run_child("agent", base_url, n, profile=True)
             return
-        names = args.clients.split(",")
+        names = (args.clients.split(",") if args.clients
+                 else list(TTFT_CLIENTS if args.ttft else CLIENTS))
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         # Interleaved (a, b, c, a, b, c, ...) so that a noisy spell on a shared machine
         # does not fall on one client's runs only.
@@ -270,7 +335,7 @@ def main() -> None:
                              "runs_median_us": [round(r["median_us"]) for r in runs[name]]}
     finally:
         stop_server(proc)
-    report(results, n, repeats)
+    report(results, n, repeats, "ttft_aiohttp" if args.ttft else "aiohttp")
     if args.breakdown:
         out = subprocess.run([PY, __file__, "--child", "breakdown"], stdout=subprocess.PIPE,
                              text=True, cwd=ROOT, check=True)
@@ -279,10 +344,11 @@ def main() -> None:
             print(f"  {name:<34}{us:>7.1f}")
 
 
-def report(results: dict[str, dict[str, Any]], n: int, repeats: int) -> None:
+def report(results: dict[str, dict[str, Any]], n: int, repeats: int,
+           floor_name: str = "aiohttp") -> None:
     print(f"{time.strftime('%Y-%m-%d')}  {machine()}")
-    print(f"{n} sequential calls after {WARMUP} warm-up, best median of {repeats} runs\n")
-    floor = results.get("aiohttp", {})
+    print(f"{n} sequential calls after warm-up, best median of {repeats} runs\n")
+    floor = results.get(floor_name, {})
     print(f"{'client':<14}{'median us':>11}{'mean us':>10}{'cpu us':>9}"
           f"{'median/aiohttp':>16}{'cpu/aiohttp':>13}")
     for name, r in results.items():

@@ -11,6 +11,7 @@ Agent.
 
 Return shapes:
     run(prompt) -> str                                 the final text
+    stream(prompt) -> Iterator[AgentEvent]             events, then RunFinished
     converse(messages) -> Transcript                   the whole conversation
     run_conversation(transcript, prompt=None) -> Transcript
     *_result(...) -> ConversationResult(transcript, summary), `.text`
@@ -22,9 +23,14 @@ when it has some (`agentloom.structured.plan_output`, the rule the workflow's st
 follow); the reply is validated and re-asked, and `ConversationResult.output` is the
 validated value.
 
-Failures raise `AgentLoopError` (budgets: its subclass `LoopBudgetExceeded`) with
-`.summary` and the cause chained; an exhausted iteration budget raises too, because a run
-that never answered did not succeed (status iteration_limit).
+Failures raise an `AgentLoopError` with `.summary`: budgets its subclass
+`LoopBudgetExceeded` (an exhausted iteration budget raises too, because a run that never
+answered did not succeed), provider failures by kind (`AuthError`, `ProviderUnavailable`,
+..., each also a `ProviderError`; `agentloom.errors`), anything else wrapped with the
+cause chained.
+
+`stream(prompt)` / `astream(prompt)` run the same loop with every call streamed and yield
+typed events, `RunFinished` (with the result and summary) last (`agentloom.loop.stream`).
 
 A workflow's YAML agent is this same object: the `agent` step builds an Agent from the
 agent's definition and runs one turn of it with `arun_loop` (the step's own run, step and
