@@ -150,3 +150,18 @@ async def test_a_failed_run_raises_from_the_iterator(server: FakeOpenAIServer) -
     assert info.value.summary is not None
     assert info.value.summary.status == "provider_error"
     await asyncio.sleep(0)
+
+
+def test_breaking_out_of_the_sync_stream_cancels_the_run(server: FakeOpenAIServer) -> None:
+    server.chunk_delay = 0.05
+    server.script(FakeReply(text=" ".join(f"w{i}" for i in range(200))))
+    keeper = Keeper()
+    with Agent.from_env(env(server), tools=[], observer=keeper) as agent:
+        for event in agent.stream("talk"):
+            if isinstance(event, TextDeltaEvent):
+                break
+        # The generator was closed when the loop dropped it: the run is over.
+        assert [s.status for s in keeper.summaries] == ["cancelled"]
+        server.chunk_delay = 0.0
+        server.script("done")
+        assert agent.run_result("again").text == "done"
