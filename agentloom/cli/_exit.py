@@ -19,6 +19,16 @@ class UsageError(Exception):
     """A bad command line: reported as one line, exit code 2."""
 
 
+class RunRefused(Exception):
+    """A run that can't start as asked (exit code 1): `message` says why, `hint` what
+    to do instead."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         message = " ".join(message.split())
