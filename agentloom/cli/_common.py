@@ -16,7 +16,8 @@ def existing_file(path: str, what: str = "workflow file") -> Path:
     p = Path(path)
     if p.is_dir():
         files = sorted(f.name for f in p.iterdir() if f.suffix in (".yaml", ".yml"))
-        suggestion = (f"; try a file in it, e.g. {p / files[0]}" if files and what ==
+        pick = next((f for f in files if f.startswith("hello.")), files[0] if files else "")
+        suggestion = (f"; give a file in it, e.g. {p / pick}" if pick and what ==
                       "workflow file" else "")
         raise UsageError(f"{path} is a folder, not a {what}{suggestion}")
     if not p.is_file():
