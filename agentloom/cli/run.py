@@ -142,6 +142,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
                session: _Session) -> RunResult:
     from agentloom.cli._durable import build_runtime, open_durable
     from agentloom.cli._keys import check_keys
+    from agentloom.cli._progress import progress_for
     from agentloom.cli._stream import StreamPrinter
     from agentloom.workflow import arun_workflow
     from agentloom.workflow.engine.mock_clients import uses_mock
@@ -170,9 +171,21 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
         if mock_file is not None or uses_mock(wf):
             clients = mock_clients(wf, inner=None if mock_file else runtime,
                                    responses_file=mock_file)
-        return await arun_workflow(wf, clients=clients, state=state, tools=tools,
-                                   on_event=on_event, transport=_transport(wf, runtime),
-                                   durable=durable, observers=session.observers)
+        progress = progress_for(args)
+        observers = session.observers
+        if progress is not None:
+            from agentloom.workflow.engine.observe import RunObservers
+
+            observers = RunObservers(*(observers.observers if observers else ()), progress,
+                                     redactor=observers.redactor if observers else None)
+            progress.start()
+        try:
+            return await arun_workflow(wf, clients=clients, state=state, tools=tools,
+                                       on_event=on_event, transport=_transport(wf, runtime),
+                                       durable=durable, observers=observers)
+        finally:
+            if progress is not None:
+                await progress.stop()
     except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels this task
         if durable is not None:
             # Not `running` forever in `agentloom runs`: it stopped, and it can go on.

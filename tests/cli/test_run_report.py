@@ -180,3 +180,93 @@ def test_stream_printer_holds_a_second_step_until_the_first_is_done() -> None:
     assert out.getvalue() == "Chess is fun.\nHere's the\nthird one"
     printer.close()
     assert out.getvalue().endswith("third one\n")
+
+
+def _run_on_a_terminal(server: FakeOpenAIServer, *args: str,
+                       wait_for_line: bool = True) -> tuple[int, str]:
+    """Run with stderr on a pty; returns the exit code and what the terminal got. With
+    `wait_for_line`, the model answers only once the progress line is on the terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    from tests.cli.test_commands import ROOT
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "ANTHROPIC_", "GEMINI_", "AGENTLOOM_"))}
+    env.update(_env(server), TERM="xterm", NO_COLOR="1")
+    leader, follower = pty.openpty()
+    seen = threading.Event()
+    got: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            got.append(chunk)
+            if b"running greet" in b"".join(got):
+                seen.set()
+
+    def reply(body: dict[str, Any]) -> FakeReply:
+        seen.wait(timeout=60)  # answer once the line is up (or give up: the test fails)
+        return FakeReply(text="Hi.")
+
+    if wait_for_line:
+        server.responder = reply
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "agentloom.cli", *args], cwd=ROOT,
+                              env=env, stdout=subprocess.DEVNULL, stderr=follower,
+                              timeout=120, check=False)
+    finally:
+        os.close(follower)
+        seen.set()
+        reader.join(timeout=10)
+        os.close(leader)
+    return proc.returncode, b"".join(got).decode("utf-8", "replace")
+
+
+def test_a_terminal_sees_a_sign_of_life_while_the_run_works(server: FakeOpenAIServer) -> None:
+    code, terminal = _run_on_a_terminal(server, "run", "examples/hello.yaml", "--model",
+                                        "gpt-4o-mini", "--no-checkpoint")
+    assert code == 0
+    assert "running greet" in terminal and "s · running greet" in terminal
+    assert terminal.endswith("\r\x1b[2K")  # erased before the results
+
+
+def test_no_sign_of_life_with_json_or_off_a_terminal(server: FakeOpenAIServer) -> None:
+    code, terminal = _run_on_a_terminal(server, "run", "examples/hello.yaml", "--model",
+                                        "gpt-4o-mini", "--no-checkpoint", "--json",
+                                        wait_for_line=False)
+    assert code == 0 and terminal == ""
+    piped = agentloom("run", "examples/hello.yaml", "--model", "gpt-4o-mini",
+                      "--no-checkpoint", env=_env(server))
+    assert "running" not in piped.stderr and "\x1b" not in piped.stderr
+
+
+def test_the_sign_of_life_is_for_a_person_at_a_terminal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from agentloom.cli._progress import wanted
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("TERM", raising=False)
+    plain = SimpleNamespace(json=False, stream=False)
+    assert wanted(Terminal(), plain)
+    assert not wanted(io.StringIO(), plain)
+    assert not wanted(Terminal(), SimpleNamespace(json=True, stream=False))
+    assert not wanted(Terminal(), SimpleNamespace(json=False, stream=True))
+    monkeypatch.setenv("TERM", "dumb")
+    assert not wanted(Terminal(), plain)
