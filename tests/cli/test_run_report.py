@@ -270,3 +270,14 @@ def test_the_sign_of_life_is_for_a_person_at_a_terminal(
     assert not wanted(Terminal(), SimpleNamespace(json=False, stream=True))
     monkeypatch.setenv("TERM", "dumb")
     assert not wanted(Terminal(), plain)
+
+
+def test_batch_refuses_a_named_model_without_its_key_too(tmp_path: Path) -> None:
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"id": "1", "name": "Ada"}\n', encoding="utf-8")
+    out = agentloom("batch", "examples/hello.yaml", str(inputs), "--model", "gpt-4o",
+                    "--output", str(tmp_path / "out.jsonl"))
+    assert out.returncode == 1
+    assert "no provider is configured for gpt-4o (step 'greet'): set OPENAI_API_KEY" \
+        in out.stderr
+    assert not (tmp_path / "out.jsonl").exists()
