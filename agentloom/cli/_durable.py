@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from agentloom.cli._exit import UsageError
 
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_STORE = ".agentloom/runs.db"
+"""Where `open_store(None)` keeps runs, relative to the working directory."""
 
 if TYPE_CHECKING:
     from agentloom.redact import Redactor
@@ -58,9 +60,7 @@ def absent_store(target: str | None) -> str | None:
     """The path of a SQLite store that doesn't exist yet (None: it exists, or the store
     is not a file). Commands that only read (`runs`, `resume`) report an empty store
     instead of creating `.agentloom/runs.db` wherever they are typed."""
-    from agentloom.store._sqlite import DEFAULT_PATH
-
-    text = str(target) if target else str(DEFAULT_PATH)
+    text = str(target) if target else DEFAULT_STORE
     if text.startswith("sqlite://"):
         text = text[len("sqlite://"):]
         text = text[1:] if text.startswith("/") else text

@@ -70,8 +70,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--color", metavar="WHEN", choices=COLOR_CHOICES,
                         help="auto (a terminal, unless NO_COLOR is set), always or never; "
                              "accepted anywhere on the line")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
-                                prog="agentloom")
+    sub = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND",
+                                          parser_class=_Parser, prog="agentloom"))
     if only is None or only == "run":
         _add_run(sub)
     if only is None or only == "validate":
@@ -87,7 +87,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for command, module_name in _COMMAND_MODULES.items():
         if only is None or only == command:
             command_module(module_name).add_parser(sub)
-    for name, command_parser in sub.choices.items():
+    for name, command_parser in sub.action.choices.items():
         epilog = _epilog(name)
         if epilog is not None:
             command_parser.epilog = epilog
@@ -97,9 +97,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _group_commands(parser: argparse.ArgumentParser, sub: Any) -> None:
+class _Commands:
+    """The subparsers action, keeping each command's help line for the grouped list."""
+
+    def __init__(self, action: Any) -> None:
+        self.action = action
+        self.helps: dict[str, str] = {}
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        self.helps[name] = str(kwargs.get("help") or "")
+        parser: argparse.ArgumentParser = self.action.add_parser(name, **kwargs)
+        return parser
+
+
+def _group_commands(parser: argparse.ArgumentParser, sub: _Commands) -> None:
     """The commands by what they are for, instead of argparse's one flat list."""
-    helps = {a.dest: a.help for a in sub._choices_actions}
+    helps = sub.helps
     width = max(map(len, helps)) + 2
     lines: list[str] = []
     for title, names in _GROUPS:
@@ -109,10 +122,10 @@ def _group_commands(parser: argparse.ArgumentParser, sub: Any) -> None:
             lines.extend(f"  {n.ljust(width)}{helps[n]}" for n in present)
             lines.append("")
     parser.epilog = "\n".join(lines) + (_epilog(None) or "")
-    sub.help = argparse.SUPPRESS
+    sub.action.help = argparse.SUPPRESS
 
 
-def _add_run(sub: Any) -> None:
+def _add_run(sub: _Commands) -> None:
     run = sub.add_parser("run", help="run a workflow file")
     run.add_argument("file", metavar="FILE")
     inputs = run.add_argument_group("inputs")

@@ -129,9 +129,6 @@ def run(args: argparse.Namespace) -> int:
         for err in getattr(exc, "errors", None) or [exc]:
             sys.stderr.write(f"{err}\n")
         return EXIT_FAILED
-    refused = _refused_for_keys(factory)
-    if refused is not None:
-        return refused
     import asyncio
 
     progress = choose_progress(json_events=args.json)
@@ -147,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
             open_store(args.store)  # an unknown scheme fails here, before any run
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+    refused = _refused_for_keys(factory)
+    if refused is not None:
+        return refused
     try:
         asyncio.run(_drain(b))
     except KeyboardInterrupt:

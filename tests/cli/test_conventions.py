@@ -143,6 +143,10 @@ def test_runs_and_resume_create_no_store_where_you_stand(tmp_path: Path) -> None
     assert agentloom("runs", "show", "nope", cwd=tmp_path).returncode == 1
     assert agentloom("runs", "--prune", cwd=tmp_path).returncode == 0
     assert list(tmp_path.iterdir()) == []
+    from agentloom.cli._durable import DEFAULT_STORE
+    from agentloom.store._sqlite import DEFAULT_PATH
+
+    assert DEFAULT_STORE == str(DEFAULT_PATH)  # the file the store would have created
 
 
 def test_prune_says_the_age_as_a_person_would(tmp_path: Path) -> None:
