@@ -1,9 +1,11 @@
 """`agentloom run FILE`: run a workflow on the runtime built from the environment.
 
 With `--json`, stdout carries only the result as JSON; anything else goes to stderr.
-Without it, stdout gets the final outputs and a one-line summary. `--stream` prints text
-as it arrives (parallel steps interleave). `--trace FILE` and `--otel` report the run
-elsewhere (a JSONL file, OpenTelemetry spans), never on stdout.
+Without it, stdout gets the final outputs and a one-line summary (`_report`), and a
+terminal gets a progress line on stderr while the run works (`_progress`). `--stream`
+prints text as it arrives, one step at a time (`_stream`). A step naming a hosted model
+whose provider has no key stops the run before any call (`_keys`). `--trace FILE` and
+`--otel` report the run elsewhere (a JSONL file, OpenTelemetry spans), never on stdout.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def test_runs_and_resume_create_no_store_where_you_stand(tmp_path: Path) -> None
     from agentloom.cli._durable import DEFAULT_STORE
     from agentloom.store._sqlite import DEFAULT_PATH
 
-    assert DEFAULT_STORE == str(DEFAULT_PATH)  # the file the store would have created
+    assert str(DEFAULT_PATH) == DEFAULT_STORE  # the file the store would have created
 
 
 def test_prune_says_the_age_as_a_person_would(tmp_path: Path) -> None:
