@@ -20,6 +20,7 @@ from agentloom.cli._exit import UsageError as UsageError
 from agentloom.cli._exit import _Parser as _Parser
 from agentloom.cli._parser import _COMMAND_MODULES, build_parser, command_module
 from agentloom.cli._parser import command_of as command_of
+from agentloom.cli._style import extract_color
 from agentloom.cli.public_flags import translate
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
@@ -35,6 +36,14 @@ _FUNCTIONS: dict[str, tuple[str, str]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = translate(sys.argv[1:] if argv is None else list(argv))  # the public AgentLoom's forms
+    from agentloom.cli._style import COLOR_CHOICES, error_line, set_color
+
+    argv, color = extract_color(argv)
+    if color is not None and color not in COLOR_CHOICES:
+        sys.stderr.write(error_line(sys.stderr, f"--color {color!r}: expected one of "
+                                    f"{', '.join(COLOR_CHOICES)}"))
+        return EXIT_USAGE
+    set_color(color or "auto")
     parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)
     if args.version:
@@ -49,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code: int = getattr(command_module(module), function)(args)
             return code
     except UsageError as exc:
-        sys.stderr.write(f"agentloom: error: {exc}\n")
+        sys.stderr.write(error_line(sys.stderr, str(exc)))
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("agentloom: interrupted\n")

@@ -14,27 +14,83 @@ if TYPE_CHECKING:
 
 def existing_file(path: str, what: str = "workflow file") -> Path:
     p = Path(path)
+    if p.is_dir():
+        files = sorted(f.name for f in p.iterdir() if f.suffix in (".yaml", ".yml"))
+        pick = next((f for f in files if f.startswith("hello.")), files[0] if files else "")
+        suggestion = (f"; give a file in it, e.g. {p / pick}" if pick and what ==
+                      "workflow file" else "")
+        raise UsageError(f"{path} is a folder, not a {what}{suggestion}")
     if not p.is_file():
         raise UsageError(f"{what} not found: {path}")
     return p
 
 
-def load_or_report(path: str) -> Workflow | None:
-    """The workflow, or None after printing every problem to stderr."""
+_HINT_STARTS = ("did you mean", "write ", "use ", "set ", "add ", "pin ", "list ", "remove ",
+                "rename ", "quote ", "give ", "expected ")
+
+
+def diagnostic(err: Any) -> dict[str, Any]:
+    """One problem as data: file, line, field, message and the hint it carries (the
+    suggestion after its last `; `, when there is one)."""
+    message = str(getattr(err, "message", None) or err)
+    head, sep, tail = message.rpartition("; ")
+    hint = tail if sep and tail.lower().startswith(_HINT_STARTS) else None
+    return {"file": getattr(err, "file", None), "line": getattr(err, "line", None),
+            "field": getattr(err, "field", None), "message": head if hint else message,
+            "hint": hint}
+
+
+def problems_of(exc: Exception) -> list[dict[str, Any]]:
+    return [diagnostic(e) for e in (getattr(exc, "errors", None) or [exc])]
+
+
+def load_or_report(path: str, *, as_json: bool = False) -> Workflow | None:
+    """The workflow, or None after printing every problem to stderr (with `as_json`, as
+    one JSON object on stdout: `{"status": "invalid", "error", "problems": [...]}`)."""
     from agentloom.errors import WorkflowError
-    from agentloom.workflow import WorkflowProblems, load_workflow
+    from agentloom.workflow import load_workflow
 
     existing_file(path)
     try:
         return load_workflow(path)
-    except WorkflowProblems as exc:
-        for err in exc.errors:
-            sys.stderr.write(f"{err}\n")
-        n = len(exc.errors)
-        sys.stderr.write(f"{n} problem{'s' if n != 1 else ''} found in {path}\n")
     except WorkflowError as exc:
-        sys.stderr.write(f"{exc}\n")
+        problems = problems_of(exc)
+        n = len(problems)
+        total = f"{n} problem{'s' if n != 1 else ''} found in {path}"
+        if as_json:
+            print_json({"status": "invalid", "error": total, "problems": problems})
+            return None
+        for err in getattr(exc, "errors", None) or [exc]:
+            sys.stderr.write(f"{err}\n")
+        if getattr(exc, "errors", None):
+            sys.stderr.write(total + "\n")
     return None
+
+
+def print_json(data: Any) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def check_provider(name: str | None, wf: Workflow | None = None) -> None:
+    """`--provider NAME` must be one a run can use: a usage error with a did-you-mean
+    otherwise, before anything starts."""
+    if name is None:
+        return
+    from difflib import get_close_matches
+
+    from agentloom.routing.runtime import DEFAULT_MODELS
+
+    known = {*DEFAULT_MODELS, "google", "generic_openai", "mock"}
+    if wf is not None:
+        known |= set(wf.definition.providers)
+    if name in known:
+        return
+    close = get_close_matches(name, sorted(known), n=1)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    raise UsageError(f"--provider {name!r}: unknown provider{guess} "
+                     f"(known: {', '.join(sorted(known))})")
 
 
 def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from agentloom.cli._exit import UsageError
 
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_STORE = ".agentloom/runs.db"
+"""Where `open_store(None)` keeps runs, relative to the working directory."""
 
 if TYPE_CHECKING:
     from agentloom.redact import Redactor
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.durable.run import DurableRun
 
 
-def add_run_flags(parser: argparse.ArgumentParser) -> None:
+def add_run_flags(parser: Any) -> None:
     """The flags of `agentloom run` that belong to durability, recording and replay."""
     parser.add_argument("--record", metavar="FILE",
                         help="record every model exchange of the run to FILE")
@@ -48,10 +50,23 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_store_flag(parser)
 
 
-def add_store_flag(parser: argparse.ArgumentParser) -> None:
+def add_store_flag(parser: Any) -> None:
     parser.add_argument("--store", metavar="URL",
                         help="the run store: a path, sqlite:///file.db or postgresql://... "
                              "(default: .agentloom/runs.db)")
+
+
+def absent_store(target: str | None) -> str | None:
+    """The path of a SQLite store that doesn't exist yet (None: it exists, or the store
+    is not a file). Commands that only read (`runs`, `resume`) report an empty store
+    instead of creating `.agentloom/runs.db` wherever they are typed."""
+    text = str(target) if target else DEFAULT_STORE
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://"):]
+        text = text[1:] if text.startswith("/") else text
+    elif "://" in text or text.startswith("memory:"):
+        return None
+    return None if not text or Path(text).exists() else text
 
 
 def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None, *,

@@ -4,6 +4,8 @@ commands import them without importing the command line's entry point)."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 
 EXIT_OK = 0
@@ -19,8 +21,29 @@ class UsageError(Exception):
     """A bad command line: reported as one line, exit code 2."""
 
 
+class RunRefused(Exception):
+    """A run that can't start as asked (exit code 1): `message` says why, `hint` what
+    to do instead."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        from agentloom.cli._style import error_line
+
         message = " ".join(message.split())
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        found = _CHOICE.search(message)
+        if found is not None:  # a misspelt command or choice: the closest one, if any
+            choices = [c.strip(" '") for c in found.group(2).split(",")]
+            close = difflib.get_close_matches(found.group(1), choices, n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        sys.stderr.write(error_line(sys.stderr, message, prog=self.prog))
         raise SystemExit(EXIT_USAGE)

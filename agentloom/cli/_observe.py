@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.engine.observe import RunObservers
 
 
-def add_trace_flags(parser: argparse.ArgumentParser) -> None:
+def add_trace_flags(parser: Any) -> None:
     parser.add_argument("--trace", metavar="FILE",
                         help="write a JSONL event trace of the run to FILE (metadata only, "
                              "secrets redacted)")

@@ -144,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
             open_store(args.store)  # an unknown scheme fails here, before any run
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+    refused = _refused_for_keys(factory)
+    if refused is not None:
+        return refused
     try:
         asyncio.run(_drain(b))
     except KeyboardInterrupt:
@@ -157,6 +160,31 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"agentloom: error: {exc}\n")
         return EXIT_FAILED
     return EXIT_OK if not b.stats.failures else EXIT_FAILED
+
+
+def _refused_for_keys(factory: Any) -> int | None:
+    """As `run` does: a named model without its provider's key stops the batch before
+    any run (exit 1, with the variable to set)."""
+    from agentloom.cli._exit import RunRefused
+    from agentloom.cli._keys import check_keys
+    from agentloom.cli._style import error_line, hint_line
+    from agentloom.routing.runtime import Runtime
+    from agentloom.workflow.engine.mock_clients import uses_mock
+
+    wf = factory.load()
+    runtime = Runtime.from_env(factory.env)  # configuration only: nothing is opened
+    runtime.add_providers({
+        name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
+        for name, p in wf.definition.providers.items()})
+    try:
+        if not uses_mock(wf):
+            check_keys(wf, runtime)
+    except RunRefused as exc:
+        sys.stderr.write(error_line(sys.stderr, exc.message))
+        if exc.hint:
+            sys.stderr.write(hint_line(sys.stderr, exc.hint))
+        return EXIT_FAILED
+    return None
 
 
 async def _drain(b: Any) -> None:

@@ -57,10 +57,20 @@ class _Refused(Exception):
 async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
     """The `run` arguments and the durable run to continue with, or _Refused with the
     reason."""
-    from agentloom.cli._durable import LEASE_SECONDS, claim, worker_id, workflow_hash_of
+    from agentloom.cli._durable import (
+        LEASE_SECONDS,
+        absent_store,
+        claim,
+        worker_id,
+        workflow_hash_of,
+    )
     from agentloom.store import FINISHED_STATUSES, open_store
     from agentloom.workflow.durable.run import Decision, DurableRun, coerce_answer
 
+    missing = absent_store(args.store)
+    if missing is not None:  # not created by asking
+        raise _Refused(f"no run {args.run_id!r} in the store {missing}: there is no such "
+                       "file" + ("" if args.store else "; pass --store if the run is elsewhere"))
     store = open_store(args.store) if args.store else open_store(None)
     me, claimed = worker_id(), False
     try:

@@ -1,34 +1,43 @@
 """`agentloom run FILE`: run a workflow on the runtime built from the environment.
 
 With `--json`, stdout carries only the result as JSON; anything else goes to stderr.
-Without it, stdout gets the final outputs and a one-line summary. `--stream` prints text
-as it arrives (parallel steps interleave). `--trace FILE` and `--otel` report the run
-elsewhere (a JSONL file, OpenTelemetry spans), never on stdout.
+Without it, stdout gets the final outputs and a one-line summary (`_report`), and a
+terminal gets a progress line on stderr while the run works (`_progress`). `--stream`
+prints text as it arrives, one step at a time (`_stream`). A step naming a hosted model
+whose provider has no key stops the run before any call (`_keys`). `--trace FILE` and
+`--otel` report the run elsewhere (a JSONL file, OpenTelemetry spans), never on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.cli._common import (
+    check_provider,
     existing_file,
     limit_overrides,
     load_or_report,
     parse_state,
+    print_json,
 )
-from agentloom.cli._exit import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, UsageError
+from agentloom.cli._exit import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PAUSED,
+    RunRefused,
+    UsageError,
+)
 from agentloom.cli._gc import loading, start_running
+from agentloom.cli._report import print_human
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
-    from agentloom.messages import StreamEvent
     from agentloom.recording import Recording
     from agentloom.redact import Redactor
     from agentloom.workflow import RunResult, Workflow
@@ -58,9 +67,10 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     state = parse_state(args.state, args.state_file)
     for path in args.tools:
         existing_file(path, "tools file")
-    wf = load_or_report(args.file)
+    wf = load_or_report(args.file, as_json=args.json)
     if wf is None:
         return EXIT_FAILED
+    check_provider(args.provider, wf)
     wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
                            stream=True if args.stream else None,
                            **limit_overrides(args, wf.config))
@@ -84,9 +94,10 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
 
         start_running()
         result = asyncio.run(_run(wf, state, args, session))
+    except RunRefused as exc:
+        return _refused(args, exc.message, exc.hint)
     except AgentLoomError as exc:
-        sys.stderr.write(f"agentloom: {exc}\n")
-        return EXIT_FAILED
+        return _refused(args, str(exc), None)
     except KeyboardInterrupt:
         _report_interrupt(args, session)
         return EXIT_INTERRUPTED
@@ -94,14 +105,26 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
         observers.close()
     if args.json:
         # Secrets of state_schema (and API keys) never reach --json output.
-        data = session.redactor.redact_state(result.to_dict())
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+        print_json(session.redactor.redact_state(result.to_dict()))
     else:
-        _print_human(result, streamed=args.stream, redact=session.redactor.redact_text)
+        print_human(result, streamed=args.stream, redact=session.redactor.redact_text)
     if result.status.value in ("paused", "needs_decision"):
         report_pause(result, args, session.durable)
         return EXIT_PAUSED
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _refused(args: argparse.Namespace, message: str, hint: str | None) -> int:
+    """A run that could not start or went wrong outside its steps: `error:` (and `hint:`)
+    on stderr, and with --json the same as a JSON object on stdout."""
+    from agentloom.cli._style import error_line, hint_line
+
+    if args.json:
+        print_json({"status": "error", "error": message, "hint": hint})
+    sys.stderr.write(error_line(sys.stderr, message))
+    if hint:
+        sys.stderr.write(hint_line(sys.stderr, hint))
+    return EXIT_FAILED
 
 
 def _report_interrupt(args: argparse.Namespace, session: _Session) -> None:
@@ -120,62 +143,62 @@ def _report_interrupt(args: argparse.Namespace, session: _Session) -> None:
 async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
                session: _Session) -> RunResult:
     from agentloom.cli._durable import build_runtime, open_durable
+    from agentloom.cli._keys import check_keys
+    from agentloom.cli._progress import progress_for
+    from agentloom.cli._stream import StreamPrinter
     from agentloom.workflow import arun_workflow
+    from agentloom.workflow.engine.mock_clients import uses_mock
 
     runtime = build_runtime(args, session.redactor, recording=session.recording)
     durable = None
+    printer = None
     try:
-        session.durable = durable = await open_durable(args, wf, state, session.redactor,
-                                                       resumed=session.resumed)
         runtime.add_providers({
             name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
             for name, p in wf.definition.providers.items()
         })
-        tools = _registry(args.tools, runtime)
         served = session.recording is not None or getattr(args, "mock_responses", None)
-        notice = None if served else _embedded_notice(wf, runtime)
-        if notice is not None:
-            sys.stderr.write(notice + "\n")
+        if not served and not uses_mock(wf):
+            check_keys(wf, runtime)  # before the store records a run that can't start
+        session.durable = durable = await open_durable(args, wf, state, session.redactor,
+                                                       resumed=session.resumed)
+        tools = _registry(args.tools, runtime)
         on_event = None
         if args.stream and not args.json:
-            on_event = _print_delta
+            on_event = printer = StreamPrinter(sys.stdout)
         clients: Any = runtime
-        from agentloom.workflow.engine.mock_clients import mock_clients, uses_mock
+        from agentloom.workflow.engine.mock_clients import mock_clients
 
         mock_file = getattr(args, "mock_responses", None)
         if mock_file is not None or uses_mock(wf):
             clients = mock_clients(wf, inner=None if mock_file else runtime,
                                    responses_file=mock_file)
-        return await arun_workflow(wf, clients=clients, state=state, tools=tools,
-                                   on_event=on_event, transport=_transport(wf, runtime),
-                                   durable=durable, observers=session.observers)
+        progress = progress_for(args)
+        observers = session.observers
+        if progress is not None:
+            from agentloom.workflow.engine.observe import RunObservers
+
+            observers = RunObservers(*(observers.observers if observers else ()), progress,
+                                     redactor=observers.redactor if observers else None)
+            progress.start()
+        try:
+            return await arun_workflow(wf, clients=clients, state=state, tools=tools,
+                                       on_event=on_event, transport=_transport(wf, runtime),
+                                       durable=durable, observers=observers)
+        finally:
+            if progress is not None:
+                await progress.stop()
     except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels this task
         if durable is not None:
             # Not `running` forever in `agentloom runs`: it stopped, and it can go on.
             await durable.store.set_status(durable.run_id, "interrupted")
         raise
     finally:
+        if printer is not None:
+            printer.close()
         await runtime.aclose()
         if durable is not None:
             await durable.store.close()
-
-
-def _embedded_notice(wf: Workflow, runtime: Any) -> str | None:
-    """One line when the embedded model will answer steps that name another model because
-    no provider is configured: a mistyped key must not pass for the model it was meant for."""
-    from agentloom.routing.runtime import LOCAL_MODEL
-    from agentloom.workflow.engine.mock_clients import uses_mock
-
-    if not runtime.answers_locally_unasked or wf.config.provider is not None or uses_mock(wf):
-        return None
-    asked = sorted({model for node_id, model in wf.models.items()
-                    if model and model != LOCAL_MODEL
-                    and getattr(wf.nodes[node_id].step, "provider", None) is None})
-    if not asked:
-        return None
-    return (f"agentloom: no provider is configured, so the embedded model {LOCAL_MODEL} "
-            f"answers for {', '.join(asked)} (set OPENAI_API_KEY, ANTHROPIC_API_KEY, "
-            "GEMINI_API_KEY or OLLAMA_HOST; --provider local says you meant it)")
 
 
 def _transport(wf: Workflow, runtime: Any) -> Any:
@@ -190,45 +213,3 @@ def _registry(paths: list[str], runtime: Any) -> Any:
     from agentloom.workflow.steps.tooling import base_registry
 
     return base_registry(transport=runtime.transport, tool_modules=paths, entry_points=True)
-
-
-def _print_delta(step_id: str, event: StreamEvent) -> None:
-    if event.kind == "text_delta":
-        sys.stdout.write(event.text)
-        sys.stdout.flush()
-
-
-def _print_human(result: RunResult, *, streamed: bool, redact: Callable[[str], str]) -> None:
-    from agentloom.workflow import StepStatus
-    from agentloom.workflow.lang.templates import to_text
-
-    out = sys.stdout
-    if streamed:
-        out.write("\n")
-    else:
-        outputs = result.final_outputs
-        for key, value in outputs.items():
-            if len(outputs) > 1:
-                out.write(f"── {key}\n")
-            out.write(to_text(value).rstrip() + "\n")
-    told: set[str] = set()
-    for r in result.steps.values():
-        if r.status is StepStatus.FAILED:
-            told.add(f"step {r.id!r} failed: {r.error}")
-            sys.stderr.write(redact(f"step {r.id!r} failed: {r.error}\n"))
-    counts: dict[str, int] = {}
-    for r in result.steps.values():
-        counts[r.status.value] = counts.get(r.status.value, 0) + 1
-    steps = ", ".join(f"{n} {s}" for s, n in counts.items())
-    tokens = result.tokens
-    cost = result.cost_usd
-    bits = [
-        result.status.value,
-        f"{len(result.steps)} step{'' if len(result.steps) == 1 else 's'} ({steps})",
-        f"{tokens if tokens is not None else '?'} tokens",
-        f"${cost:.6f}" if cost is not None else "cost unknown",
-        f"{result.duration_seconds:.2f}s",
-    ]
-    out.write(" · ".join(bits) + "\n")
-    if result.error and not result.ok and result.error not in told:  # said once, not twice
-        sys.stderr.write(redact(f"run {result.status.value}: {result.error}\n"))

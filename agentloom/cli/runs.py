@@ -73,9 +73,33 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
 
 
+def age_text(age: timedelta) -> str:
+    """`30 days`, `12 hours`, `90 minutes`: the age as a person would write it."""
+    seconds = age.total_seconds()
+    for unit, size in (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and (seconds / size).is_integer():
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds:g} seconds"
+
+
 async def _main(args: argparse.Namespace, age: timedelta) -> int:
+    from agentloom.cli._durable import absent_store
     from agentloom.store import open_store
 
+    missing = absent_store(args.store)
+    if missing is not None:  # nothing to read: say so, and create nothing
+        if args.action == "show":
+            sys.stderr.write(f"agentloom runs: no run {args.run_id!r}: there is no run "
+                             f"store at {missing}\n")
+            return EXIT_FAILED
+        if args.prune:
+            sys.stdout.write(f"pruned 0 finished runs (no run store at {missing})\n")
+        elif args.json:
+            sys.stdout.write("[]\n")
+        else:
+            sys.stdout.write(f"no runs (no run store at {missing})\n")
+        return EXIT_OK
     store = open_store(args.store) if args.store else open_store(None)
     try:
         if args.action == "show":
@@ -83,7 +107,7 @@ async def _main(args: argparse.Namespace, age: timedelta) -> int:
         if args.prune:
             n = await store.prune(age)
             sys.stdout.write(f"pruned {n} finished run{'s' if n != 1 else ''} "
-                             f"older than {age}\n")
+                             f"older than {age_text(age)}\n")
             return EXIT_OK
         runs = await store.list_runs(status=args.status, limit=args.limit)
     finally:

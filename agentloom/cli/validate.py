@@ -6,17 +6,32 @@ import argparse
 import sys
 from typing import Any
 
-from agentloom.cli._common import existing_file, load_or_report
+from agentloom.cli._common import (
+    diagnostic,
+    existing_file,
+    load_or_report,
+    print_json,
+    problems_of,
+)
 from agentloom.cli._exit import EXIT_FAILED, EXIT_OK
 
 
 def command_validate(args: argparse.Namespace) -> int:
+    as_json = bool(getattr(args, "json", False))
     for path in getattr(args, "tools", None) or []:
         existing_file(path, "tools file")
+    if as_json:
+        return _validate_json(args)
     wf = load_or_report(args.file)
     if wf is None:
         return EXIT_FAILED
-    if not _tools_resolve(wf, getattr(args, "tools", None) or []):
+    problems = _tool_problems(wf, getattr(args, "tools", None) or [])
+    if problems is not None:
+        for err in problems:
+            sys.stderr.write(f"{err}\n")
+        if len(problems) > 1 or getattr(problems[0], "file", None):
+            n = len(problems)
+            sys.stderr.write(f"{n} problem{'s' if n != 1 else ''} found in {wf.file}\n")
         return EXIT_FAILED
     nodes = wf.nodes
     for warning in wf.warnings:
@@ -38,12 +53,43 @@ def command_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _tools_resolve(wf: Any, tool_files: list[str]) -> bool:
+def _validate_json(args: argparse.Namespace) -> int:
+    """One JSON object on stdout: `valid`, every problem as data (file, line, field,
+    message, hint), warnings, and for a valid file its steps and plan."""
+    from agentloom.errors import WorkflowError
+    from agentloom.workflow import load_workflow
+
+    existing_file(args.file)
+    out: dict[str, Any] = {"file": args.file, "valid": False, "problems": [], "warnings": []}
+    try:
+        wf = load_workflow(args.file)
+    except WorkflowError as exc:
+        out["problems"] = problems_of(exc)
+        print_json(out)
+        return EXIT_FAILED
+    problems = _tool_problems(wf, getattr(args, "tools", None) or [])
+    out["warnings"] = list(wf.warnings)
+    if problems is not None:
+        out["problems"] = [diagnostic(e) for e in problems]
+        print_json(out)
+        return EXIT_FAILED
+    nodes = wf.nodes
+    out.update(valid=True, workflow=wf.name, model=wf.config.model,
+               provider=wf.config.provider,
+               steps=[{"id": i, "type": n.type, "depends_on": list(n.deps)}
+                      for i, n in nodes.items()],
+               plan=[list(layer) for layer in wf.layers()])
+    print_json(out)
+    return EXIT_OK
+
+
+def _tool_problems(wf: Any, tool_files: list[str]) -> list[Any] | None:
     """The tool names steps declare, checked as `run` checks them (built-ins, `--tools`
-    files, installed entry points, the file's own functions): the same problems either way.
-    Tools of MCP servers are known only once they run, so their names are not checked."""
+    files, installed entry points, the file's own functions): the same problems either
+    way, or None when they all resolve. Tools of MCP servers are known only once they run,
+    so their names are not checked."""
     if not wf.tool_refs:
-        return True
+        return None
     import dataclasses
 
     from agentloom.errors import AgentLoomError
@@ -64,12 +110,7 @@ def _tools_resolve(wf: Any, tool_files: list[str]) -> bool:
                 r for r in wf.tool_refs if r.name.split(".", 1)[0] not in servers])
         check_tool_refs(wf, registry)
     except WorkflowProblems as exc:
-        for err in exc.errors:
-            sys.stderr.write(f"{err}\n")
-        n = len(exc.errors)
-        sys.stderr.write(f"{n} problem{'s' if n != 1 else ''} found in {wf.file}\n")
-        return False
+        return list(exc.errors)
     except AgentLoomError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return False
-    return True
+        return [exc]
+    return None

@@ -128,7 +128,8 @@ def test_run_human_output_and_stream(fake_openai: object) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "reply to: Write a one-sentence"
-    assert lines[-1].startswith("success · 1 step (1 success) · 19 tokens · ")
+    assert lines[-1].startswith("success · 1 step (1 success) · gpt-4o-mini via openai · "
+                                "19 tokens · ")
 
 
 def test_run_failure_exits_1(fake_openai: object, tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def test_structured_tool_call_example_succeeds(
 
 
 @pytest.mark.local_model
-def test_the_embedded_model_answering_for_a_named_model_says_so(
+def test_a_named_model_without_its_key_fails_before_any_call_unless_local_is_asked(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     _need_model()
@@ -113,12 +113,17 @@ def test_the_embedded_model_answering_for_a_named_model_says_so(
     flow = tmp_path / "named.yaml"
     flow.write_text("name: named\nsteps:\n  - {id: hi, type: llm_call, model: gpt-4o, "
                     "prompt: 'Say hi', max_tokens: 8}\n", encoding="utf-8")
-    assert cli_main(["run", str(flow), "--no-checkpoint"]) == 0
-    err = capsys.readouterr().err
-    assert err.count("the embedded model smollm2 answers for gpt-4o (set OPENAI_API_KEY") == 1
-    # Asked for on purpose: no note.
+    assert cli_main(["run", str(flow), "--no-checkpoint"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no provider is configured for gpt-4o (step 'hi'): set OPENAI_API_KEY" \
+        in captured.err
+    assert "--provider local" in captured.err
+    # Asked for on purpose: it runs on the embedded model, and the summary says so.
     assert cli_main(["run", str(flow), "--no-checkpoint", "--provider", "local"]) == 0
-    assert "embedded model" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "error" not in captured.err
+    assert " · smollm2 via local · " in captured.out.splitlines()[-1]
 
 
 @pytest.mark.local_model

@@ -134,7 +134,8 @@ def test_unreachable_ray_address_is_a_clear_error(tmp_path: Path, flow: Path) ->
     inputs = write_jsonl(tmp_path / "in.jsonl", 2)
     proc = subprocess.run([sys.executable, CLI, "batch", str(flow), str(inputs),
                            "--executor", "ray", "--address", "127.0.0.1:1"],
-                          env=_env({}), cwd=tmp_path, capture_output=True, text=True,
+                          env=_env({"OPENAI_API_KEY": "unused: Ray fails first"}),
+                          cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [

@@ -183,7 +183,15 @@ class RunResult:
             "fallbacks_used": fallbacks,
             "breakers": _jsonable(self.breakers),
             "budget": _jsonable(self.budget),
+            "models": self.models,
         }
+
+    @property
+    def models(self) -> list[dict[str, str | None]]:
+        """Who answered: each (model, provider) of a step's model calls, once, in step
+        order (what the CLI's summary line names)."""
+        seen = {(r.model, r.provider): None for r in self.steps.values() if r.model}
+        return [{"model": m, "provider": p} for m, p in seen]
 
     @property
     def ok(self) -> bool:

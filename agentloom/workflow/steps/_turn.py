@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.conversation import Conversation, commit_turn, normalize_key, prepare_turn
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
-from agentloom.messages import Message, ModelRequest, StreamEvent, Usage
+from agentloom.messages import FinishEvent, Message, ModelRequest, StreamEvent, TextDelta, Usage
 from agentloom.providers import structured_mode
 from agentloom.workflow.engine.nested import NESTED_USAGE
 from agentloom.workflow.engine.observe import step_observer
@@ -90,10 +90,12 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     if turn.structured is not None:
         client = with_client(turn.structured, client)
     sink = None
+    streamed: list[bool] = []
     if ctx.on_event is not None and request.stream:
         on_event, step_id = ctx.on_event, turn.step_id
 
         def sink(event: StreamEvent) -> None:
+            streamed.append(True)
             on_event(step_id, event)
 
     nested: list[Usage] = []
@@ -125,6 +127,12 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
             f"step {turn.step_id!r} reached max_tool_iterations ({turn.max_iterations}) "
             "before a final answer to validate; raise the limit or give fewer tools",
             raw_text=result.text)
+    if not streamed and ctx.on_event is not None and result.text and (
+            request.stream or (turn.agent is not None and ctx.workflow.config.stream)):
+        # A step with tools or an agent turn doesn't stream (spec 000): its text reaches
+        # the stream in one piece at the end.
+        ctx.on_event(turn.step_id, TextDelta(text=result.text))
+        ctx.on_event(turn.step_id, FinishEvent(finish_reason=result.finish_reason))
     usage = result.usage
     for u in extra_usage:
         usage = usage + u

@@ -118,8 +118,10 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
     try:
         await check_url(notify.url, AddressPolicy(allow_private=internal))
     except AddressRefused as exc:
-        log.warning("approval gate %r: notify refused: %s (set "
-                    "sandbox.allow_internal_webhook_targets to allow it)", step_id, exc)
+        # The setting helps only with an internal address, not a name that doesn't resolve.
+        hint = "" if isinstance(exc.__cause__, OSError) else (
+            " (set sandbox.allow_internal_webhook_targets to allow it)")
+        log.warning("approval gate %r: notify refused: %s%s", step_id, exc, hint)
         return False
     transport = ctx.transport
     owned = transport is None
