@@ -18,7 +18,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from agentloom.messages import ModelResponse, TextPart, Usage
-from agentloom.store import Checkpoint, SqliteStore
+from agentloom.store import Checkpoint, CheckpointDelta, SqliteStore
 from agentloom.ui import UiSettings, create_app
 
 STATUSES = ("succeeded", "succeeded", "succeeded", "failed", "paused")
@@ -50,10 +50,14 @@ async def _fill(store: SqliteStore, runs: int, steps: int, flow: Path) -> None:
         await store.save_checkpoint(run_id, Checkpoint(
             state={"topic": i, "o0": "x" * 200}, status=STATUSES[i % len(STATUSES)],  # type: ignore[arg-type]
             step_results=small, cost_usd=Decimal("0.00012")))
+    # The big run is written as a run writes it: a delta per step (its result and its
+    # output in the state), so the page replays 1,000 rows to find the state after each.
     await store.create_run("big", "big", "h", {}, meta={"workflow_path": str(flow)})
-    await store.save_checkpoint("big", Checkpoint(
-        state={f"o{i}": f"output {i}" for i in range(steps)}, status="succeeded",
-        step_results={f"s{i}": _step(i) for i in range(steps)}, cost_usd=Decimal("0.03")))
+    for i in range(steps):
+        await store.save_delta("big", CheckpointDelta(
+            state={f"o{i}": f"output {i}"}, step_results={f"s{i}": _step(i)},
+            status="succeeded" if i == steps - 1 else "running",
+            cost_usd=Decimal("0.00003") * (i + 1)))
     for i in range(steps):
         await store.record_model_exchange("big", f"s{i}", 1, f"sha256:{i}", ModelResponse(
             parts=(TextPart(text=f"reply {i}"),), usage=Usage(input_tokens=120,

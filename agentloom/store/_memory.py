@@ -27,6 +27,7 @@ from agentloom.store._base import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StoredWrite,
     StoreError,
     ToolCallRecord,
     ToolCallStatus,
@@ -145,6 +146,16 @@ class MemoryStore:
                 apply_delta(cp, delta_from_payload(self._serde.loads(dpayload)), seq=dseq,
                             created_at=dcreated)
         return cp
+
+    async def load_writes(self, run_id: str, *, after_seq: int = -1) -> list[StoredWrite]:
+        self._check_open()
+        loads = self._serde.loads
+        out = [StoredWrite(seq=seq, created_at=at, checkpoint=checkpoint_from_payload(
+                   loads(payload), seq=seq, created_at=at))
+               for seq, at, payload in self._b.checkpoints.get(run_id, ()) if seq > after_seq]
+        out += [StoredWrite(seq=seq, created_at=at, delta=delta_from_payload(loads(payload)))
+                for seq, at, payload in self._b.deltas.get(run_id, ()) if seq > after_seq]
+        return sorted(out, key=lambda w: w.seq)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         self._check_open()

@@ -31,6 +31,7 @@ from agentloom.store._base import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StoredWrite,
     StoreError,
     ToolCallRecord,
     ToolCallStatus,
@@ -255,6 +256,26 @@ class SqlStore:
             apply_delta(cp, delta_from_payload(self._loads(payload)), seq=int(seq),
                         created_at=self._dt(created))
         return cp
+
+    async def load_writes(self, run_id: str, *, after_seq: int = -1) -> list[StoredWrite]:
+        """The run's kept writes (whole checkpoints and deltas) numbered above
+        `after_seq`, in seq order: what `load_latest` folds, from the start; the run page
+        replays them for the state after each step. Both tables are keyed (run_id, seq),
+        so each side is an index range."""
+        await self._ensure()
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(
+                "SELECT seq, created_at, payload, 0 FROM checkpoints WHERE run_id = ? "
+                "AND seq > ? UNION ALL SELECT seq, created_at, payload, 1 FROM "
+                "checkpoint_deltas WHERE run_id = ? AND seq > ? ORDER BY 1",
+                (run_id, after_seq, run_id, after_seq))
+        out: list[StoredWrite] = []
+        for seq, created, payload, is_delta in rows:
+            data, when = self._loads(payload), self._dt(created)
+            out.append(StoredWrite(seq=int(seq), created_at=when, delta=delta_from_payload(data))
+                       if is_delta else StoredWrite(seq=int(seq), created_at=when,
+                       checkpoint=checkpoint_from_payload(data, seq=int(seq), created_at=when)))
+        return out
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()
