@@ -1,7 +1,9 @@
 """What `agentloom ui` costs the server: the run list's first page over a SQLite store of
 10,000 runs, and the page of a run with 1,000 steps (`python bench/bench_ui.py [RUNS]
-[STEPS]`). Server time is measured by a middleware around the handler, over real HTTP
-on loopback; the client's time is printed beside it."""
+[STEPS] [--profile]`). Server time is measured by a middleware around the handler, over
+real HTTP on loopback, with the redactor `agentloom ui` runs; the client's time is
+printed beside it. `--profile` prints where the run page's first view spends its time
+(cProfile, by own time)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from agentloom.messages import ModelResponse, TextPart, Usage
+from agentloom.redact import Redactor
 from agentloom.store import Checkpoint, CheckpointDelta, SqliteStore
 from agentloom.ui import UiSettings, create_app
 
@@ -82,7 +85,19 @@ def _cpu(times: list[float]) -> float:
     return times[-1] * 1000
 
 
-async def main(runs: int, steps: int) -> None:
+async def _profile(client: TestClient[Any, Any], path: str) -> None:
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    response = await client.get(path)
+    await response.read()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
+async def main(runs: int, steps: int, profile: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         flow = Path(tmp) / "big.yaml"
         flow.write_text(_flow(steps))
@@ -104,7 +119,8 @@ async def main(runs: int, steps: int) -> None:
                     times.append(time.perf_counter() - t)
                     cpu.append(time.process_time() - c)
 
-            app = create_app(UiSettings(store=store, store_url=str(store.path)))
+            redact = Redactor(secrets=["sk-bench-secret-0123456789abcdef"]).redact_text
+            app = create_app(UiSettings(store=store, store_url=str(store.path), redact=redact))
             app.middlewares.insert(0, timing)
             client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1"))
             await client.start_server()
@@ -116,9 +132,13 @@ async def main(runs: int, steps: int) -> None:
                         ("run list, status=failed", "/api/runs?status=failed", 30),
                         ("run list, batch=b7", "/api/runs?batch=b7", 30),
                         ("run list, id search", "/api/runs?q=0042", 30),
-                        (f"run page, {steps:,} steps (first, graph loaded)",
-                         "/api/runs/big", 1),
-                        (f"run page, {steps:,} steps (warm)", "/api/runs/big", 10)):
+                        (f"run page, {steps:,} steps (first view)", "/api/runs/big", 1),
+                        (f"run page, {steps:,} steps (warm)", "/api/runs/big", 10),
+                        (f"a step opened (state after step {steps // 2})",
+                         f"/api/runs/big/steps/s{steps // 2}", 10)):
+                    if profile and path == "/api/runs/big" and n == 1:
+                        await _profile(client, path)
+                        continue
                     med, worst, wall = await _measure(client, times, path, n)
                     print(f"{label:<44} server median {med:7.1f} ms  max {worst:7.1f} ms"
                           f"  (CPU of the last {_cpu(cpu):6.1f} ms)  client {wall:7.1f} ms"
@@ -128,5 +148,6 @@ async def main(runs: int, steps: int) -> None:
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    asyncio.run(main(args[0] if args else 10_000, args[1] if len(args) > 1 else 1_000))
+    args = [int(a) for a in sys.argv[1:] if a != "--profile"]
+    asyncio.run(main(args[0] if args else 10_000, args[1] if len(args) > 1 else 1_000,
+                     profile="--profile" in sys.argv))

@@ -230,8 +230,10 @@ async def load_detail(store: CheckpointStore, run_id: str, graphs: GraphCache,
     if run is None:
         return None
     histories = histories or HistoryCache(size=1)
-    cp, hist = await _checkpoint(store, run, histories)
-    nodes, changed = await graphs.nodes(run.meta.get("workflow_path"), run.workflow_hash)
+    # The graph is read in a thread: the store's rows are decoded meanwhile.
+    (cp, hist), (nodes, changed) = await asyncio.gather(
+        _checkpoint(store, run, histories),
+        graphs.nodes(run.meta.get("workflow_path"), run.workflow_hash))
     detail = run_detail(run, cp, nodes, now=datetime.now(UTC),
                         settled=hist.settled if hist is not None else None)
     detail["graph"]["file_changed"] = changed
