@@ -55,11 +55,22 @@ class History:
     """The run's start, to tell a run made again under the same id."""
     writes: list[StoredWrite] = field(default_factory=list)
     latest: Checkpoint | None = None
-    settled: dict[str, int] = field(default_factory=dict)
-    """Step key -> seq of the write that recorded its current result."""
-    unknown_before: set[str] = field(default_factory=set)
-    """Steps whose result is already in the oldest kept write (the writes before it were
-    pruned): the state after them is not known."""
+    recorded: dict[str, tuple[int | None, Any]] = field(default_factory=dict)
+    """Step key -> (seq of the first write that recorded its result, that result). A
+    resume writes the run whole and then records the steps it restored again, unchanged:
+    they keep their first write. The seq is None when the result is already in the
+    oldest kept write (the writes before it were pruned): the state after it is lost."""
+
+    @property
+    def settled(self) -> dict[str, int | None]:
+        """Step key -> the seq whose state is the state right after the step."""
+        results = self.latest.step_results if self.latest is not None else {}
+        return {k: self.recorded[k][0] for k in results if k in self.recorded}
+
+    def _record(self, key: str, raw: Any, seq: int | None) -> None:
+        known = self.recorded.get(key)
+        if known is None or not _same(known[1], raw):
+            self.recorded[key] = (seq, raw)
 
     def add(self, writes: list[StoredWrite]) -> None:
         for w in writes:
@@ -68,22 +79,14 @@ class History:
             first = not self.writes
             self.writes.append(w)
             if w.checkpoint is not None:
-                before = self.latest.step_results if self.latest is not None else {}
                 self.latest = _copy(w.checkpoint)
+                lost = first and w.seq > 0
                 for key, raw in w.checkpoint.step_results.items():
-                    if first and w.seq > 0:
-                        self.unknown_before.add(key)
-                    elif key not in before or not _same(before[key], raw):
-                        self.settled[key] = w.seq
-                for key in [k for k in self.settled if k not in w.checkpoint.step_results]:
-                    del self.settled[key]
+                    self._record(key, raw, None if lost else w.seq)
             elif w.delta is not None and self.latest is not None:
                 apply_delta(self.latest, w.delta, seq=w.seq, created_at=w.created_at)
-                for key in w.delta.step_results:
-                    self.settled[key] = w.seq
-                    self.unknown_before.discard(key)
-                for key in w.delta.step_results_removed:
-                    self.settled.pop(key, None)
+                for key, raw in w.delta.step_results.items():
+                    self._record(key, raw, w.seq)
 
     @property
     def seq(self) -> int:

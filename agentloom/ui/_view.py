@@ -207,7 +207,8 @@ def graph_nodes(definition_steps: Iterable[Any]) -> list[GraphNode]:
 
 
 def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | None, *,
-               now: datetime, settled: Mapping[str, int] | None = None) -> dict[str, Any]:
+               now: datetime, settled: Mapping[str, int | None] | None = None
+               ) -> dict[str, Any]:
     """Everything the run page shows at first; what a step's details add (its output,
     exchanges, tool calls, the state after it) is `step_details`, asked for when opened.
     `settled`: step -> seq of the write that recorded its result (`History.settled`)."""

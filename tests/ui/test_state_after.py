@@ -102,6 +102,34 @@ async def test_a_whole_checkpoint_keeps_each_steps_own_write(store: SqliteStore)
         await client.close()
 
 
+async def test_a_step_a_resume_records_again_keeps_its_first_write(
+        store: SqliteStore) -> None:
+    """What `agentloom resume` writes: the run whole (without the finished steps'
+    results), then each restored step's result again, unchanged. A step that is run
+    again and ends differently is a new write."""
+    raw = {"id": "a", "type": "llm_call", "status": "success", "attempts": 2}
+    await store.create_run("r", "f", "h", {})
+    first = await store.save_delta("r", CheckpointDelta(state={"x": 1},
+                                                        step_results={"a": raw}))
+    await store.save_delta("r", CheckpointDelta(status="paused"))
+    await store.save_checkpoint("r", Checkpoint(state={"x": 1, "y": 2}))
+    await store.save_delta("r", CheckpointDelta(step_results={"a": dict(raw)}))
+    client = await _client(store)
+    try:
+        steps = (await _get(client, "/api/runs/r"))["steps"]
+        assert steps[0]["state_seq"] == first
+        after = (await _get(client, "/api/runs/r/steps/a"))["state_after"]
+        assert after["state"] == {"x": 1} and after["changed"] == ["x"]
+        again = await store.save_delta("r", CheckpointDelta(
+            state={"x": 5}, step_results={"a": {**raw, "attempts": 3}}))
+        steps = (await _get(client, "/api/runs/r"))["steps"]
+        assert steps[0]["state_seq"] == again
+        after = (await _get(client, "/api/runs/r/steps/a"))["state_after"]
+        assert after["state"] == {"x": 5, "y": 2}
+    finally:
+        await client.close()
+
+
 async def test_a_step_whose_write_was_pruned_says_so(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "runs.db", keep_checkpoints=1) as store:
         raw = {"id": "a", "type": "llm_call", "status": "success"}
