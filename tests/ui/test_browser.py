@@ -16,7 +16,15 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.ui.harness import HOSTILE, chromium, cli_env, fake_openai, make_runs, ui_process
+from tests.ui.harness import (
+    HOSTILE,
+    RUN_IDS,
+    chromium,
+    cli_env,
+    fake_openai,
+    make_runs,
+    ui_process,
+)
 
 WAIT = 30  # an upper bound on a DOM condition, never a sleep
 
@@ -46,10 +54,16 @@ def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None
     wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
     rows = {r.get_attribute("data-run"): r.text for r in
             driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
-    assert set(rows) == {"fan-1", "fan-2", "fan-3", "ask-1"}  # fan-1 stays paused
+    assert set(rows) == RUN_IDS  # fan-1 stays paused
     assert "paused" in rows["fan-1"] and "fan-out-gate" in rows["fan-1"]
     assert "succeeded" in rows["fan-2"]
-    assert "4 runs" in driver.find_element(By.ID, "count").text
+    assert f"{len(RUN_IDS)} runs" in driver.find_element(By.ID, "count").text
+    # The batch's runs sit together under its heading, which links the whole batch.
+    body = [(r.get_attribute("class"), r.get_attribute("data-run") or r.text) for r in
+            driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
+    heading = next(i for i, (cls, _) in enumerate(body) if cls == "batch")
+    assert "batch nightly · 2 runs on this page (2 succeeded)" in body[heading][1]
+    assert {body[heading + 1][1], body[heading + 2][1]} == {"nightly.tea", "nightly.cake"}
     # Filter by status through the form.
     Select(driver.find_element(By.ID, "f-status")).select_by_visible_text("succeeded")
     driver.find_element(By.CSS_SELECTOR, "#filters button").click()
@@ -58,6 +72,13 @@ def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None
     shown = {r.get_attribute("data-run") for r in
              driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
     assert "fan-2" in shown and "fan-1" not in shown
+    driver.get(world["ui"].url)
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    driver.find_element(By.LINK_TEXT, "nightly").click()
+    wait(driver).until(ec.url_contains("batch=nightly"))
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    assert {r.get_attribute("data-run") for r in driver.find_elements(
+        By.CSS_SELECTOR, "#runs tr.run")} == {"nightly.tea", "nightly.cake"}
 
 
 def test_a_run_shows_its_graph_and_parallel_lanes_and_the_retry(world: dict[str, Any]) -> None:
@@ -143,7 +164,7 @@ def test_a_bind_beyond_loopback_refuses_requests_without_the_token(
         request = urllib.request.Request(f"{ui.base}/api/runs",
                                          headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(request, timeout=10) as answered:
-            assert json.load(answered)["total"] == 4
+            assert json.load(answered)["total"] == len(RUN_IDS)
         driver.get(ui.url)  # the printed URL: its token becomes a cookie
         wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
         assert "token=" not in driver.current_url
