@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from agentloom.store import Checkpoint, CheckpointDelta, MemoryStore, SqliteStore
+from agentloom.store import Checkpoint, CheckpointDelta, SqliteStore
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.ui import UiSettings, create_app
 from agentloom.workflow import arun_workflow, load_workflow_text
@@ -181,23 +181,6 @@ async def test_a_nested_steps_details_are_found_by_its_path(store: SqliteStore) 
         assert encoded["state_after"]["state"] == {"items": ["inner"]}
     finally:
         await client.close()
-
-
-@pytest.mark.parametrize("kind", ["sqlite", "memory"])
-async def test_load_writes_lists_checkpoints_and_deltas_in_order(tmp_path: Path,
-                                                                 kind: str) -> None:
-    store: Any = SqliteStore(tmp_path / "runs.db") if kind == "sqlite" else MemoryStore()
-    async with store:
-        await store.create_run("r", "f", "h", {"a": 0})
-        await store.save_delta("r", CheckpointDelta(state={"a": 1}))
-        await store.save_checkpoint("r", Checkpoint(state={"a": 2}))
-        await store.save_delta("r", CheckpointDelta(state={"b": 3}, status="succeeded"))
-        writes = await store.load_writes("r")
-        assert [w.seq for w in writes] == [0, 1, 2, 3]
-        assert [w.checkpoint is not None for w in writes] == [True, False, True, False]
-        assert writes[1].delta.state == {"a": 1} and writes[2].checkpoint.state == {"a": 2}
-        assert [w.seq for w in await store.load_writes("r", after_seq=1)] == [2, 3]
-        assert await store.load_writes("ghost") == []
 
 
 SECRET_FLOW = """\
