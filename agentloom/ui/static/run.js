@@ -178,7 +178,7 @@
     const body = det.querySelector(".step-body");
     const hit = details.get(s.id);
     if (hit && hit.key === stepKey(s)) { fillDetails(body, s, hit.info); return; }
-    if (s.status === "pending" && s.state_seq === null) {
+    if (["pending", "skipped"].includes(s.status) && s.state_seq === null) {
       body.replaceChildren(el("p", { cls: "muted", text: "nothing stored for this step yet" }));
       return;
     }
