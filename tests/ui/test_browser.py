@@ -72,6 +72,15 @@ def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None
     shown = {r.get_attribute("data-run") for r in
              driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
     assert "fan-2" in shown and "fan-1" not in shown
+    # Search by a piece of the id, through the form.
+    driver.get(world["ui"].url)
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    driver.find_element(By.ID, "f-q").send_keys("fan-")
+    driver.find_element(By.CSS_SELECTOR, "#filters button").click()
+    wait(driver).until(ec.url_contains("q=fan-"))
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    assert {r.get_attribute("data-run") for r in driver.find_elements(
+        By.CSS_SELECTOR, "#runs tr.run")} == {"fan-1", "fan-2", "fan-3"}
     driver.get(world["ui"].url)
     wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
     driver.find_element(By.LINK_TEXT, "nightly").click()
