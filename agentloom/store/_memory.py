@@ -10,7 +10,7 @@ Several `MemoryStore`s may share one `MemoryBackend`, which is how the conforman
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -156,6 +156,14 @@ class MemoryStore:
         out += [StoredWrite(seq=seq, created_at=at, delta=delta_from_payload(loads(payload)))
                 for seq, at, payload in self._b.deltas.get(run_id, ()) if seq > after_seq]
         return sorted(out, key=lambda w: w.seq)
+
+    async def load_latest_many(self, run_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        out = {}
+        for run_id in run_ids:
+            cp = await self.load_latest(run_id)
+            if cp is not None:
+                out[run_id] = cp
+        return out
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         self._check_open()

@@ -186,14 +186,30 @@ class FactsCache:
         self._size = size
         self._cache: dict[tuple[str, int], tuple[int | None, str | None]] = {}
 
+    async def facts_of(self, store: CheckpointStore, runs: list[RunRecord]
+                       ) -> list[tuple[int | None, str | None]]:
+        """The facts of each run, the ones not seen yet read in one go when the store
+        can (`load_latest_many`: one transaction, not one per run)."""
+        many = getattr(store, "load_latest_many", None)
+        missing = [r.run_id for r in runs if (r.run_id, r.latest_seq) not in self._cache]
+        if many is not None and len(missing) > 1:
+            loaded = await many(missing)
+            for r in runs:
+                if r.run_id in loaded and loaded[r.run_id].seq == r.latest_seq:
+                    self._keep((r.run_id, r.latest_seq), checkpoint_facts(loaded[r.run_id]))
+        return [await self.facts(store, r) for r in runs]
+
+    def _keep(self, key: tuple[str, int], facts: tuple[int | None, str | None]) -> None:
+        if len(self._cache) >= self._size:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = facts
+
     async def facts(self, store: CheckpointStore, run: Any) -> tuple[int | None, str | None]:
         key = (run.run_id, run.latest_seq)
         hit = self._cache.get(key)
         if hit is None:
             hit = checkpoint_facts(await store.load_latest(run.run_id))
-            if len(self._cache) >= self._size:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = hit
+            self._keep(key, hit)
         return hit
 
 
@@ -209,7 +225,8 @@ async def load_page(store: CheckpointStore, query: RunQuery, *, limit: int,
         matched = [r for r in await store.list_runs(limit=None) if query_matches(query, r)]
         runs, total = matched[offset:offset + limit], len(matched)
     cache = cache or FactsCache()
-    rows = [run_row(r, None, facts=await cache.facts(store, r)) for r in runs]
+    facts = await cache.facts_of(store, runs)
+    rows = [run_row(r, None, facts=f) for r, f in zip(runs, facts, strict=True)]
     return {"runs": rows, "total": total, "limit": limit, "offset": offset}
 
 

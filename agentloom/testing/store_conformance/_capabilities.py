@@ -34,7 +34,7 @@ _OPTIONAL_METHODS: dict[Capability, tuple[str, ...]] = {
     Capability.PRUNE: ("prune",),
     Capability.CLAIM: ("claim_run", "release_claim"),
     Capability.QUERY: ("find_runs",),
-    Capability.WRITES: ("load_writes",),
+    Capability.WRITES: ("load_writes", "load_latest_many"),
 }
 
 

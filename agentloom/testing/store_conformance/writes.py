@@ -1,5 +1,6 @@
 """writes: `load_writes` lists a run's kept writes, whole checkpoints and deltas, in seq
-order, from after a given seq (the run page replays them for the state after a step)."""
+order, from after a given seq (the run page replays them for the state after a step);
+`load_latest_many` is `load_latest` of several runs at once (the run list's page)."""
 
 from __future__ import annotations
 
@@ -30,4 +31,24 @@ async def check_unknown_run_has_no_writes(ctx: CheckContext) -> None:
     assert await store.load_writes("ghost") == []  # type: ignore[attr-defined]
 
 
-CHECKS: list[CheckFn] = [check_writes_in_seq_order, check_unknown_run_has_no_writes]
+async def check_latest_of_many_runs(ctx: CheckContext) -> None:
+    store = await ctx.open()
+    for i in range(3):
+        await store.create_run(f"run-{i}", "flow", "h", {"i": i})
+    await store.save_delta("run-0", CheckpointDelta(state={"a": 1}, status="paused"))
+    await store.save_checkpoint("run-1", Checkpoint(state={"b": 2}, status="running"))
+    await store.save_delta("run-1", CheckpointDelta(state={"c": 3}, step_results={"s": 1}))
+    many = await store.load_latest_many(  # type: ignore[attr-defined]
+        ["run-0", "run-1", "run-2", "ghost", "run-0"])
+    assert sorted(many) == ["run-0", "run-1", "run-2"], sorted(many)
+    for run_id, cp in many.items():
+        one = await store.load_latest(run_id)
+        assert one is not None
+        assert (cp.seq, cp.status, cp.state, cp.step_results) == (
+            one.seq, one.status, one.state, one.step_results), run_id
+    assert many["run-1"].state == {"b": 2, "c": 3} and many["run-0"].status == "paused"
+    assert await store.load_latest_many([]) == {}  # type: ignore[attr-defined]
+
+
+CHECKS: list[CheckFn] = [check_writes_in_seq_order, check_unknown_run_has_no_writes,
+                         check_latest_of_many_runs]
