@@ -3,8 +3,9 @@
 Both read the same view (`agentloom.ui.run_detail`), so the terminal and the browser
 agree: summary, what the run waits for, each step with its dependencies, attempts,
 model and provider, tokens, cost, duration, finish reason and error, the timeline's
-start, end and lane of every step, and the state. `--json` prints the view itself,
-model exchanges and tool calls included.
+start, end and lane of every step, what each step changed in the state (the page shows
+the whole state after it), and the state. `--json` prints the view itself, each step's
+details included (`details`: output, model exchanges, tool calls, the state after it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,25 @@ def _cost(text: Any) -> str:
 
 def _secs(value: Any) -> str:
     return "-" if value is None else f"{float(value):.3f}s"
+
+
+def _state_after(after: dict[str, Any] | None) -> list[str]:
+    """What the write that recorded a step changed in the state: the keys it set, with
+    their values, and those it removed (the state after the step is the one before it
+    with these changes; the page shows it whole)."""
+    import json
+
+    if after is None:
+        return []
+    lines = [f"  state after (write {after['seq']}): "
+             + ("; ".join(filter(None, [
+                 f"set {', '.join(after['changed'])}" if after["changed"] else "",
+                 f"removed {', '.join(after['removed'])}" if after["removed"] else ""]))
+                or "unchanged")]
+    for key in after["changed"]:
+        value = json.dumps(after["state"].get(key), ensure_ascii=False, default=str)
+        lines.append(f"    {key} = {value}")
+    return lines
 
 
 def render(detail: dict[str, Any]) -> str:
@@ -69,9 +89,11 @@ def render(detail: dict[str, Any]) -> str:
         extra = []
         if s["error"]:
             extra.append(f"  error: {s['error_type'] or 'error'}: {s['error']}")
-        if s["exchanges"] or s["tool_calls"]:
-            extra.append(f"  stored: {len(s['exchanges'])} model exchange(s), "
-                         f"{len(s['tool_calls'])} tool call(s)")
+        more = s.get("details") or {}
+        if more.get("exchanges") or more.get("tool_calls"):
+            extra.append(f"  stored: {len(more['exchanges'])} model exchange(s), "
+                         f"{len(more['tool_calls'])} tool call(s)")
+        extra += _state_after(more.get("state_after"))
         if extra:
             out.append(f"{s['id']}:")
             out.extend(extra)

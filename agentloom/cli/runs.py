@@ -134,7 +134,7 @@ async def _show(store: Any, args: argparse.Namespace) -> int:
     from agentloom.cli._show import render
     from agentloom.ui import GraphCache, load_detail
 
-    detail = await load_detail(store, args.run_id, GraphCache())
+    detail = await load_detail(store, args.run_id, GraphCache(), details=True)
     if detail is None:
         sys.stderr.write(f"agentloom runs: no run {args.run_id!r} in the store; "
                          "`agentloom runs` lists the runs it holds\n")

@@ -154,6 +154,17 @@ def apply_delta(cp: Checkpoint, delta: CheckpointDelta, *, seq: int,
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
+class StoredWrite:
+    """One of a run's stored writes, as `load_writes` returns them: a whole checkpoint or
+    a delta (exactly one is set), under its seq."""
+
+    seq: int
+    created_at: datetime | None
+    checkpoint: Checkpoint | None = None
+    delta: CheckpointDelta | None = None
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
 class RunRecord:
     """A run's summary row: what `agentloom runs` lists."""
 
@@ -233,7 +244,8 @@ def query_matches(query: RunQuery, run: RunRecord) -> bool:
 class CheckpointStore(Protocol):
     """Durable runs. Every write is one transaction: it lands whole or not at all.
 
-    Optional capabilities (`claim_run`, `find_runs`) are detected with `hasattr`.
+    Optional capabilities (`claim_run`, `find_runs`, `load_writes`) are detected with
+    `hasattr`.
     """
 
     async def create_run(

@@ -10,7 +10,7 @@ Several `MemoryStore`s may share one `MemoryBackend`, which is how the conforman
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -27,6 +27,7 @@ from agentloom.store._base import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StoredWrite,
     StoreError,
     ToolCallRecord,
     ToolCallStatus,
@@ -145,6 +146,24 @@ class MemoryStore:
                 apply_delta(cp, delta_from_payload(self._serde.loads(dpayload)), seq=dseq,
                             created_at=dcreated)
         return cp
+
+    async def load_writes(self, run_id: str, *, after_seq: int = -1) -> list[StoredWrite]:
+        self._check_open()
+        loads = self._serde.loads
+        out = [StoredWrite(seq=seq, created_at=at, checkpoint=checkpoint_from_payload(
+                   loads(payload), seq=seq, created_at=at))
+               for seq, at, payload in self._b.checkpoints.get(run_id, ()) if seq > after_seq]
+        out += [StoredWrite(seq=seq, created_at=at, delta=delta_from_payload(loads(payload)))
+                for seq, at, payload in self._b.deltas.get(run_id, ()) if seq > after_seq]
+        return sorted(out, key=lambda w: w.seq)
+
+    async def load_latest_many(self, run_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        out = {}
+        for run_id in run_ids:
+            cp = await self.load_latest(run_id)
+            if cp is not None:
+                out[run_id] = cp
+        return out
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         self._check_open()

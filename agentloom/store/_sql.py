@@ -31,6 +31,7 @@ from agentloom.store._base import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StoredWrite,
     StoreError,
     ToolCallRecord,
     ToolCallStatus,
@@ -255,6 +256,52 @@ class SqlStore:
             apply_delta(cp, delta_from_payload(self._loads(payload)), seq=int(seq),
                         created_at=self._dt(created))
         return cp
+
+    async def load_writes(self, run_id: str, *, after_seq: int = -1) -> list[StoredWrite]:
+        """The run's kept writes (whole checkpoints and deltas) numbered above
+        `after_seq`, in seq order: what `load_latest` folds, from the start; the run page
+        replays them for the state after each step. Both tables are keyed (run_id, seq),
+        so each side is an index range."""
+        await self._ensure()
+        async with self._db.transaction() as tx:
+            rows = await tx.execute(
+                "SELECT seq, created_at, payload, 0 FROM checkpoints WHERE run_id = ? "
+                "AND seq > ? UNION ALL SELECT seq, created_at, payload, 1 FROM "
+                "checkpoint_deltas WHERE run_id = ? AND seq > ? ORDER BY 1",
+                (run_id, after_seq, run_id, after_seq))
+        out: list[StoredWrite] = []
+        for seq, created, payload, is_delta in rows:
+            data, when = self._loads(payload), self._dt(created)
+            out.append(StoredWrite(seq=int(seq), created_at=when, delta=delta_from_payload(data))
+                       if is_delta else StoredWrite(seq=int(seq), created_at=when,
+                       checkpoint=checkpoint_from_payload(data, seq=int(seq), created_at=when)))
+        return out
+
+    async def load_latest_many(self, run_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """`load_latest` of each run (those in the store), in one transaction: the run
+        list's page of 50 asks once, not 50 times."""
+        await self._ensure()
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        newest = "(SELECT MAX(seq) FROM checkpoints m WHERE m.run_id = {t}.run_id)"
+        async with self._db.transaction() as tx:
+            bases = await tx.execute(
+                f"SELECT run_id, seq, created_at, payload FROM checkpoints c WHERE run_id IN "
+                f"({marks}) AND seq = {newest.format(t='c')}", ids)
+            deltas = await tx.execute(
+                f"SELECT run_id, seq, created_at, payload FROM checkpoint_deltas d WHERE "
+                f"run_id IN ({marks}) AND seq > {newest.format(t='d')} ORDER BY run_id, seq",
+                ids)
+        out = {run_id: checkpoint_from_payload(self._loads(payload), seq=int(seq),
+                                               created_at=self._dt(created))
+               for run_id, seq, created, payload in bases}
+        for run_id, seq, created, payload in deltas:
+            if run_id in out:
+                apply_delta(out[run_id], delta_from_payload(self._loads(payload)),
+                            seq=int(seq), created_at=self._dt(created))
+        return out
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()

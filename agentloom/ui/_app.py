@@ -5,6 +5,9 @@
     GET  /api/runs                  ?status= &workflow= &q= (a piece of the id) &batch=
                                     &limit= (≤ 200) &offset=
     GET  /api/runs/{id}             the run page's facts (`_view.run_detail`)
+    GET  /api/runs/{id}/steps/{step}
+                                    a step's details, loaded when it is opened: output,
+                                    exchanges, tool calls, the state after it
     GET  /api/runs/{id}/events      server-sent events: `run` (the facts, on each change)
                                     and `end` once the run has finished
     POST /api/runs/{id}/decision    {"action": "approve"|"reject"} or
@@ -29,7 +32,8 @@ from aiohttp import web
 
 from agentloom.store import FINISHED_STATUSES, RUN_STATUSES, CheckpointStore, RunQuery
 from agentloom.ui._decide import DecisionRefused, Resumer
-from agentloom.ui._load import FactsCache, GraphCache, load_detail, load_page
+from agentloom.ui._history import HistoryCache
+from agentloom.ui._load import FactsCache, GraphCache, load_detail, load_page, load_step
 from agentloom.ui._security import security_middlewares
 from agentloom.ui._view import scrub_text
 
@@ -58,6 +62,7 @@ STORE_KEY = web.AppKey("settings", UiSettings)
 RESUMER_KEY = web.AppKey("resumer", Resumer)
 GRAPHS_KEY = web.AppKey("graphs", GraphCache)
 FACTS_KEY = web.AppKey("facts", FactsCache)
+HISTORY_KEY = web.AppKey("history", HistoryCache)
 
 
 def create_app(settings: UiSettings) -> web.Application:
@@ -69,12 +74,14 @@ def create_app(settings: UiSettings) -> web.Application:
     app[RESUMER_KEY] = Resumer(settings.store, settings.store_url, settings.env)
     app[GRAPHS_KEY] = GraphCache()
     app[FACTS_KEY] = FactsCache()
+    app[HISTORY_KEY] = HistoryCache()
     app.router.add_get("/", _page("index.html"))
     app.router.add_get("/runs/{run_id}", _page("run.html"))
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/runs", _api_runs)
     app.router.add_get("/api/runs/{run_id}", _api_run)
     app.router.add_get("/api/runs/{run_id}/events", _api_events)
+    app.router.add_get("/api/runs/{run_id}/steps/{step_id:.+}", _api_step)
     app.router.add_post("/api/runs/{run_id}/decision", _api_decision)
     app.router.add_get("/pending", _pending)
     app.router.add_post("/approve/{run_id}", _callback("approve"))
@@ -142,7 +149,8 @@ async def _api_runs(request: web.Request) -> web.Response:
 
 async def _detail(request: web.Request) -> dict[str, Any]:
     run_id = request.match_info["run_id"]
-    detail = await load_detail(request.app[STORE_KEY].store, run_id, request.app[GRAPHS_KEY])
+    detail = await load_detail(request.app[STORE_KEY].store, run_id, request.app[GRAPHS_KEY],
+                               request.app[HISTORY_KEY])
     if detail is None:
         raise web.HTTPNotFound(text=json.dumps({"error": f"no run {run_id!r} in the store"}),
                                content_type="application/json")
@@ -151,6 +159,16 @@ async def _detail(request: web.Request) -> dict[str, Any]:
 
 async def _api_run(request: web.Request) -> web.Response:
     return _json(request, await _detail(request))
+
+
+async def _api_step(request: web.Request) -> web.Response:
+    run_id, step_id = request.match_info["run_id"], request.match_info["step_id"]
+    step = await load_step(request.app[STORE_KEY].store, run_id, step_id,
+                           request.app[HISTORY_KEY])
+    if step is None:
+        return _json(request, {"error": f"no step {step_id!r} of run {run_id!r} in the "
+                                        "store"}, 404)
+    return _json(request, step)
 
 
 async def _api_events(request: web.Request) -> web.StreamResponse:
@@ -185,7 +203,8 @@ async def _changes(request: web.Request, first: dict[str, Any], settings: UiSett
             yield "end", {"reason": "the run is gone from the store"}
             return
         if (record.latest_seq, record.status, record.claimed_by) != seen:
-            detail = await load_detail(settings.store, run_id, request.app[GRAPHS_KEY])
+            detail = await load_detail(settings.store, run_id, request.app[GRAPHS_KEY],
+                                       request.app[HISTORY_KEY])
             if detail is None:
                 return
             seen, status, idle = _mark(detail), detail["run"]["status"], 0.0

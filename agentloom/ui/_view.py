@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from agentloom.store import Checkpoint, ModelExchangeRecord, RunRecord, ToolCallRecord
+from agentloom.ui._history import StateAfter
 
 MAX_DEPTH = 40
 """Deeper values are cut (a hostile output can nest without end)."""
@@ -41,11 +43,15 @@ def plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [plain(v, depth + 1) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name), depth + 1)
-                for f in dataclasses.fields(value)}
+        return {name: plain(getattr(value, name), depth + 1) for name in _fields(type(value))}
     if hasattr(value, "model_dump"):
         return plain(value.model_dump(mode="json"), depth + 1)
     return str(value)
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def _tokens(usage: Any) -> int | None:
@@ -59,6 +65,8 @@ def _tokens(usage: Any) -> int | None:
 
 
 def _get(obj: Any, name: str) -> Any:
+    if type(obj) is dict:  # what the store decodes: the common case, checked first
+        return obj.get(name)
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
@@ -105,6 +113,13 @@ class GraphNode:
     depends_on: tuple[str, ...]
 
 
+def _usage(usage: Any) -> Any:
+    """The usage as stored, without the counts no provider reported (null)."""
+    shown = plain(usage)
+    return {k: v for k, v in shown.items() if v is not None} if isinstance(shown, dict) \
+        else shown
+
+
 def _step_view(step_id: str, raw: Any, node: GraphNode | None) -> dict[str, Any]:
     usage = _get(raw, "usage")
     return {
@@ -112,12 +127,11 @@ def _step_view(step_id: str, raw: Any, node: GraphNode | None) -> dict[str, Any]
         "status": _get(raw, "status") or "pending",
         "attempts": _get(raw, "attempts"), "model": _get(raw, "model"),
         "provider": _get(raw, "provider"), "finish_reason": _get(raw, "finish_reason"),
-        "tokens": _tokens(usage), "usage": plain(usage),
+        "tokens": _tokens(usage), "usage": _usage(usage),
         "cost_usd": plain(_get(usage, "cost_usd")) if usage is not None else None,
         "duration_seconds": _get(raw, "duration_seconds"),
         "error": _get(raw, "error"), "error_type": _get(raw, "error_type"),
         "reason": _get(raw, "reason"), "iterations": _get(raw, "iterations"),
-        "output": plain(_get(raw, "output")),
         "depends_on": list(node.depends_on) if node else [],
         "parent": step_id.rsplit("/", 1)[0] if "/" in step_id else None,
     }
@@ -157,8 +171,9 @@ def timeline(steps: list[dict[str, Any]], raws: Mapping[str, Any], run: RunRecor
         start = float(t0) - base
         end = start + float(s["duration_seconds"] or 0.0)
         ends[s["id"]] = end
-        bars.append({"id": s["id"], "kind": "step", "status": s["status"], "start": start,
-                     "end": end, "attempts": s["attempts"] or 1})
+        bars.append({"id": s["id"], "kind": "step", "status": s["status"],
+                     "start": round(start, 6), "end": round(end, 6),
+                     "attempts": s["attempts"] or 1})
     for s in steps:
         waits = s["type"] in ("approval_gate", "ask") or s["id"] == paused_step
         if not waits or s["parent"] is not None:
@@ -192,47 +207,41 @@ def graph_nodes(definition_steps: Iterable[Any]) -> list[GraphNode]:
 
 
 def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | None, *,
-               exchanges: list[ModelExchangeRecord], tool_calls: list[ToolCallRecord],
-               now: datetime) -> dict[str, Any]:
-    """Everything the run page shows."""
+               now: datetime, settled: Mapping[str, int | None] | None = None
+               ) -> dict[str, Any]:
+    """Everything the run page shows at first; what a step's details add (its output,
+    exchanges, tool calls, the state after it) is `step_details`, asked for when opened.
+    `settled`: step -> seq of the write that recorded its result (`History.settled`)."""
     raws: dict[str, Any] = dict(cp.step_results) if cp is not None else {}
     by_id = {n.id: n for n in nodes or []}
     tops = [n.id for n in nodes or []]
     tops += sorted(k for k in raws if k not in by_id and "/" not in k)
     nested = sorted(k for k in raws if "/" in k)
     order: list[str] = []
-    for top in tops:  # each step, then the steps of its nested runs
-        order.append(top)
-        order += [k for k in nested if k.startswith(f"{top}/")]
-    placed = set(order)
-    order += [k for k in nested if k not in placed]
+    if nested:
+        for top in tops:  # each step, then the steps of its nested runs
+            order.append(top)
+            order += [k for k in nested if k.startswith(f"{top}/")]
+        placed = set(order)
+        order += [k for k in nested if k not in placed]
+    else:
+        order = tops
     paused = cp.paused if cp is not None else None
     loops = {p.step_id for p in cp.tool_loops} if cp is not None else set()
+    not_taken = (cp.extra.get("not_taken") or {}) if cp is not None else {}
+    settled = settled or {}
     steps = []
     for sid in order:
         view = _step_view(sid, raws.get(sid, {}), by_id.get(sid))
         if paused is not None and paused.step_id == sid:
             view["status"] = "paused" if paused.waiting_for != "decision" else "needs_decision"
-        elif sid not in raws and sid in ((cp.extra.get("not_taken") or {}) if cp else {}):
+        elif sid not in raws and sid in not_taken:
             view["status"] = "skipped"
         elif sid not in raws and run.status == "running" and (
                 _deps_done(by_id.get(sid), raws) or sid in loops):
             view["status"] = "running"
+        view["state_seq"] = settled.get(sid)
         steps.append(view)
-    by_step: dict[str, list[dict[str, Any]]] = {}
-    for x in exchanges:
-        by_step.setdefault(x.step_id, []).append(
-            {"turn": x.turn, "request_hash": x.request_hash, "response": plain(x.response),
-             "created_at": plain(x.created_at)})
-    calls: dict[str, list[dict[str, Any]]] = {}
-    for t in tool_calls:
-        calls.setdefault(t.step_id, []).append(
-            {"call_id": t.call_id, "turn": t.turn, "name": t.name, "status": t.status,
-             "idempotent": t.idempotent, "arguments": plain(t.arguments),
-             "result": plain(t.result)})
-    for view in steps:
-        view["exchanges"] = by_step.get(view["id"], [])
-        view["tool_calls"] = calls.get(view["id"], [])
     counts: dict[str, int] = {}
     for view in steps:
         if view["parent"] is None:
@@ -259,8 +268,29 @@ def run_detail(run: RunRecord, cp: Checkpoint | None, nodes: list[GraphNode] | N
         "timeline": timeline(steps, raws, run, paused.step_id if paused else None, now),
         "steps": steps,
         "state": plain(cp.state) if cp is not None else {},
+        "state_seq": cp.seq if cp is not None else None,
         "meta": {k: plain(v) for k, v in run.meta.items() if k != "state"},
         "seq": run.latest_seq,
+    }
+
+
+def step_details(step_id: str, raw: Any, *, exchanges: list[ModelExchangeRecord],
+                 tool_calls: list[ToolCallRecord], state: StateAfter | None) -> dict[str, Any]:
+    """What an opened step shows: its output, its model exchanges and tool calls as
+    stored, and the state right after the write that recorded it (`state` None: not
+    known, the store no longer keeps that write or the step has not finished)."""
+    return {
+        "id": step_id, "output": plain(_get(raw, "output")) if raw is not None else None,
+        "exchanges": [{"turn": x.turn, "request_hash": x.request_hash,
+                       "response": plain(x.response), "created_at": plain(x.created_at)}
+                      for x in exchanges],
+        "tool_calls": [{"call_id": t.call_id, "turn": t.turn, "name": t.name,
+                        "status": t.status, "idempotent": t.idempotent,
+                        "arguments": plain(t.arguments), "result": plain(t.result)}
+                       for t in tool_calls],
+        "state_after": None if state is None else {
+            "seq": state.seq, "state": plain(state.state), "changed": state.changed,
+            "removed": state.removed},
     }
 
 

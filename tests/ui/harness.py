@@ -87,6 +87,37 @@ def run_cli(env: dict[str, str], cwd: Path, *argv: str) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=120)
 
 
+ONE = """\
+name: one-liner
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: say, type: llm_call, prompt: "say {state.topic}", output: said}
+"""
+
+RUN_IDS = {"fan-1", "fan-2", "fan-3", "ask-1", "nightly.tea", "nightly.cake"}
+
+
+def make_runs(env: dict[str, str], home: Path) -> None:
+    """The browser tests' store: fan-1 and fan-3 paused at their gate, fan-2 approved and
+    finished (a parallel fan-out, a retry, a wait, hostile output), ask-1 asking, and an
+    `agentloom batch` of two runs (nightly.tea, nightly.cake)."""
+    (home / "flow.yaml").write_text(FLOW)
+    (home / "ask.yaml").write_text(ASK)
+    (home / "one.yaml").write_text(ONE)
+    (home / "inputs.jsonl").write_text('{"id": "tea", "topic": "tea"}\n'
+                                       '{"id": "cake", "topic": "cake"}\n')
+    done = run_cli(env, home, "batch", "one.yaml", "inputs.jsonl", "--store",
+                   ".agentloom/runs.db", "--batch-id", "nightly")
+    assert done.returncode == 0, done.stderr
+    for run_id in ("fan-1", "fan-2", "fan-3"):
+        done = run_cli(env, home, "run", "flow.yaml", "--run-id", run_id)
+        assert done.returncode == 3 and "paused" in done.stderr, done.stderr
+    done = run_cli(env, home, "resume", "fan-2", "--approve")
+    assert done.returncode == 0, done.stderr
+    done = run_cli(env, home, "run", "ask.yaml", "--run-id", "ask-1")
+    assert done.returncode == 3 and "paused" in done.stderr, done.stderr
+
+
 class UiProcess:
     def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
         self.proc = proc

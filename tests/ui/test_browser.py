@@ -16,7 +16,15 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.ui.harness import ASK, FLOW, HOSTILE, chromium, cli_env, fake_openai, run_cli, ui_process
+from tests.ui.harness import (
+    HOSTILE,
+    RUN_IDS,
+    chromium,
+    cli_env,
+    fake_openai,
+    make_runs,
+    ui_process,
+)
 
 WAIT = 30  # an upper bound on a DOM condition, never a sleep
 
@@ -25,17 +33,9 @@ WAIT = 30  # an upper bound on a DOM condition, never a sleep
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One store with a paused fan-out run and a finished one, one UI, one browser."""
     home = tmp_path_factory.mktemp("ui")
-    (home / "flow.yaml").write_text(FLOW)
-    (home / "ask.yaml").write_text(ASK)
     with fake_openai() as server:
         env = cli_env(server)
-        for run_id in ("fan-1", "fan-2", "fan-3"):
-            done = run_cli(env, home, "run", "flow.yaml", "--run-id", run_id)
-            assert done.returncode == 3 and "paused" in done.stderr, done.stderr
-        done = run_cli(env, home, "resume", "fan-2", "--approve")
-        assert done.returncode == 0, done.stderr
-        done = run_cli(env, home, "run", "ask.yaml", "--run-id", "ask-1")
-        assert done.returncode == 3 and "paused" in done.stderr, done.stderr
+        make_runs(env, home)
         driver = chromium(home / "profile")
         try:
             with ui_process(env, home) as ui:
@@ -54,10 +54,16 @@ def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None
     wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
     rows = {r.get_attribute("data-run"): r.text for r in
             driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
-    assert set(rows) == {"fan-1", "fan-2", "fan-3", "ask-1"}  # fan-1 stays paused
+    assert set(rows) == RUN_IDS  # fan-1 stays paused
     assert "paused" in rows["fan-1"] and "fan-out-gate" in rows["fan-1"]
     assert "succeeded" in rows["fan-2"]
-    assert "4 runs" in driver.find_element(By.ID, "count").text
+    assert f"{len(RUN_IDS)} runs" in driver.find_element(By.ID, "count").text
+    # The batch's runs sit together under its heading, which links the whole batch.
+    body = [(r.get_attribute("class"), r.get_attribute("data-run") or r.text) for r in
+            driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
+    heading = next(i for i, (cls, _) in enumerate(body) if cls == "batch")
+    assert "batch nightly · 2 runs on this page (2 succeeded)" in body[heading][1]
+    assert {body[heading + 1][1], body[heading + 2][1]} == {"nightly.tea", "nightly.cake"}
     # Filter by status through the form.
     Select(driver.find_element(By.ID, "f-status")).select_by_visible_text("succeeded")
     driver.find_element(By.CSS_SELECTOR, "#filters button").click()
@@ -66,6 +72,22 @@ def test_the_list_shows_the_runs_with_their_facts(world: dict[str, Any]) -> None
     shown = {r.get_attribute("data-run") for r in
              driver.find_elements(By.CSS_SELECTOR, "#runs tr.run")}
     assert "fan-2" in shown and "fan-1" not in shown
+    # Search by a piece of the id, through the form.
+    driver.get(world["ui"].url)
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    driver.find_element(By.ID, "f-q").send_keys("fan-")
+    driver.find_element(By.CSS_SELECTOR, "#filters button").click()
+    wait(driver).until(ec.url_contains("q=fan-"))
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    assert {r.get_attribute("data-run") for r in driver.find_elements(
+        By.CSS_SELECTOR, "#runs tr.run")} == {"fan-1", "fan-2", "fan-3"}
+    driver.get(world["ui"].url)
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    driver.find_element(By.LINK_TEXT, "nightly").click()
+    wait(driver).until(ec.url_contains("batch=nightly"))
+    wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
+    assert {r.get_attribute("data-run") for r in driver.find_elements(
+        By.CSS_SELECTOR, "#runs tr.run")} == {"nightly.tea", "nightly.cake"}
 
 
 def test_a_run_shows_its_graph_and_parallel_lanes_and_the_retry(world: dict[str, Any]) -> None:
@@ -151,7 +173,61 @@ def test_a_bind_beyond_loopback_refuses_requests_without_the_token(
         request = urllib.request.Request(f"{ui.base}/api/runs",
                                          headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(request, timeout=10) as answered:
-            assert json.load(answered)["total"] == 4
+            assert json.load(answered)["total"] == len(RUN_IDS)
         driver.get(ui.url)  # the printed URL: its token becomes a cookie
         wait(driver).until(ec.presence_of_element_located((By.CSS_SELECTOR, "body[data-loaded]")))
         assert "token=" not in driver.current_url
+
+
+def test_an_opened_step_shows_the_state_right_after_it(world: dict[str, Any]) -> None:
+    driver = world["driver"]
+    driver.get(f"{world['ui'].base}/runs/fan-2")
+    step = wait(driver).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, "details.step[data-step=outline]")))
+    step.find_element(By.TAG_NAME, "summary").click()
+    after = wait(driver).until(lambda d: step.find_element(By.CSS_SELECTOR, "pre.state-after"))
+    assert "State after this step" in step.text and "set outline" in step.text
+    state = json.loads(after.text)
+    assert state["topic"] == "tea" and "outline" in state
+    assert "beginners" not in state and "published" not in state, "later steps' writes"
+
+
+def _long_run(db: Path, steps: int) -> None:
+    import asyncio
+
+    from agentloom.store import CheckpointDelta, SqliteStore
+
+    async def fill() -> None:
+        async with SqliteStore(db) as store:
+            await store.create_run("long", "long", "h", {})
+            for i in range(steps):
+                await store.save_delta("long", CheckpointDelta(
+                    state={f"o{i}": f"<b>out {i}</b>"}, status="running",
+                    step_results={f"s{i:03d}": {"id": f"s{i:03d}", "type": "llm_call",
+                                                "status": "success", "attempts": 1,
+                                                "started_at": float(i),
+                                                "duration_seconds": 0.5}}))
+            await store.set_status("long", "succeeded")
+    asyncio.run(fill())
+
+
+def test_a_long_run_lists_its_steps_a_hundred_at_a_time(world: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    _long_run(tmp_path / ".agentloom" / "runs.db", 250)
+    driver = world["driver"]
+    with ui_process(world["env"], tmp_path) as ui:
+        driver.get(f"{ui.base}/runs/long")
+        more = wait(driver).until(ec.element_to_be_clickable((By.ID, "more-steps")))
+        assert len(driver.find_elements(By.CSS_SELECTOR, "details.step")) == 100
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#timeline .bar")) == 250
+        assert more.text == "show 100 more of 150"
+        more.click()
+        wait(driver).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "details.step")) == 200)
+        driver.find_element(By.ID, "more-steps").click()
+        wait(driver).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "details.step")) == 250)
+        assert driver.find_elements(By.ID, "more-steps") == []
+        last = driver.find_element(By.CSS_SELECTOR, "details.step[data-step=s249]")
+        last.find_element(By.TAG_NAME, "summary").click()
+        after = wait(driver).until(lambda d: last.find_element(By.CSS_SELECTOR, "pre.state-after"))
+        assert json.loads(after.text)["o249"] == "<b>out 249</b>"  # text, not markup
+        assert driver.find_elements(By.CSS_SELECTOR, "#steps b") == []

@@ -52,3 +52,31 @@ def test_the_run_goes_on_after_the_ui_stops(tmp_path: Path) -> None:
             time.sleep(0.1)
         assert asyncio.run(_status(db, "g1")) == "succeeded"
         assert len(server.requests) == 1
+
+
+def test_a_terminal_resume_is_refused_while_the_ui_resumes_the_run(tmp_path: Path) -> None:
+    (tmp_path / "flow.yaml").write_text(GATE_FIRST)
+    db = tmp_path / ".agentloom" / "runs.db"
+    with fake_openai(latency=2.0) as server:  # the UI's resume holds the run meanwhile
+        env = cli_env(server)
+        done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g2")
+        assert done.returncode == 3 and "paused" in done.stderr, done.stderr
+        with ui_process(env, tmp_path) as ui:
+            request = urllib.request.Request(
+                f"{ui.base}/api/runs/g2/decision", data=json.dumps({"action": "approve"})
+                .encode(), headers={"Content-Type": "application/json",
+                                    "X-AgentLoom-Request": "1"})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 202  # answered once the UI's child holds the run
+            terminal = run_cli(env, tmp_path, "resume", "g2", "--approve")
+            # Refused either way: held by the UI's resume, or (on a very slow machine)
+            # already finished by it.
+            assert terminal.returncode != 0
+            assert ("being resumed by another process" in terminal.stderr
+                    or "already finished" in terminal.stderr), terminal.stderr
+            deadline = time.monotonic() + 60  # a bound on the wait, not a sleep
+            while asyncio.run(_status(db, "g2")) not in FINISHED_STATUSES \
+                    and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert asyncio.run(_status(db, "g2")) == "succeeded"
+        assert len(server.requests) == 1, "the run was resumed once"

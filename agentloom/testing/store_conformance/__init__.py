@@ -11,8 +11,8 @@
     assert report.ok, report.render()
 
 One module per capability (`put_get`, `list_runs`, `pending_tool_calls`, `atomic_write`,
-`resume_after_crash`, `deltas`, `prune`, `claim`); required ones must pass, optional ones are
-checked when the store has their methods.
+`resume_after_crash`, `deltas`, `prune`, `claim`, `query_runs`, `writes`); required ones
+must pass, optional ones are checked when the store has their methods.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ class Capability(StrEnum):
     CLAIM = "claim"
     DELTAS = "deltas"
     QUERY = "query"
+    WRITES = "writes"
 
 
 REQUIRED_CAPABILITIES: frozenset[Capability] = frozenset({
@@ -27,12 +28,13 @@ REQUIRED_CAPABILITIES: frozenset[Capability] = frozenset({
     Capability.ATOMIC_WRITE, Capability.RESUME_AFTER_CRASH, Capability.DELTAS,
 })
 OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM,
-                                                          Capability.QUERY})
+                                                          Capability.QUERY, Capability.WRITES})
 
 _OPTIONAL_METHODS: dict[Capability, tuple[str, ...]] = {
     Capability.PRUNE: ("prune",),
     Capability.CLAIM: ("claim_run", "release_claim"),
     Capability.QUERY: ("find_runs",),
+    Capability.WRITES: ("load_writes", "load_latest_many"),
 }
 
 

@@ -22,6 +22,7 @@ from agentloom.testing.store_conformance import (
     put_get,
     query_runs,
     resume_after_crash,
+    writes,
 )
 from agentloom.testing.store_conformance._capabilities import (
     OPTIONAL_CAPABILITIES,
@@ -41,6 +42,7 @@ CHECKS: dict[Capability, list[CheckFn]] = {
     Capability.CLAIM: claim.CHECKS,
     Capability.DELTAS: deltas.CHECKS,
     Capability.QUERY: query_runs.CHECKS,
+    Capability.WRITES: writes.CHECKS,
 }
 
 

@@ -147,11 +147,55 @@
 
   function pre(value) { return el("pre", { cls: "json", text: typeof value === "string" ? value : JSON.stringify(value, null, 2) }); }
 
+  // A step's details (output, exchanges, tool calls, the state after it) are fetched when
+  // it is opened, and kept while the step stays as it was (same status, same write).
+  const details = new Map();
+  const STEP_PAGE = 100;
+  let shown = STEP_PAGE;
+
+  function stepKey(s) { return `${s.status}/${s.state_seq}`; }
+
+  function fillDetails(body, s, info) {
+    const parts = [];
+    if (info.output !== null && info.output !== undefined) parts.push(el("h4", { text: "Output" }), pre(info.output));
+    if (info.exchanges.length) parts.push(el("h4", { text: `Model exchanges (${info.exchanges.length})` }), ...info.exchanges.map(pre));
+    if (info.tool_calls.length) parts.push(el("h4", { text: `Tool calls (${info.tool_calls.length})` }), ...info.tool_calls.map(pre));
+    const after = info.state_after;
+    if (after) {
+      const changes = [after.changed.length ? `set ${after.changed.join(", ")}` : "",
+        after.removed.length ? `removed ${after.removed.join(", ")}` : ""].filter(Boolean).join("; ") || "unchanged";
+      parts.push(el("h4", { text: `State after this step (write ${after.seq}: ${changes})` }),
+        el("pre", { cls: "json state-after", text: JSON.stringify(after.state, null, 2) }));
+    } else if (s.status === "success" || s.status === "failed") {
+      parts.push(el("p", { cls: "muted", text: "the state after this step is no longer kept in the store" }));
+    }
+    if (!parts.length) parts.push(el("p", { cls: "muted", text: "nothing stored for this step yet" }));
+    body.replaceChildren(...parts);
+    body.dataset.loaded = "1";
+  }
+
+  function loadDetails(det, s) {
+    const body = det.querySelector(".step-body");
+    const hit = details.get(s.id);
+    if (hit && hit.key === stepKey(s)) { fillDetails(body, s, hit.info); return; }
+    if (["pending", "skipped"].includes(s.status) && s.state_seq === null) {
+      body.replaceChildren(el("p", { cls: "muted", text: "nothing stored for this step yet" }));
+      return;
+    }
+    body.replaceChildren(el("p", { cls: "muted", text: "loading…" }));
+    AL.getJSON(`${base}/steps/${encodeURIComponent(s.id)}`).then((info) => {
+      details.set(s.id, { key: stepKey(s), info });
+      if (det.isConnected) fillDetails(body, s, info);
+    }).catch((err) => { body.replaceChildren(el("p", { cls: "muted", text: `not loaded: ${err.message}` })); });
+  }
+
   function renderSteps(d) {
     const box = document.getElementById("steps");
     for (const det of box.querySelectorAll("details[open]")) open.add(det.dataset.step);
     for (const det of box.querySelectorAll("details:not([open])")) open.delete(det.dataset.step);
-    const items = d.steps.map((s) => {
+    // Long runs: the first STEP_PAGE steps, then more on request (and the open ones).
+    const visible = d.steps.filter((s, i) => i < shown || open.has(s.id));
+    const items = visible.map((s) => {
       const facts = [
         ["status", s.status], ["type", s.type], ["attempts", s.attempts], ["model", s.model],
         ["provider", s.provider], ["tokens", AL.tokens(s.tokens)], ["cost", s.usage ? AL.cost(s.cost_usd) : null],
@@ -162,12 +206,16 @@
         ...facts.slice(2).filter(([, v]) => v !== null && v !== undefined && v !== "–")
           .map(([k, v]) => el("span", { cls: "fact" }, el("em", { text: `${k} ` }), String(v))));
       const body = el("div", { cls: "step-body" });
-      if (s.output !== null && s.output !== undefined) body.append(el("h4", { text: "Output" }), pre(s.output));
-      if (s.exchanges.length) body.append(el("h4", { text: `Model exchanges (${s.exchanges.length})` }), ...s.exchanges.map(pre));
-      if (s.tool_calls.length) body.append(el("h4", { text: `Tool calls (${s.tool_calls.length})` }), ...s.tool_calls.map(pre));
-      if (!body.childNodes.length) body.append(el("p", { cls: "muted", text: "nothing stored for this step yet" }));
-      return el("details", { cls: `step s-${s.status}${s.parent ? " nested" : ""}`, "data-step": s.id, open: open.has(s.id) }, line, body);
+      const det = el("details", { cls: `step s-${s.status}${s.parent ? " nested" : ""}`, "data-step": s.id, open: open.has(s.id) }, line, body);
+      // Also fires for a step created open (a re-render keeps what was open).
+      det.addEventListener("toggle", () => { if (det.open) loadDetails(det, s); });
+      return det;
     });
+    const rest = d.steps.length - visible.length;
+    if (rest > 0) {
+      items.push(el("button", { id: "more-steps", cls: "more", text: `show ${Math.min(rest, STEP_PAGE)} more of ${rest}`,
+        onclick: () => { shown += STEP_PAGE; renderSteps(current); } }));
+    }
     box.replaceChildren(...items);
   }
 
