@@ -3,7 +3,8 @@
 Every `@dataclass` writes its `__init__`, `__repr__`, `__eq__`, ... as source text and
 compiles it when its module is imported: ~700 small functions in a one-step `agentloom
 run`, about a fifth of the process's instructions and the largest item of its start-up
-over a bare aiohttp script (callgrind; bench/README.md). The compiled functions are the
+over a bare aiohttp script (callgrind; bench/README.md); pydantic's models add ~1,000
+string annotations, each compiled by `typing.ForwardRef`. The compiled functions are the
 same in every process of one Python build, so the CLI keeps them in one file in the user's
 cache directory, keyed by their source text, and execs the stored code instead of
 compiling the text again: each method is what `exec` of that text makes (the same code,
@@ -22,6 +23,7 @@ import importlib.util
 import marshal
 import os
 import sys
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from types import CodeType
@@ -30,6 +32,8 @@ from typing import Any
 _MAX_BYTES = 16 << 20
 """A larger file is not read (nor grown): the CLI's own classes need well under 1 MB."""
 _MAX_ENTRIES = 20_000
+_FORMAT = 1
+"""Keys are `mode:source`."""
 
 
 class CodeCache:
@@ -50,31 +54,44 @@ class CodeCache:
         except (OSError, ValueError, EOFError, TypeError):
             return
         if (isinstance(stored, dict) and stored.get("magic") == importlib.util.MAGIC_NUMBER
-                and isinstance(stored.get("codes"), dict)):
+                and stored.get("format") == _FORMAT and isinstance(stored.get("codes"), dict)):
             self.codes = {k: v for k, v in stored["codes"].items()
                           if isinstance(k, str) and isinstance(v, CodeType)}
 
+    def _code(self, source: str, mode: str) -> CodeType:
+        key = f"{mode}:{source}"
+        code = self.codes.get(key)
+        if code is None:
+            # As `exec(text)` in dataclasses.py and `compile(text, ...)` in typing.py
+            # compile it: neither module has __future__ flags, and this module's are not
+            # inherited.
+            code = compile(source, "<string>", mode, dont_inherit=True)
+            if len(self.codes) < _MAX_ENTRIES:
+                self.codes[key] = code
+                self.added = True
+        return code
+
     def exec(self, source: Any, globals_: dict[str, Any] | None = None,
-             locals_: Mapping[str, Any] | None = None, /) -> None:
+             locals_: dict[str, Any] | None = None, /) -> None:
         """`exec` as `dataclasses` calls it, with the text's code compiled once."""
-        if type(source) is str:
-            code = self.codes.get(source)
-            if code is None:
-                # As `exec(text)` from dataclasses.py compiles it: no __future__ flags
-                # inherited from this module.
-                code = compile(source, "<string>", "exec", dont_inherit=True)
-                if len(self.codes) < _MAX_ENTRIES:
-                    self.codes[source] = code
-                    self.added = True
-            source = code
-        exec(source, globals_, locals_)
+        exec(self._code(source, "exec") if type(source) is str else source, globals_, locals_)
+
+    def compile(self, source: Any, filename: str, mode: str, flags: int = 0,
+                dont_inherit: bool = False, optimize: int = -1) -> Any:
+        """`compile` as `typing.ForwardRef` calls it (each string annotation pydantic
+        reads), from the cache; any other call compiles as usual."""
+        if (type(source) is str and filename == "<string>" and mode == "eval" and not flags
+                and optimize == -1):
+            return self._code(source, mode)
+        return compile(source, filename, mode, flags, dont_inherit, optimize)
 
     def save(self) -> None:
         if not self.added:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            data = marshal.dumps({"magic": importlib.util.MAGIC_NUMBER, "codes": self.codes})
+            data = marshal.dumps({"magic": importlib.util.MAGIC_NUMBER, "format": _FORMAT,
+                                 "codes": self.codes})
             if len(data) > _MAX_BYTES:
                 return
             import tempfile  # only when there is something to write
@@ -115,8 +132,9 @@ def install(environ: Mapping[str, str]) -> CodeCache | None:
         return None
     cache = CodeCache(path)
     cache.load()
-    # dataclasses looks `exec` up in its own globals before the builtins.
+    # Both modules look `exec` and `compile` up in their own globals before the builtins.
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    typing.compile = cache.compile  # type: ignore[attr-defined]
     atexit.register(cache.save)
     _installed = cache
     return cache

@@ -66,7 +66,7 @@ def test_the_file_round_trips_and_a_bad_one_is_ignored(
         assert bad.codes == {}
     import marshal
 
-    path.write_bytes(marshal.dumps({"magic": b"xxxx", "codes": dict(cache.codes)}))
+    path.write_bytes(marshal.dumps({"magic": b"xxxx", "format": 1, "codes": dict(cache.codes)}))
     other = CodeCache(path)
     other.load()
     assert other.codes == {}  # another Python's code is never run
@@ -96,3 +96,18 @@ def test_the_cli_keeps_its_cache_and_runs_the_same_from_it(tmp_path: Path) -> No
     subprocess.run(cmd, env={**env, "HOME": str(off), "AGENTLOOM_NO_CODE_CACHE": "1"},
                    capture_output=True, text=True, check=True)
     assert not (off / ".cache").exists()
+
+
+def test_forward_references_compile_from_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import typing
+
+    cache = CodeCache(tmp_path / "c.marshal")
+    monkeypatch.setattr(typing, "compile", cache.compile, raising=False)
+    ref = typing.ForwardRef("list[int] | None")
+    assert cache.added and list(cache.codes) == ["eval:list[int] | None"]
+    assert eval(ref.__forward_code__) == (list[int] | None)
+    again = typing.ForwardRef("list[int] | None")
+    assert again.__forward_code__ is ref.__forward_code__
+    other = cache.compile("x = 1", "f.py", "exec")  # any other call: as usual, not kept
+    assert other.co_filename == "f.py" and len(cache.codes) == 1
