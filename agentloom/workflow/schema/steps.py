@@ -467,6 +467,6 @@ def plain_step(model: type[StepBase], raw: Any) -> StepBase | None:
     try:
         for validate in after:
             step = validate(step)
-    except (ValueError, AssertionError, ValidationError):
+    except (ValueError, AssertionError, TypeError, ValidationError):  # the model says why
         return None
     return step
