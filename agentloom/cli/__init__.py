@@ -34,11 +34,12 @@ _FUNCTIONS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
+    if argv is None:  # the command itself: a program calling main(argv) keeps its interpreter
+        import os
 
-    from agentloom.cli._codecache import install
+        from agentloom.cli._codecache import install
 
-    install(os.environ)  # before the commands' modules define their dataclasses
+        install(os.environ)  # before the commands' modules define their dataclasses
     argv = translate(sys.argv[1:] if argv is None else list(argv))  # the public AgentLoom's forms
     parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)

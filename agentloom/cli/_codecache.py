@@ -10,9 +10,10 @@ cache directory, keyed by their source text, and execs the stored code instead o
 compiling the text again: each method is what `exec` of that text makes (the same code,
 the same globals), so classes behave exactly as before.
 
-Only the CLI installs it (a library must not change how its caller's interpreter builds
-classes). Anything wrong with the file (missing, unreadable, damaged, another Python)
-means compiling as usual; a cache that can't be written is simply not written.
+Only the `agentloom` command installs it, when `main()` runs with the process's own
+command line (a library, or a program calling `main(argv)`, must not change how its
+interpreter builds classes). Anything wrong with the file (missing, unreadable, damaged,
+another Python) means compiling as usual; a cache that can't be written is not written.
 """
 
 from __future__ import annotations
