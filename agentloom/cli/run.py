@@ -162,7 +162,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
             check_keys(wf, runtime)  # before the store records a run that can't start
         session.durable = durable = await open_durable(args, wf, state, session.redactor,
                                                        resumed=session.resumed)
-        tools = _registry(args.tools, runtime)
+        tools = _registry(args.tools, runtime, wf)
         on_event = None
         if args.stream and not args.json:
             on_event = printer = StreamPrinter(sys.stdout)
@@ -207,9 +207,18 @@ def _transport(wf: Workflow, runtime: Any) -> Any:
     return runtime.transport
 
 
-def _registry(paths: list[str], runtime: Any) -> Any:
+# Step types that can name no tool of their own and run no other file's steps.
+_TOOLLESS_STEPS = frozenset({"llm_call", "router", "approval_gate", "ask"})
+
+
+def _registry(paths: list[str], runtime: Any, wf: Workflow) -> Any:
     # Built-ins (http_request on the runtime's transport), each --tools file, and the
     # installed `agentloom.tools` entry points: importing those is the CLI's job only.
-    from agentloom.workflow.steps.tooling import base_registry
+    # A file that can ask for no tool gets none: scanning the installed packages for
+    # entry points costs more start-up than the rest of a one-step run's tool set-up.
+    from agentloom.workflow.steps.tooling import base_registry, needs_tooling
 
+    if (not paths and not needs_tooling(wf)
+            and all(node.type in _TOOLLESS_STEPS for node in wf.nodes.values())):
+        return None
     return base_registry(transport=runtime.transport, tool_modules=paths, entry_points=True)

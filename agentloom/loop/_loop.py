@@ -21,6 +21,7 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
@@ -171,11 +172,13 @@ class _Run:
             run_id=opts.run_id, step_id=opts.step_id,
         )
         self.collector = SummaryCollector(timeline=so.timeline)
-        self.dispatch = Dispatch((self.collector, opts.observer))
+        self.dispatch = dispatch = Dispatch((self.collector, opts.observer))
+        # Their callbacks hold the dispatcher, not this object: a bound method of `self`
+        # would make every run a reference cycle for the garbage collector to find.
         # Without warning fractions nothing is ever fired or remembered: one serves all.
-        self.warnings = (BudgetWarnings(so.warn_at, self._budget_warning) if so.warn_at
-                         else _NO_WARNINGS)
-        self.stall = StallDetector(so.stall_threshold, self._stalled)
+        self.warnings = (BudgetWarnings(so.warn_at, partial(dispatch.emit, "on_budget_warning"))
+                         if so.warn_at else _NO_WARNINGS)
+        self.stall = StallDetector(so.stall_threshold, partial(dispatch.emit, "on_stall"))
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
             self.deadline = Deadline(self.clock, opts.deadline, self.started)
@@ -188,12 +191,6 @@ class _Run:
         self.request = request
         self.messages = list(request.messages)
         self._attempts_this_call = 0
-
-    def _budget_warning(self, kind: str, used: float, limit: float) -> None:
-        self.dispatch.emit("on_budget_warning", kind, used, limit)
-
-    def _stalled(self, name: str, repeats: int) -> None:
-        self.dispatch.emit("on_stall", name, repeats)
 
     def _deadline_seconds(self) -> float | None:
         if self.opts.deadline is not None:

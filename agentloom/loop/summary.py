@@ -141,7 +141,7 @@ class SummaryOptions:
 class UsageSummary(BaseModel):
     """Tokens and cost summed over every model call. None: no call reported it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -186,7 +186,7 @@ def cache_hit_rate(usage: UsageSummary) -> float | None:
 class FailedAttempt(BaseModel):
     """One attempt that failed, content-free. `request_sent` keeps three states."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     provider: str
     model: str
@@ -201,7 +201,7 @@ class FailedAttempt(BaseModel):
 class TurnRecord(BaseModel):
     """One model call. A call that raised has its error_type and None tokens."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
     """1 for the first model call of the conversation."""
@@ -229,7 +229,7 @@ class TurnRecord(BaseModel):
 class ConversationSummary(BaseModel):
     """How one conversation ended, metadata only. See the module docstring."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     conversation_id: str
     correlation_id: str | None = None

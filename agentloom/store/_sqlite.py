@@ -49,6 +49,10 @@ def _param(value: Any) -> Any:
     return value
 
 
+_AS_IS = frozenset({str, int, float, bytes, type(None)})
+"""Parameter types SQLite takes as they are (`_param` converts the rest)."""
+
+
 class _SqliteTx:
     def __init__(self, db: _SqliteDb) -> None:
         self._db = db
@@ -189,12 +193,21 @@ class _SqliteDb:
             raise
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
-        args = [(sql.replace("?j", "?"), tuple(_param(p) for p in params))
+        args = [(sql.replace("?j", "?"), tuple(p if type(p) in _AS_IS else _param(p)
+                                               for p in params))
                 for sql, params in statements]
         async with self._lock:
             return await self.call(self._batch_sync, args)
 
     def _batch_sync(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[Rows]:
+        if len(statements) == 1:
+            # One statement is atomic on its own: in autocommit mode SQLite wraps it in
+            # its own transaction, and a write statement takes the write lock before it
+            # reads (the busy timeout applies), so BEGIN IMMEDIATE and COMMIT would be two
+            # more calls into SQLite for nothing.
+            assert self._conn is not None
+            self._rollback_if_open()  # left open by a cancelled caller: undo it first
+            return [self.execute_sync(*statements[0])]
         # BEGIN, the statements and COMMIT in one hop to this thread: it finishes whole
         # (or rolls back) even if the caller is cancelled meanwhile.
         self._begin()

@@ -15,16 +15,23 @@ from agentloom.workflow.schema.workflow import WorkflowDefinition
 
 
 def test_loading_builds_only_the_step_types_used() -> None:
-    # A fresh interpreter: other tests here may have built every model already.
+    # A fresh interpreter: other tests here may have built every model already. A step
+    # whose values need no conversion builds no model at all (`plain_step`); one that
+    # does (`timeout: 30` becomes 30.0) builds its own type's model, and only that one.
     script = textwrap.dedent("""
         from agentloom.workflow import load_workflow
         from agentloom.workflow.schema.steps import STEP_TYPES
+        from agentloom.workflow.schema.workflow import WorkflowDefinition
+        def built():
+            return sorted(t for t, m in STEP_TYPES.items() if m.__pydantic_complete__)
         load_workflow("name: x\\nsteps:\\n  - {id: a, type: llm_call, prompt: hi}\\n")
-        print(sorted(t for t, m in STEP_TYPES.items() if m.__pydantic_complete__))
+        print(built(), WorkflowDefinition.__pydantic_complete__)
+        load_workflow("name: x\\nsteps:\\n  - {id: a, type: llm_call, prompt: hi, timeout: 30}\\n")
+        print(built())
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)
-    assert done.stdout.strip() == "['llm_call']"
+    assert done.stdout.split("\n")[:2] == ["[] False", "['llm_call']"]
 
 
 def test_definition_accepts_models_and_raw_steps() -> None:

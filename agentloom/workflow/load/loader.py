@@ -28,8 +28,12 @@ from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.load.static_checks import check_state_reads
 from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
-from agentloom.workflow.schema.steps import STEP_TYPES, StepBase, step_adapter
-from agentloom.workflow.schema.workflow import WorkflowConfig, WorkflowDefinition
+from agentloom.workflow.schema.steps import STEP_TYPES, StepBase, plain_step, step_adapter
+from agentloom.workflow.schema.workflow import (
+    WorkflowConfig,
+    WorkflowDefinition,
+    plain_definition,
+)
 
 
 def _validate_step(raw: Any) -> StepBase:
@@ -41,7 +45,7 @@ def _validate_step(raw: Any) -> StepBase:
         step: StepBase = step_adapter().validate_python(raw)
         return step
     try:
-        return model.model_validate(raw)
+        return plain_step(model, raw) or model.model_validate(raw)
     except ValidationError as exc:
         raise _StepErrors([{**e, "loc": (tag, *e["loc"])} for e in exc.errors()]) from None
 
@@ -197,7 +201,8 @@ class Checker:
             top["steps"] = valid_steps
         definition: WorkflowDefinition | None = None
         try:
-            definition = WorkflowDefinition.model_validate(top)
+            definition = (plain_definition(top) if len(valid_steps) == len(models) else None
+                          ) or WorkflowDefinition.model_validate(top)
             self.definition_config = definition.config
             self.agents = dict(definition.agents)
         except ValidationError as exc:

@@ -9,10 +9,21 @@ did-you-mean. Fields that later step types share (`output`, `timeout`, `retry`,
 
 from __future__ import annotations
 
+import operator
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from annotated_types import Ge, Gt, Le
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agentloom.errors import ConfigError
 from agentloom.routing import parse_fallback
@@ -351,3 +362,111 @@ STEP_TYPES: dict[str, type[StepBase]] = {
     "map": MapStep,
     "ask": AskStep,
 }
+
+
+# --- steps taken as they are -------------------------------------------------------------
+# A step model's validator costs 10-20 ms to build, once per type, which a one-step run
+# pays at start-up. A step whose every key is a field of a plain type (text, a flag, a
+# number, a literal) with a value of exactly that type needs no conversion: it is built
+# from its values and its model checks are run on it. Anything else (a nested block, a
+# value pydantic would convert, a field with its own validator) goes through the model.
+
+_Check = Callable[[Any], bool]
+_ID = re.compile(STEP_ID.removeprefix("^").removesuffix("$"))  # pydantic anchors it so
+_PLANS: dict[type[StepBase], tuple[dict[str, _Check], tuple[Callable[..., Any], ...]] | None] = {}
+
+
+def _bounded(check: _Check, metadata: list[Any]) -> _Check | None:
+    bounds: list[tuple[Callable[[Any, Any], bool], Any]] = []
+    for m in metadata:
+        if isinstance(m, Ge):
+            bounds.append((operator.ge, m.ge))
+        elif isinstance(m, Gt):
+            bounds.append((operator.gt, m.gt))
+        elif isinstance(m, Le):
+            bounds.append((operator.le, m.le))
+        else:
+            return None
+    if not bounds:
+        return check
+    return lambda v: check(v) and (v is None or all(op(v, b) for op, b in bounds))
+
+
+def _plain_check(name: str, annotation: Any, metadata: list[Any]) -> _Check | None:
+    if name == "id" and annotation is str:  # the one pattern: STEP_ID
+        return lambda v: type(v) is str and _ID.fullmatch(v) is not None
+    optional = False
+    args = get_args(annotation)
+    if type(None) in args and len(args) == 2:
+        optional, annotation = True, next(a for a in args if a is not type(None))
+    check: _Check
+    if annotation in (str, bool, int, float):
+        exact = annotation
+        check = lambda v: type(v) is exact  # noqa: E731  (int is not bool, float not int)
+    elif get_origin(annotation) is Literal and all(type(a) is str for a in get_args(annotation)):
+        words = frozenset(get_args(annotation))
+        check = lambda v: type(v) is str and v in words  # noqa: E731
+    else:
+        return None
+    if optional:
+        inner = check
+        check = lambda v: v is None or inner(v)  # noqa: E731
+    return _bounded(check, metadata)
+
+
+def _plan(model: type[StepBase]) -> tuple[dict[str, _Check], tuple[Callable[..., Any], ...]] | None:
+    if model in _PLANS:
+        return _PLANS[model]
+    decorators = model.__pydantic_decorators__
+    validated = {f for d in decorators.field_validators.values() for f in d.info.fields}
+    checks: dict[str, _Check] = {}
+    for name, info in model.model_fields.items():
+        if info.alias not in (None, name):
+            continue
+        check = None if name in validated else _plain_check(name, info.annotation,
+                                                            info.metadata)
+        if check is not None:
+            checks[name] = check
+    after = tuple(d.func for d in decorators.model_validators.values()
+                  if d.info.mode == "after")
+    plan = None if len(after) != len(decorators.model_validators) else (checks, after)
+    _PLANS[model] = plan
+    return plan
+
+
+def _dependencies(value: Any) -> list[str] | None:
+    """`depends_on` as `StepBase._one_dep` and `list[str]` take it, when no conversion
+    is needed beyond a single name."""
+    if type(value) is str:
+        return [value]
+    if type(value) is list and all(type(v) is str for v in value):
+        return list(value)
+    return None
+
+
+def plain_step(model: type[StepBase], raw: Any) -> StepBase | None:
+    """`model.model_validate(raw)` for a step `raw` whose values need no conversion, without
+    building the model's validator; None for anything else, including a step the model
+    would refuse (validate it then, for its errors)."""
+    plan = _plan(model)
+    if plan is None or type(raw) is not dict:
+        return None
+    checks, after = plan
+    values = dict(raw)
+    for key, value in raw.items():
+        if key == "depends_on":
+            deps = _dependencies(value)
+            if deps is None:
+                return None
+            values[key] = deps
+            continue
+        check = checks.get(key) if type(key) is str else None
+        if check is None or not check(value):
+            return None
+    step = model.model_construct(_fields_set=set(raw), **values)
+    try:
+        for validate in after:
+            step = validate(step)
+    except (ValueError, AssertionError, TypeError, ValidationError):  # the model says why
+        return None
+    return step
