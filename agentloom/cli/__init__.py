@@ -35,12 +35,6 @@ _FUNCTIONS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # the command itself: a program calling main(argv) keeps its interpreter
-        import os
-
-        from agentloom.cli._codecache import install
-
-        install(os.environ)  # before the commands' modules define their dataclasses
     argv = translate(sys.argv[1:] if argv is None else list(argv))  # the public AgentLoom's forms
     from agentloom.cli._style import COLOR_CHOICES, error_line, set_color
 
