@@ -11,7 +11,7 @@ system calls, thread switches and cache misses are not in it, so it complements 
 rather than replacing it. Needs valgrind; each figure takes a minute or two.
 
 - whole process: the bare aiohttp script of `bench_cli.py` and `agentloom run
-  one-step.yaml --no-checkpoint` (the run twice: the first fills the CLI's code cache),
+  one-step.yaml --no-checkpoint` (the run twice: the first also writes __pycache__ of a fresh tree),
   against the fake server in its own process (not counted);
 - per call: (count at 600 calls - count at 100 calls) / 500, for raw aiohttp,
   `ProviderClient.complete` and `Agent.from_env(...).arun_result` (reading the summary's
@@ -101,7 +101,7 @@ def main() -> None:
                          str(flow), "--no-checkpoint"]
             floor = instructions([sys.executable, str(bare), root], env)
             print(f"bare aiohttp script        {floor / 1e6:9.1f} M")
-            for label in ("agentloom run (cold cache)", "agentloom run"):
+            for label in ("agentloom run (first)", "agentloom run"):
                 n = instructions(agentloom, env)
                 print(f"{label:26} {n / 1e6:9.1f} M  {n / floor:.2f}x")
             if args.cli:
