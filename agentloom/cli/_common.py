@@ -19,14 +19,15 @@ def existing_file(path: str, what: str = "workflow file") -> Path:
     return p
 
 
-def load_or_report(path: str) -> Workflow | None:
-    """The workflow, or None after printing every problem to stderr."""
+def load_or_report(path: str, config: dict[str, Any] | None = None) -> Workflow | None:
+    """The workflow, or None after printing every problem to stderr. `config`: the
+    command line's changes to its config (`--model`), which the load checks see."""
     from agentloom.errors import WorkflowError
     from agentloom.workflow import WorkflowProblems, load_workflow
 
     existing_file(path)
     try:
-        return load_workflow(path)
+        return load_workflow(path, config=config)
     except WorkflowProblems as exc:
         for err in exc.errors:
             sys.stderr.write(f"{err}\n")

@@ -58,7 +58,7 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     state = parse_state(args.state, args.state_file)
     for path in args.tools:
         existing_file(path, "tools file")
-    wf = load_or_report(args.file)
+    wf = load_or_report(args.file, {"model": args.model, "provider": args.provider})
     if wf is None:
         return EXIT_FAILED
     wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
