@@ -4,10 +4,12 @@ A recording is one JSON file, `{"format": "agentloom-recording", "version": 1,
 "exchanges": [...]}`. Each exchange is keyed by the step id and loop turn that made it
 (the engine sets them with `call_context(...)`, since a transport cannot know them) and
 by a canonical hash of the request: method, URL path (no host, no query: ports change and
-Gemini's key sits there) and the JSON body with sorted keys, minus volatile fields. The
+Gemini's key sits there) and the JSON body with sorted keys, minus volatile fields and
+reasoning text (`_reasoning`: it never reaches a recording, requests included). The
 stored request body is a redacted copy, kept only to explain a mismatch with a diff.
 Responses keep status, redacted headers, and either the body or the streamed chunks with
-their offsets in seconds, so a stream replays byte for byte, chunk boundaries included.
+their offsets in seconds, so a stream replays byte for byte, chunk boundaries included
+(a reply that carried reasoning text is stored without it).
 
 Strict replay matches (step id, turn, hash) and consumes records in order; lenient replay
 matches the hash alone. Neither ever invents a response: no match is `ReplayMismatch`.
@@ -32,6 +34,7 @@ from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import message_to_dict
+from agentloom.recording._reasoning import strip_reasoning
 from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
@@ -78,7 +81,9 @@ def call_context(*, step_id: str | None, turn: int | None = None,
 # --- canonical requests ------------------------------------------------------------------
 
 
-def _body_value(body: bytes | None) -> Any:
+def _body_value(body: bytes | None, *, reasoning: bool = False) -> Any:
+    """The parsed body minus volatile fields, and minus reasoning text unless asked for
+    (`strip_reasoning`: it never reaches a recording, so it can't identify a call)."""
     if not body:
         return None
     try:
@@ -87,21 +92,27 @@ def _body_value(body: bytes | None) -> Any:
         return {"__raw_sha256__": hashlib.sha256(body).hexdigest()}
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in VOLATILE_FIELDS}
+    if not reasoning:
+        strip_reasoning(value)
     return value
 
 
-def canonical_request(request: HttpRequest) -> dict[str, Any]:
+def canonical_request(request: HttpRequest, *, reasoning: bool = False) -> dict[str, Any]:
     """What identifies a request for matching: method, path and normalised body."""
     return {"method": request.method.upper(), "path": urlsplit(request.url).path,
-            "body": _body_value(request.body)}
+            "body": _body_value(request.body, reasoning=reasoning)}
 
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def request_hash(request: HttpRequest) -> str:
-    digest = hashlib.sha256(canonical_json(canonical_request(request)).encode()).hexdigest()
+def request_hash(request: HttpRequest, *, reasoning: bool = False) -> str:
+    """The canonical hash; `reasoning=True` gives the hash of recordings made before
+    reasoning text was stripped (it differs only for a request that sends reasoning
+    back, such as Claude's signed thinking in a tool loop)."""
+    canonical = canonical_request(request, reasoning=reasoning)
+    digest = hashlib.sha256(canonical_json(canonical).encode()).hexdigest()
     return f"sha256:{digest}"
 
 
@@ -272,13 +283,14 @@ class Matcher:
     def take(self, request: HttpRequest, ctx: CallContext | None) -> dict[str, Any]:
         ctx = ctx or CallContext()
         h = request_hash(request)
+        hashes = {h, request_hash(request, reasoning=True)}  # and an older recording's
         exchanges = self.recording.exchanges
         if self.mode == "strict":
             keyed = [i for i, e in enumerate(exchanges)
                      if e.get("step_id") == ctx.step_id and e.get("turn") == ctx.turn
-                     and e["request_hash"] == h]
+                     and e["request_hash"] in hashes]
         else:
-            keyed = [i for i, e in enumerate(exchanges) if e["request_hash"] == h]
+            keyed = [i for i, e in enumerate(exchanges) if e["request_hash"] in hashes]
         fresh = [i for i in keyed if i not in self.used]
         if fresh:
             self.used.add(fresh[0])
