@@ -23,6 +23,7 @@ from agentloom.recording._format import (
     Recorder,
     current_call_context,
     encode_bytes,
+    redact_json_text,
     request_hash,
 )
 from agentloom.recording._reasoning import strip_reasoning
@@ -53,6 +54,13 @@ def _without_reasoning(body: bytes) -> bytes:
     if not strip_reasoning(value):
         return body
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _redacted_hash(request: HttpRequest, plain: str, recorder: Recorder) -> dict[str, str]:
+    """The hash with the run's secrets replaced, when it differs: a replay where a
+    redacted output came back as `[REDACTED]` matches by it (see `request_hash`)."""
+    redacted = request_hash(request, redactor=recorder.redactor)
+    return {} if redacted == plain else {"redacted_hash": redacted}
 
 
 def _redacted_url(recorder: Recorder, url: str) -> str:
@@ -116,6 +124,7 @@ class RecordTransport:
             "turn": ctx.turn,
             "attempt": self.recorder.next_attempt(ctx, h),
             "request_hash": h,
+            **_redacted_hash(request, h, self.recorder),
             "request": {
                 "method": request.method.upper(),
                 "url": _redacted_url(self.recorder, request.url),
@@ -171,11 +180,12 @@ class RecordTransport:
 
     def _redact_chunk(self, item: dict[str, Any]) -> dict[str, Any]:
         if "text" in item:
-            return {**item, "text": self._redact(item["text"])}
+            return {**item, "text": redact_json_text(item["text"], self.recorder.redactor)}
         return item
 
     def _headers(self, headers: dict[str, str]) -> dict[str, str]:
         return self.recorder.redactor.redact_headers(headers)
 
     async def aclose(self) -> None:
+        await self.recorder.flush()  # what the run learned after the last exchange
         await self._inner.aclose()

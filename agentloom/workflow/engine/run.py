@@ -44,6 +44,12 @@ from agentloom.workflow.engine.result import (
 )
 from agentloom.workflow.engine.retry import step_policy
 from agentloom.workflow.engine.run_setup import configure_runtime, needs_configure, run_budget
+from agentloom.workflow.engine.secrets import (
+    learn_outcome,
+    mark_secret_steps,
+    run_redactor,
+    secret_step_redactor,
+)
 from agentloom.workflow.engine.summaries import loops_usage, step_summary, with_earlier
 from agentloom.workflow.lang.paths import assign
 from agentloom.workflow.lang.templates import to_text
@@ -106,6 +112,9 @@ class _Run:
         t0 = clock.now()
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
+        redactor = run_redactor(self.ctx)
+        if redactor is not None:
+            mark_secret_steps(redactor, self.wf)
         if needs_configure(self.wf):
             await configure_runtime(self.ctx.clients, self.wf)
         if self.durable is not None:
@@ -319,6 +328,9 @@ class _Run:
     def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
         # The state write goes first: if the output path can't be written, the step
         # fails and nothing of it is visible.
+        redactor = secret_step_redactor(node.id, self.ctx)
+        if redactor is not None:  # before any checkpoint or report holds the output
+            learn_outcome(redactor, out.value, out.text, out.reasoning_content)
         if node.output_path is not None:
             assign(self.ctx.state, node.output_path, out.value)
         result.status = StepStatus.SUCCESS
