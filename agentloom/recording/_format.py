@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import message_to_dict
 from agentloom.recording._reasoning import strip_reasoning
+from agentloom.recording._redact_stream import redact_stream
 from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
@@ -321,8 +322,6 @@ class Recorder:
         if not self._stale:
             return
         self._stale = False
-        from agentloom.recording._redact_stream import redact_stream
-
         r = self.redactor
         for ex in self.recording.exchanges:
             req = ex.get("request") or {}
