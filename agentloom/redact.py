@@ -96,6 +96,7 @@ class Redactor:
                  patterns: bool = True) -> None:
         self.key_globs: tuple[str, ...] = ()
         self._dotted: tuple[str, ...] = ()
+        self._step_globs: set[str] = set()
         self._secrets: set[str] = set()
         self._secret_re: re.Pattern[str] | None = None
         self._patterns = patterns
@@ -146,7 +147,10 @@ class Redactor:
     def add_keys(self, globs: Iterable[str]) -> None:
         """More state keys (names or dotted paths, globs allowed) to redact by name."""
         self.key_globs = tuple(dict.fromkeys((*self.key_globs, *globs)))
-        self._dotted = tuple(g for g in self.key_globs if "." in g)
+        # A secret step's result paths (`steps.<id>.output`) are matched from the root
+        # of a report only: they are ours, not the user's, and many.
+        self._dotted = tuple(g for g in self.key_globs
+                             if "." in g and g not in self._step_globs)
 
     def key_matches(self, path: str, key: str) -> bool:
         """Whether the key `key` at dotted `path` is secret: a glob matches the key's
@@ -181,7 +185,9 @@ class Redactor:
             return
         self.secret_steps.add(step_id)
         escaped = re.sub(r"([*?\[])", r"[\1]", step_id)
-        self.add_keys(f"steps.{escaped}.{name}" for name in SECRET_STEP_FIELDS)
+        globs = [f"steps.{escaped}.{name}" for name in SECRET_STEP_FIELDS]
+        self._step_globs.update(globs)
+        self.add_keys(globs)
 
     def secret_values(self, state: Mapping[str, Any]) -> list[str]:
         """The string leaves under keys the schema marks as secret."""
