@@ -28,10 +28,12 @@ def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None
 
 
 def load_workflow_text(text: str, *, filename: str = "<string>",
-                       base_dir: Path | None = None) -> Workflow:
-    """Load and check a workflow from YAML text; relative paths resolve in `base_dir`."""
+                       base_dir: Path | None = None,
+                       config: Mapping[str, Any] | None = None) -> Workflow:
+    """Load and check a workflow from YAML text; relative paths resolve in `base_dir`;
+    `config` as for `load_workflow`."""
     return loader.load_workflow_text(text, library=LIBRARY, filename=filename,
-                                     base_dir=base_dir)
+                                     base_dir=base_dir, config=config)
 
 
 def load_workflow_data(data: dict[str, Any], *, filename: str = "<inline>",

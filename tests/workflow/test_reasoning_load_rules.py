@@ -80,3 +80,15 @@ def test_without_dash_dash_model_the_same_file_loads(
                                                           "provider: openai"))
     assert code == 0, err
     assert data["steps"]["plan"]["model"] == "gpt-4o"
+
+
+def test_batch_load_checks_see_dash_dash_model_too(
+        fakes: Fakes, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentloom.cli import main
+
+    Path("flow.yaml").write_text(_OVERRIDDEN, encoding="utf-8")
+    Path("inputs.jsonl").write_text('{"n": 1}\n', encoding="utf-8")
+    code = main(["batch", "flow.yaml", "inputs.jsonl", "--model", "claude-sonnet-4-5"])
+    err = capsys.readouterr().err
+    assert code == 1 and "needs thinking.budget_tokens" in err
+    assert fakes.anthropic.requests == []
