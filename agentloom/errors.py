@@ -19,6 +19,8 @@
     ├── ToolError                       raised by a tool: its message goes back to the model
     ├── StructuredOutputError           no valid JSON after the re-asks
     ├── BudgetExceeded                  a run's cost/token budget would be crossed
+    │   └── PriceUnknown                a cost budget meets a model with no price (also
+    │                                   a ConfigError: a price fixes it)
     ├── DeadlineExceeded                a deadline passed (run or step)
     ├── ReplayMismatch                  strict replay found no record for a call
     └── AgentLoopError                  a failed agent run; carries `.summary`
@@ -164,6 +166,14 @@ class BudgetExceeded(AgentLoomError):
         self.limit = limit
         self.actual = actual
         super().__init__(message)
+
+
+class PriceUnknown(BudgetExceeded, ConfigError):
+    """A cost budget is set and a model has no price: its cost can't be checked, so the
+    call is refused before it is sent (the budget fails closed). A price fixes it."""
+
+    def __init__(self, message: str, *, limit: Any) -> None:
+        super().__init__(message, kind="cost", limit=limit, actual=None)
 
 
 class DeadlineExceeded(AgentLoomError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -69,6 +69,9 @@ matches these; a key named exactly (no wildcard) still does."""
 
 _WILDCARDS = frozenset("*?[")
 
+SECRET_STEP_FIELDS = ("output", "text", "reasoning_content")
+"""The fields of a step's result that hold its output, redacted with it."""
+
 
 def _schema_globs(state_schema: Mapping[str, Any] | None) -> list[str]:
     globs: list[str] = []
@@ -91,10 +94,17 @@ class Redactor:
 
     def __init__(self, *, key_globs: Iterable[str] = (), secrets: Iterable[str] = (),
                  patterns: bool = True) -> None:
-        self.key_globs = tuple(key_globs)
+        self.key_globs: tuple[str, ...] = ()
+        self._dotted: tuple[str, ...] = ()
+        self._step_globs: set[str] = set()
         self._secrets: set[str] = set()
         self._secret_re: re.Pattern[str] | None = None
         self._patterns = patterns
+        self._watchers: list[Callable[[], None]] = []
+        self.secret_steps: set[str] = set()
+        """Steps whose output is redacted: their `output`, `text` and
+        `reasoning_content` are redacted wherever a step result is written."""
+        self.add_keys(key_globs)
         self.add_secrets(secrets)
 
     @classmethod
@@ -120,6 +130,13 @@ class Redactor:
         # Longest first, so a secret that contains another is replaced whole.
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+        for watcher in self._watchers:
+            watcher()
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever a new secret is learned, so a holder of values
+        redacted earlier (a recording) can redact them again."""
+        self._watchers.append(callback)
 
     @property
     def secrets_version(self) -> object:
@@ -130,12 +147,47 @@ class Redactor:
     def add_keys(self, globs: Iterable[str]) -> None:
         """More state keys (names or dotted paths, globs allowed) to redact by name."""
         self.key_globs = tuple(dict.fromkeys((*self.key_globs, *globs)))
+        # A secret step's result paths (`steps.<id>.output`) are matched from the root
+        # of a report only: they are ours, not the user's, and many.
+        self._dotted = tuple(g for g in self.key_globs
+                             if "." in g and g not in self._step_globs)
 
     def key_matches(self, path: str, key: str) -> bool:
-        own = key in OWN_FIELD_NAMES or not OWN_FIELD_NAMES.isdisjoint(path.split("."))
-        return any((fnmatch.fnmatchcase(key, g) or fnmatch.fnmatchcase(path, g))
-                   and not (own and _WILDCARDS.intersection(g))
-                   for g in self.key_globs)
+        """Whether the key `key` at dotted `path` is secret: a glob matches the key's
+        name or its path, and a dotted glob (`creds.token`, `creds.*`) also the end of a
+        longer path, since state sits under `state.` in `--json` and inside step results."""
+        parts = path.split(".")
+        own = key in OWN_FIELD_NAMES or not OWN_FIELD_NAMES.isdisjoint(parts)
+        if any((fnmatch.fnmatchcase(key, g) or fnmatch.fnmatchcase(path, g))
+               and not (own and _WILDCARDS.intersection(g))
+               for g in self.key_globs):
+            return True
+        if not self._dotted or len(parts) < 3:
+            return False
+        for i in range(1, len(parts) - 1):
+            tail = ".".join(parts[i:])
+            if any(fnmatch.fnmatchcase(tail, g) and not (own and _WILDCARDS.intersection(g))
+                   for g in self._dotted):
+                return True
+        return False
+
+    def path_is_secret(self, path: str) -> bool:
+        """Whether a state path (a step's `output`, such as `report.summary`) is redacted:
+        the key itself, or a key it sits under."""
+        parts = path.split(".")
+        return any(self.key_matches(".".join(parts[:n]), parts[n - 1])
+                   for n in range(1, len(parts) + 1))
+
+    def mark_secret_step(self, step_id: str) -> None:
+        """A step whose output is redacted: its result's output, text and reasoning
+        are redacted by name in every step result written (`steps.<id>.output`, ...)."""
+        if step_id in self.secret_steps:
+            return
+        self.secret_steps.add(step_id)
+        escaped = re.sub(r"([*?\[])", r"[\1]", step_id)
+        globs = [f"steps.{escaped}.{name}" for name in SECRET_STEP_FIELDS]
+        self._step_globs.update(globs)
+        self.add_keys(globs)
 
     def secret_values(self, state: Mapping[str, Any]) -> list[str]:
         """The string leaves under keys the schema marks as secret."""

@@ -144,7 +144,7 @@ def test_mcp_source_opens_and_closes_with_the_sync_agent(server: FakeOpenAIServe
         result = agent.run_result("add them")
     assert tool_names(server.requests[0].json) >= {"calc_add", "calc_echo", "shout"}
     (content,) = tool_results(server.requests[1].json).values()
-    assert content == "42" and result.summary.tool_calls == {"calc_add": 1}
+    assert content == "42" and result.summary.tool_calls == {"calc.add": 1}  # as declared
     assert source.tools == []  # closed with the agent
 
 

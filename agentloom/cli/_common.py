@@ -44,15 +44,18 @@ def problems_of(exc: Exception) -> list[dict[str, Any]]:
     return [diagnostic(e) for e in (getattr(exc, "errors", None) or [exc])]
 
 
-def load_or_report(path: str, *, as_json: bool = False) -> Workflow | None:
+def load_or_report(path: str, config: dict[str, Any] | None = None, *,
+                   as_json: bool = False) -> Workflow | None:
     """The workflow, or None after printing every problem to stderr (with `as_json`, as
-    one JSON object on stdout: `{"status": "invalid", "error", "problems": [...]}`)."""
+    one JSON object on stdout: `{"status": "invalid", "error", "problems": [...]}`).
+    `config`: the command line's changes to its config (`--model`), which the load
+    checks see."""
     from agentloom.errors import WorkflowError
     from agentloom.workflow import load_workflow
 
     existing_file(path)
     try:
-        return load_workflow(path)
+        return load_workflow(path, config=config)
     except WorkflowError as exc:
         problems = problems_of(exc)
         n = len(problems)

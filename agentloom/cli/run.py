@@ -67,7 +67,8 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     state = parse_state(args.state, args.state_file)
     for path in args.tools:
         existing_file(path, "tools file")
-    wf = load_or_report(args.file, as_json=args.json)
+    wf = load_or_report(args.file, {"model": args.model, "provider": args.provider},
+                        as_json=args.json)
     if wf is None:
         return EXIT_FAILED
     check_provider(args.provider, wf)

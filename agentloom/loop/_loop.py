@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -268,10 +269,16 @@ class _Run:
         # A gate only when it can close: calls within the limit never wait on it.
         gate = asyncio.Semaphore(limit) if len(calls) > limit else _NO_GATE
         tools = self.tools
+        # Observers (summaries, traces, spans) name a tool as the user declared it
+        # (`calc.add`), not by the wire-safe name the model was shown (`calc_add`).
+        registered = getattr(tools, "registered_name", None)
 
         async def one(call: ToolCallPart) -> ToolResultPart:
             async with gate:
-                self.dispatch.emit("on_tool_start", call)
+                seen = call
+                if registered is not None and (name := registered(call.name)) != call.name:
+                    seen = dataclasses.replace(call, name=name)
+                self.dispatch.emit("on_tool_start", seen)
                 t0 = self.clock.now()
                 if tools is None:
                     result = ToolResultPart(call_id=call.id, name=call.name,
@@ -279,7 +286,7 @@ class _Run:
                                             is_error=True)
                 else:
                     result = await tools.call(call, ctx)
-                self.dispatch.emit("on_tool_end", call, result, self.clock.now() - t0)
+                self.dispatch.emit("on_tool_end", seen, result, self.clock.now() - t0)
                 return result
 
         t0 = self.clock.now()

@@ -126,6 +126,8 @@ class EventTraceObserver(NullObserver):
             "cost_usd": float(u.cost_usd) if u.cost_usd is not None else None,
             "duration_seconds": round(duration_seconds, 6),
         }
+        if response.time_to_first_token is not None:  # a streamed call
+            fields["time_to_first_token"] = round(response.time_to_first_token, 6)
         if self.capture_content:
             fields["content"] = self._content(response.text)
         self._emit("response", **fields)

@@ -32,6 +32,9 @@ class MetricsObserver(NullObserver):
             description="Duration of GenAI operations (model calls, retries included)")
         self._tokens = meter.create_histogram(
             sc.METRIC_TOKEN_USAGE, unit="{token}", description="Tokens used per model call")
+        self._first_chunk = meter.create_histogram(
+            sc.METRIC_TIME_TO_FIRST_CHUNK, unit="s",
+            description="Time to the first chunk of a streamed model call")
         self._conversations = meter.create_counter(
             sc.METRIC_CONVERSATIONS, unit="{conversation}",
             description="Finished conversations by status")
@@ -62,6 +65,8 @@ class MetricsObserver(NullObserver):
         if info is not None and info.model:
             attrs[sc.GEN_AI_REQUEST_MODEL] = info.model
         self._op_duration.record(duration_seconds, attrs)
+        if response.time_to_first_token is not None:
+            self._first_chunk.record(response.time_to_first_token, attrs)
         u = response.usage
         if u.input_tokens is not None:
             self._tokens.record(u.input_tokens, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})

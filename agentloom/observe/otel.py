@@ -157,7 +157,9 @@ class OTelObserver(NullObserver):
                                (sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
                                 u.cache_write_tokens),
                                (sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, u.reasoning_tokens),
-                               (sc.GEN_AI_RESPONSE_ID, response.response_id)):
+                               (sc.GEN_AI_RESPONSE_ID, response.response_id),
+                               (sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
+                                response.time_to_first_token)):
                 if value is not None:
                     attrs[key] = value
             if u.cost_usd is not None:

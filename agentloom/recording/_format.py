@@ -4,10 +4,12 @@ A recording is one JSON file, `{"format": "agentloom-recording", "version": 1,
 "exchanges": [...]}`. Each exchange is keyed by the step id and loop turn that made it
 (the engine sets them with `call_context(...)`, since a transport cannot know them) and
 by a canonical hash of the request: method, URL path (no host, no query: ports change and
-Gemini's key sits there) and the JSON body with sorted keys, minus volatile fields. The
+Gemini's key sits there) and the JSON body with sorted keys, minus volatile fields and
+reasoning text (`_reasoning`: it never reaches a recording, requests included). The
 stored request body is a redacted copy, kept only to explain a mismatch with a diff.
 Responses keep status, redacted headers, and either the body or the streamed chunks with
-their offsets in seconds, so a stream replays byte for byte, chunk boundaries included.
+their offsets in seconds, so a stream replays byte for byte, chunk boundaries included
+(a reply that carried reasoning text is stored without it).
 
 Strict replay matches (step id, turn, hash) and consumes records in order; lenient replay
 matches the hash alone. Neither ever invents a response: no match is `ReplayMismatch`.
@@ -32,6 +34,8 @@ from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import message_to_dict
+from agentloom.recording._reasoning import strip_reasoning
+from agentloom.recording._redact_stream import redact_stream
 from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
@@ -78,7 +82,9 @@ def call_context(*, step_id: str | None, turn: int | None = None,
 # --- canonical requests ------------------------------------------------------------------
 
 
-def _body_value(body: bytes | None) -> Any:
+def _body_value(body: bytes | None, *, reasoning: bool = False) -> Any:
+    """The parsed body minus volatile fields, and minus reasoning text unless asked for
+    (`strip_reasoning`: it never reaches a recording, so it can't identify a call)."""
     if not body:
         return None
     try:
@@ -87,22 +93,72 @@ def _body_value(body: bytes | None) -> Any:
         return {"__raw_sha256__": hashlib.sha256(body).hexdigest()}
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in VOLATILE_FIELDS}
+    if not reasoning:
+        strip_reasoning(value)
     return value
 
 
-def canonical_request(request: HttpRequest) -> dict[str, Any]:
+def canonical_request(request: HttpRequest, *, reasoning: bool = False) -> dict[str, Any]:
     """What identifies a request for matching: method, path and normalised body."""
     return {"method": request.method.upper(), "path": urlsplit(request.url).path,
-            "body": _body_value(request.body)}
+            "body": _body_value(request.body, reasoning=reasoning)}
 
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def request_hash(request: HttpRequest) -> str:
-    digest = hashlib.sha256(canonical_json(canonical_request(request)).encode()).hexdigest()
+def request_hash(request: HttpRequest, *, reasoning: bool = False,
+                 redactor: Redactor | None = None) -> str:
+    """The canonical hash. With the run's `redactor`, of the body with its secrets
+    replaced: a redacted step output replays as `[REDACTED]`, and a later prompt that
+    quotes it must still match what was recorded. `reasoning=True` gives the hash of
+    recordings made before reasoning text was stripped (it differs only for a request
+    that sends reasoning back, such as Claude's signed thinking in a tool loop)."""
+    canonical = canonical_request(request, reasoning=reasoning)
+    if redactor is not None:
+        canonical["body"] = redact_leaves(canonical["body"], redactor)
+    digest = hashlib.sha256(canonical_json(canonical).encode()).hexdigest()
     return f"sha256:{digest}"
+
+
+def request_hashes(request: HttpRequest, redactor: Redactor | None) -> set[str]:
+    """Every hash a recording of `request` may carry: this version's, and those of
+    recordings made before secrets and reasoning were left out of it."""
+    plain = request_hash(request)
+    found = {plain, request_hash(request, reasoning=True)}
+    if redactor is not None:
+        found.add(request_hash(request, redactor=redactor))
+    return found
+
+
+def _hashed(exchange: dict[str, Any], hashes: set[str]) -> bool:
+    return exchange["request_hash"] in hashes or exchange.get("redacted_hash") in hashes
+
+
+def redact_leaves(value: Any, redactor: Redactor) -> Any:
+    """`value` with each string redacted by content (secrets and patterns), never by key
+    name: a provider's JSON has fields such as `text` that a state key may share."""
+    if isinstance(value, str):
+        return redactor.redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_leaves(v, redactor) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_leaves(v, redactor) for v in value]
+    return value
+
+
+def redact_json_text(text: str, redactor: Redactor) -> str:
+    """A JSON reply body redacted leaf by leaf (a multi-line secret is escaped in the
+    raw text); other text as text. Unchanged text is returned as it came."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return redactor.redact_text(text)
+    if not isinstance(value, (dict, list)):
+        return redactor.redact_text(text)
+    redacted = redact_leaves(value, redactor)
+    return text if redacted == value else json.dumps(redacted, ensure_ascii=False)
 
 
 def model_request_hash(request: Any) -> str:
@@ -227,6 +283,13 @@ class Recorder:
         self.redactor: Redactor = redactor or Redactor()
         """Always on: without one given, API keys and auth headers are still removed."""
         self._lock = asyncio.Lock()
+        self._stale = False
+        """The redactor learned a secret since the exchanges were redacted (a step's
+        redacted output, known only once its reply is read)."""
+        self.redactor.watch(self._learned)
+
+    def _learned(self) -> None:
+        self._stale = bool(self.recording.exchanges)
 
     def redact_body(self, body: bytes | None) -> Any:
         return self.redactor.redact_state(_body_value(body))
@@ -241,9 +304,44 @@ class Recorder:
 
     async def add(self, exchange: dict[str, Any]) -> None:
         async with self._lock:
+            self._redact_again()
             self.recording.exchanges.append(exchange)
             if self.recording.path is not None:
                 await asyncio.to_thread(self.recording.save)
+
+    async def flush(self) -> None:
+        """Redact what was recorded with every secret learned since, and save."""
+        async with self._lock:
+            if not self._stale:
+                return
+            self._redact_again()
+            if self.recording.path is not None:
+                await asyncio.to_thread(self.recording.save)
+
+    def _redact_again(self) -> None:
+        if not self._stale:
+            return
+        self._stale = False
+        r = self.redactor
+        for ex in self.recording.exchanges:
+            req = ex.get("request") or {}
+            if isinstance(req.get("url"), str):
+                req["url"] = r.redact_text(req["url"])
+            req["body"] = r.redact_state(req.get("body"))
+            for holder in (ex.get("error"), (ex.get("response") or {}).get("stream_error")):
+                if isinstance(holder, dict) and isinstance(holder.get("message"), str):
+                    holder["message"] = r.redact_text(holder["message"])
+            resp = ex.get("response")
+            if not isinstance(resp, dict):
+                continue
+            if isinstance(resp.get("text"), str):
+                resp["text"] = redact_json_text(resp["text"], r)
+            chunks = resp.get("chunks")
+            if isinstance(chunks, list) and all("text" in c for c in chunks):
+                again = redact_stream([(float(c.get("t", 0.0)), decode_bytes(c))
+                                       for c in chunks], r)
+                if again is not None:
+                    resp["chunks"] = again
 
 
 # --- matching ----------------------------------------------------------------------------
@@ -272,13 +370,14 @@ class Matcher:
     def take(self, request: HttpRequest, ctx: CallContext | None) -> dict[str, Any]:
         ctx = ctx or CallContext()
         h = request_hash(request)
+        hashes = request_hashes(request, self._redactor)
         exchanges = self.recording.exchanges
         if self.mode == "strict":
             keyed = [i for i, e in enumerate(exchanges)
                      if e.get("step_id") == ctx.step_id and e.get("turn") == ctx.turn
-                     and e["request_hash"] == h]
+                     and _hashed(e, hashes)]
         else:
-            keyed = [i for i, e in enumerate(exchanges) if e["request_hash"] == h]
+            keyed = [i for i, e in enumerate(exchanges) if _hashed(e, hashes)]
         fresh = [i for i in keyed if i not in self.used]
         if fresh:
             self.used.add(fresh[0])

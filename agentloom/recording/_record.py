@@ -3,7 +3,8 @@
 `RecordTransport(inner, recorder)` passes each request through and hands the recorder a
 redacted copy of it with the response: the whole body, or for a stream each chunk as it
 arrived with its offset from the start of the request, so replay can keep chunk
-boundaries and, if asked, the timing. A stream is redacted as a whole when it ends
+boundaries and, if asked, the timing. Reasoning text is left out of both (`_reasoning`).
+A stream is redacted as a whole when it ends
 (`_redact_stream`): a secret split across chunks or events is caught, and the stored
 chunks still concatenate to the stored stream. A transport failure is recorded too, so a replay
 walks the same retries. The step id and turn come from `recording.current_call_context`.
@@ -11,6 +12,7 @@ walks the same retries. The step id and turn come from `recording.current_call_c
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,8 +23,10 @@ from agentloom.recording._format import (
     Recorder,
     current_call_context,
     encode_bytes,
+    redact_json_text,
     request_hash,
 )
+from agentloom.recording._reasoning import strip_reasoning
 from agentloom.recording._redact_stream import redact_stream
 from agentloom.transport import (
     BodyTooLarge,
@@ -36,6 +40,27 @@ from agentloom.transport import (
 def _cap_of(exc: TransportError) -> dict[str, int]:
     """A reply cut at its size cap replays as the same typed, non-retryable failure."""
     return {"max_bytes": exc.limit} if isinstance(exc, BodyTooLarge) else {}
+
+
+def _without_reasoning(body: bytes) -> bytes:
+    """A JSON reply without its reasoning text (the bytes as they came when it has
+    none, or isn't JSON)."""
+    if b"{" not in body[:64]:
+        return body
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return body
+    if not strip_reasoning(value):
+        return body
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _redacted_hash(request: HttpRequest, plain: str, recorder: Recorder) -> dict[str, str]:
+    """The hash with the run's secrets replaced, when it differs: a replay where a
+    redacted output came back as `[REDACTED]` matches by it (see `request_hash`)."""
+    redacted = request_hash(request, redactor=recorder.redactor)
+    return {} if redacted == plain else {"redacted_hash": redacted}
 
 
 def _redacted_url(recorder: Recorder, url: str) -> str:
@@ -99,6 +124,7 @@ class RecordTransport:
             "turn": ctx.turn,
             "attempt": self.recorder.next_attempt(ctx, h),
             "request_hash": h,
+            **_redacted_hash(request, h, self.recorder),
             "request": {
                 "method": request.method.upper(),
                 "url": _redacted_url(self.recorder, request.url),
@@ -134,7 +160,7 @@ class RecordTransport:
             await response.aclose()
         await self.recorder.add({**base, "elapsed": self._elapsed(start), "response": {
             "status": response.status, "headers": headers,
-            **self._redact_chunk(encode_bytes(body))}})
+            **self._redact_chunk(encode_bytes(_without_reasoning(body)))}})
         return BufferedResponse(status=response.status, headers=dict(response.headers),
                                 body=body)
 
@@ -154,11 +180,12 @@ class RecordTransport:
 
     def _redact_chunk(self, item: dict[str, Any]) -> dict[str, Any]:
         if "text" in item:
-            return {**item, "text": self._redact(item["text"])}
+            return {**item, "text": redact_json_text(item["text"], self.recorder.redactor)}
         return item
 
     def _headers(self, headers: dict[str, str]) -> dict[str, str]:
         return self.recorder.redactor.redact_headers(headers)
 
     async def aclose(self) -> None:
+        await self.recorder.flush()  # what the run learned after the last exchange
         await self._inner.aclose()

@@ -5,9 +5,10 @@ the model wrote over two SSE events (`"sk-ab"` then `"cdef..."`). Here the chunk
 joined and split into lines. A line holding a JSON event (`data: {...}` or NDJSON) has
 its string leaves grouped by their path (`choices.0.delta.content`): each path's text is
 the reply as the client assembles it, and a secret found across leaves is moved whole
-into the leaf where it starts before every leaf is redacted. Other lines are redacted as
-text. A rewritten line is written back as JSON, and a chunk boundary that fell inside it
-moves to its end, so the chunks still concatenate to the stored stream.
+into the leaf where it starts before every leaf is redacted. Reasoning text is emptied
+first (`_reasoning`). Other lines are redacted as text. A rewritten line is written back
+as JSON, and a chunk boundary that fell inside it moves to its end, so the chunks still
+concatenate to the stored stream.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import codecs
 import json
 from typing import Any
 
+from agentloom.recording._reasoning import strip_reasoning
 from agentloom.redact import Redactor
 
 Leaf = tuple[int, Any, Any]  # (line index, container, key)
@@ -71,6 +73,7 @@ def redact_stream(chunks: list[tuple[float, bytes]], redactor: Redactor
 
 def _redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
     events: dict[int, tuple[str, Any, str]] = {}
+    stripped: set[int] = set()
     paths: dict[str, list[Leaf]] = {}
     out = list(lines)
     for i, line in enumerate(lines):
@@ -84,12 +87,14 @@ def _redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
             except ValueError:
                 pass
             else:
+                if strip_reasoning(events[i][1]):  # never recorded (spec 000)
+                    stripped.add(i)
                 _leaves(events[i][1], "", i, paths)
                 continue
         redacted = redactor.redact_text(line)
         if redacted != line:
             out[i] = redacted
-    dirty: set[int] = set()
+    dirty: set[int] = stripped
     for leaves in paths.values():
         dirty |= _redact_leaves(leaves, redactor)
     for i in sorted(dirty):

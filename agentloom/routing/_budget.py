@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from agentloom.errors import BudgetExceeded, ConfigError
+from agentloom.errors import BudgetExceeded, ConfigError, PriceUnknown
 from agentloom.messages import (
     AudioPart,
     DocumentPart,
@@ -108,11 +108,12 @@ class RunBudget:
     def require_price(self, provider: str, model: str, *, priced: bool) -> None:
         """Fail before the first call when a cost cap meets a model with no price."""
         if self.max_cost_usd is not None and not priced:
-            raise ConfigError(
+            raise PriceUnknown(
                 f"a cost budget of ${self.max_cost_usd} is set, but model {model!r} at "
                 f"provider {provider!r} has no price, so its cost cannot be checked; give "
                 f"it a price (a price file, or `pricing: {{input: ..., output: ...}}` in "
-                f"its profile, USD per 1M tokens) or drop the cost budget"
+                f"its profile, USD per 1M tokens) or drop the cost budget",
+                limit=self.max_cost_usd,
             )
 
     def reserve(self, *, cost: Decimal | None, tokens: int | None, model: str = "?") -> Reservation:

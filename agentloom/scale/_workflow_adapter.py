@@ -68,8 +68,9 @@ class WorkflowRunnerFactory:
     def load(self) -> Any:
         """The workflow, loaded from `text` (with the overrides applied)."""
 
-        wf = load_workflow_text(self.text, filename=self.filename,
-                                base_dir=Path(self.base_dir) if self.base_dir else None)
+        wf = load_workflow_text(self.text, filename=self.filename,  # checks see --model
+                                base_dir=Path(self.base_dir) if self.base_dir else None,
+                                config=self.overrides)
         return wf.with_overrides(**self.overrides) if self.overrides else wf
 
     def open(self) -> Any:

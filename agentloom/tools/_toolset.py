@@ -91,6 +91,7 @@ class ToolSet:
                 ToolSpec(name=wire, description=spec.description, parameters=spec.parameters)
             )
         self._specs = tuple(specs)
+        self._registered = {wire: name for name, wire in self._wire.items()}
 
     @classmethod
     def of(cls, tools: Sequence[Any], **kwargs: Any) -> ToolSet:
@@ -117,6 +118,10 @@ class ToolSet:
     def wire_name(self, name: str) -> str:
         """The name the model sees for a registered name (for a named tool_choice)."""
         return self._wire.get(name, name)
+
+    def registered_name(self, name: str) -> str:
+        """The registered name behind a name the model used (its wire-safe form)."""
+        return self._registered.get(name, name)
 
     def get(self, name: str) -> Tool | None:
         return self._by_name.get(name)

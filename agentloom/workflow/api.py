@@ -6,6 +6,7 @@ and the engine take a `StepLibrary` instead of importing the steps, and these ha
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +19,21 @@ __all__ = ["arun_workflow", "load_workflow", "load_workflow_data", "load_workflo
            "run_workflow"]
 
 
-def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None) -> Workflow:
+def load_workflow(source: str | os.PathLike[str], *, filename: str | None = None,
+                  config: Mapping[str, Any] | None = None) -> Workflow:
     """Load and check a workflow from a file path, or from YAML text (any string with a
-    newline). Raises `WorkflowProblems` (a `WorkflowError`) listing every problem."""
-    return loader.load_workflow(source, library=LIBRARY, filename=filename)
+    newline). Raises `WorkflowProblems` (a `WorkflowError`) listing every problem.
+    `config`: changes to the file's `config` (as `--model` makes), seen by the checks."""
+    return loader.load_workflow(source, library=LIBRARY, filename=filename, config=config)
 
 
 def load_workflow_text(text: str, *, filename: str = "<string>",
-                       base_dir: Path | None = None) -> Workflow:
-    """Load and check a workflow from YAML text; relative paths resolve in `base_dir`."""
+                       base_dir: Path | None = None,
+                       config: Mapping[str, Any] | None = None) -> Workflow:
+    """Load and check a workflow from YAML text; relative paths resolve in `base_dir`;
+    `config` as for `load_workflow`."""
     return loader.load_workflow_text(text, library=LIBRARY, filename=filename,
-                                     base_dir=base_dir)
+                                     base_dir=base_dir, config=config)
 
 
 def load_workflow_data(data: dict[str, Any], *, filename: str = "<inline>",

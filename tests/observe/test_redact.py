@@ -159,3 +159,24 @@ def test_short_secret_values_are_not_matched_by_content() -> None:
         "skipped 42 steps, key [REDACTED]"
     assert r.redact_state({"pin": "42", "note": "room 42"}) == {
         "pin": "[REDACTED]", "note": "room 42"}
+
+
+def test_dotted_globs_match_under_a_prefix_and_secret_steps_by_name() -> None:
+    from agentloom.redact import Redactor
+
+    r = Redactor(key_globs=["x.date", "creds.*"])
+    report = {"state": {"x": {"date": "d", "place": "Oslo"}, "creds": {"token": "t"}},
+              "date": "kept: not under x"}
+    assert r.redact_state(report) == {
+        "state": {"x": {"date": "[REDACTED]", "place": "Oslo"},
+                  "creds": {"token": "[REDACTED]"}},
+        "date": "kept: not under x"}
+    assert r.path_is_secret("x.date") and r.path_is_secret("creds.token.inner")
+    assert not r.path_is_secret("x.place")
+    r.mark_secret_step("plan")
+    steps = {"steps": {"plan": {"output": "42", "text": "42", "reasoning_content": "why",
+                                "model": "m"}, "other": {"output": "ok"}}}
+    assert r.redact_state(steps) == {"steps": {
+        "plan": {"output": "[REDACTED]", "text": "[REDACTED]",
+                 "reasoning_content": "[REDACTED]", "model": "m"},
+        "other": {"output": "ok"}}}

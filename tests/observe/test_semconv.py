@@ -22,5 +22,6 @@ def test_genai_names_match_the_published_conventions() -> None:
     assert sc.ERROR_TYPE == error_attributes.ERROR_TYPE
     assert sc.METRIC_OPERATION_DURATION == metrics.GEN_AI_CLIENT_OPERATION_DURATION
     assert sc.METRIC_TOKEN_USAGE == metrics.GEN_AI_CLIENT_TOKEN_USAGE
+    assert sc.METRIC_TIME_TO_FIRST_CHUNK == metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK
     ops = attrs.GenAiOperationNameValues
     assert {sc.OP_CHAT, sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT} <= {v.value for v in ops}

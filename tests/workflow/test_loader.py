@@ -120,8 +120,8 @@ def test_claude_thinking_needs_budget_and_room() -> None:
     with pytest.raises(WorkflowProblems, match=r"needs thinking\.budget_tokens"):
         load_workflow_text(base + "    model: claude-sonnet-4-5\n    thinking: {enabled: true}\n")
     with pytest.raises(WorkflowProblems, match="must be above"):
-        load_workflow_text(base + "    max_tokens: 100\n"
-                           "    thinking: {enabled: true, budget_tokens: 200}\n")
+        load_workflow_text(base + "    model: claude-sonnet-4-5\n    max_tokens: 1100\n"
+                           "    thinking: {enabled: true, budget_tokens: 1200}\n")
 
 
 def test_full_llm_call_schema_loads() -> None:

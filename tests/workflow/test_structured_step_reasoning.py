@@ -18,7 +18,7 @@ BASE = "name: r\nsteps:\n  - id: plan\n    type: llm_call\n    prompt: p\n"
     ("    model: claude-sonnet-4-5\n    thinking: {enabled: true, budget_tokens: 500}\n",
      "at least 1024", 7),
     ("    model: claude-sonnet-4-5\n    max_tokens: 4000\n"
-     "    thinking: {enabled: true, budget_tokens: 4000}\n", "must be above", 3),
+     "    thinking: {enabled: true, budget_tokens: 4000}\n", "must be above", 8),
 ])
 def test_claude_reasoning_settings_fail_at_load(fields: str, message: str, line: int) -> None:
     with pytest.raises(WorkflowProblems) as info:

@@ -19,6 +19,7 @@ from agentloom.workflow.durable.context import UNSET, DurableRoot, call_answer, 
 from agentloom.workflow.engine.hooks import call_hooks
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
 from agentloom.workflow.engine.pause import PauseRun
+from agentloom.workflow.engine.secrets import learn_reply
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolContext
@@ -59,6 +60,9 @@ class _JournaledClient:
         if stored is not None:
             return stored
         response = await self._inner.complete(request, **kwargs)
+        redactor = getattr(d, "redactor", None)
+        if redactor is not None and ctx.step_id in getattr(redactor, "secret_steps", ()):
+            learn_reply(redactor, response)  # a redacted output's reply: never stored
         await d.store.record_model_exchange(d.run_id, key[0], key[1], key[2],
                                             d.redact(response))
         return response

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.loop import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
-from agentloom.redact import Redactor
+from agentloom.redact import REDACTED, SECRET_STEP_FIELDS, Redactor
 from agentloom.store import Checkpoint, DeltaBuilder, EncodeOnce, PauseInfo, ToolLoopProgress
 from agentloom.workflow.durable.context import UNSET, Decision, ask
 from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
@@ -265,8 +265,13 @@ class DurableRun:
             names = _KEPT_NAMES[type(r)] = tuple(f.name for f in fields(r) if f.name in _KEPT)
         raw = {name: getattr(r, name) for name in names}
         raw["status"] = r.status.value
+        if self.redactor is not None and r.id in getattr(self.redactor, "secret_steps", ()):
+            for name in SECRET_STEP_FIELDS:  # a redacted output, however short
+                raw[name] = None if getattr(r, name) is None else REDACTED
+            return raw
         raw["output"] = self._redact(r.output)
         raw["text"] = self._redact(r.text)
+        raw["reasoning_content"] = self._redact(r.reasoning_content)
         return raw
 
     async def finish(self, result: Any, paused: PauseRun | None) -> None:

@@ -20,6 +20,7 @@ from agentloom.loop.observer import Dispatch, MultiObserver
 from agentloom.observe import semconv as sc
 from agentloom.observe.events import EventTraceObserver
 from agentloom.observe.otel import OTelObserver
+from agentloom.workflow.engine.secrets import SecretLearner, secret_step_redactor
 from agentloom.workflow.engine.summaries import SummaryCatcher
 
 if TYPE_CHECKING:
@@ -88,12 +89,15 @@ class RunObservers:
 
 def step_observer(step_id: str, ctx: RunContext) -> object:
     """The observer a model step passes to `run_loop`: its summary catcher, plus the
-    run's observers when there are any."""
+    run's observers when there are any. A step whose output is redacted gets a
+    `SecretLearner` first, so its replies are secrets before anything records them."""
     catcher = SummaryCatcher(ctx, step_id)
     observers: RunObservers | None = ctx.observers
+    redactor = secret_step_redactor(step_id, ctx)
+    first: tuple[object, ...] = () if redactor is None else (SecretLearner(redactor),)
     if observers is None or not observers.observers:
-        return catcher
-    return observers.for_step(step_id, ctx, catcher)
+        return catcher if not first else MultiObserver(*first, catcher)
+    return observers.for_step(step_id, ctx, *first, catcher)
 
 
 async def observe_run(ctx: RunContext, run: Awaitable[RunResult],

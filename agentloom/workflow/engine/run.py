@@ -44,7 +44,13 @@ from agentloom.workflow.engine.result import (
 )
 from agentloom.workflow.engine.retry import step_policy
 from agentloom.workflow.engine.run_setup import configure_runtime, needs_configure, run_budget
-from agentloom.workflow.engine.summaries import step_summary
+from agentloom.workflow.engine.secrets import (
+    learn_outcome,
+    mark_secret_steps,
+    run_redactor,
+    secret_step_redactor,
+)
+from agentloom.workflow.engine.summaries import loops_usage, step_summary, with_earlier
 from agentloom.workflow.lang.paths import assign
 from agentloom.workflow.lang.templates import to_text
 
@@ -90,6 +96,8 @@ class _Run:
         self.durable = durable
         self.paused: PauseRun | None = None
         self.paused_nodes: set[str] = set()
+        self.earlier_loops: dict[str, int] = {}
+        """Step id -> how many of its loops ran before its current attempt."""
 
     @property
     def workflow(self) -> Workflow:
@@ -104,6 +112,9 @@ class _Run:
         t0 = clock.now()
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
+        redactor = run_redactor(self.ctx)
+        if redactor is not None:
+            mark_secret_steps(redactor, self.wf)
         if needs_configure(self.wf):
             await configure_runtime(self.ctx.clients, self.wf)
         if self.durable is not None:
@@ -255,7 +266,10 @@ class _Run:
             result.error_type = type(exc).__name__
             usage = getattr(exc, "usage", None)
             if usage is not None:
-                result.usage = usage
+                result.usage = with_earlier(usage, loops_usage(
+                    self.ctx, node.id, self.earlier_loops.get(node.id)))
+            elif node.id in self.ctx.summaries:
+                result.usage = loops_usage(self.ctx, node.id)  # every attempt's calls
             if isinstance(exc, BudgetExceeded) and self.status is RunStatus.SUCCESS:
                 # The run's cap would be crossed: nothing else starts (spec 004).
                 self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(exc)
@@ -275,6 +289,8 @@ class _Run:
         timeout = node.step.timeout
         while True:
             result.attempts += 1
+            # The loops before this attempt's: their usage counts in the step's total.
+            self.earlier_loops[node.id] = len(self.ctx.summaries.get(node.id) or ())
             try:
                 outcome: StepOutcome
                 if timeout is None:
@@ -312,13 +328,19 @@ class _Run:
     def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
         # The state write goes first: if the output path can't be written, the step
         # fails and nothing of it is visible.
+        redactor = secret_step_redactor(node.id, self.ctx)
+        if redactor is not None:  # before any checkpoint or report holds the output
+            learn_outcome(redactor, out.value, out.text, out.reasoning_content)
         if node.output_path is not None:
             assign(self.ctx.state, node.output_path, out.value)
         result.status = StepStatus.SUCCESS
         result.output = out.value
         result.text = out.text if out.text is not None else (
             None if out.value is None else to_text(out.value))
-        result.usage, result.model, result.provider = out.usage, out.model, out.provider
+        earlier = (loops_usage(self.ctx, node.id, self.earlier_loops[node.id])
+                   if self.earlier_loops.get(node.id) else None)
+        result.usage = with_earlier(out.usage, earlier)
+        result.model, result.provider = out.model, out.provider
         result.finish_reason = out.finish_reason
         result.time_to_first_token = out.time_to_first_token
         result.reasoning_content = out.reasoning_content
@@ -329,15 +351,15 @@ class _Run:
         for target in out.not_taken:
             self.not_taken[target] = node.id
         if out.usage is not None and self.config.budget_usd is not None:
-            if out.usage.cost_usd is None:
+            if result.usage is not None and result.usage.cost_usd is not None:
+                self.spent += result.usage.cost_usd
+            else:
                 self.status = RunStatus.BUDGET_EXCEEDED
                 self.error = str(BudgetExceeded(
                     f"the cost of step {node.id!r} (model {out.model}) is unknown, so "
                     f"budget_usd={self.config.budget_usd} can't be enforced; give the model "
                     "a price or drop the budget", kind="cost", limit=self.config.budget_usd,
                     actual=None))
-            else:
-                self.spent += out.usage.cost_usd
 
     # -- scheduling ---------------------------------------------------------------------
 

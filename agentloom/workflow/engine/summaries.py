@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop.collector import SummaryRecord
 from agentloom.loop.observer import NullObserver
+from agentloom.messages import Usage
 
 if TYPE_CHECKING:
     from agentloom.workflow.engine.context import RunContext
@@ -49,3 +51,29 @@ def step_summary(ctx: RunContext, step_id: str) -> Any:
         "failed_attempts": earlier + tuple(last.failed_attempts),
         "provider_retries": last.provider_retries + retries,
     })
+
+
+def loops_usage(ctx: RunContext, step_id: str, stop: int | None = None) -> Usage | None:
+    """Tokens and cost of a step's loops (the first `stop` of them; all without): the
+    answered calls of attempts that failed and were retried count in the step's total
+    (spec 000: "every call the step made"). None when no loop reported usage."""
+    total: Usage | None = None
+    for s in (ctx.summaries.get(step_id) or [])[:stop]:
+        summary = s.summary if isinstance(s, SummaryRecord) else s
+        u = getattr(summary, "usage", None)
+        if u is None or (u.input_tokens is None and u.output_tokens is None):
+            continue
+        usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                      cache_read_tokens=u.cache_read_tokens,
+                      cache_write_tokens=u.cache_write_tokens,
+                      reasoning_tokens=u.reasoning_tokens,
+                      cost_usd=None if u.cost_usd is None else Decimal(str(u.cost_usd)),
+                      input_includes_cached=u.input_includes_cached)
+        total = usage if total is None else total + usage
+    return total
+
+
+def with_earlier(usage: Usage | None, earlier: Usage | None) -> Usage | None:
+    if earlier is None:
+        return usage
+    return earlier if usage is None else earlier + usage

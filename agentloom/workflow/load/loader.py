@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Mapping
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -58,10 +59,13 @@ class _StepErrors(Exception):
 
 
 def load_workflow(source: str | os.PathLike[str], *, library: StepLibrary,
-                  filename: str | None = None) -> Workflow:
+                  filename: str | None = None,
+                  config: Mapping[str, Any] | None = None) -> Workflow:
     """Load and check a workflow from a file path, or from YAML text (any string with a
     newline), its steps prepared by `library`. Raises `WorkflowProblems` (a
-    `WorkflowError`) listing every problem."""
+    `WorkflowError`) listing every problem. `config` holds run-time changes to the file's
+    `config` (`--model`, `--provider`; None values ignored): the load-time checks see the
+    model a step will really get."""
     if isinstance(source, os.PathLike) or "\n" not in source:
         path = FsPath(source)
         try:
@@ -70,16 +74,31 @@ def load_workflow(source: str | os.PathLike[str], *, library: StepLibrary,
             raise WorkflowError(f"cannot read workflow file: {exc.strerror or exc}",
                                 file=str(path)) from None
         return load_workflow_text(text, library=library, filename=filename or str(path),
-                                  base_dir=path.parent)
-    return load_workflow_text(source, library=library, filename=filename or "<string>")
+                                  base_dir=path.parent, config=config)
+    return load_workflow_text(source, library=library, filename=filename or "<string>",
+                              config=config)
 
 
 def load_workflow_text(
     text: str, *, library: StepLibrary, filename: str = "<string>",
-    base_dir: FsPath | None = None
+    base_dir: FsPath | None = None, config: Mapping[str, Any] | None = None
 ) -> Workflow:
     data, marks = load_yaml(text, filename)
+    _override_config(data, config)
     return Checker(data, marks, filename, library).build(base_dir or FsPath.cwd())
+
+
+def _override_config(data: Any, changes: Mapping[str, Any] | None) -> None:
+    """Apply run-time config changes to the parsed file in place (the same mapping, so
+    its line marks still point into the file)."""
+    changes = {k: v for k, v in (changes or {}).items() if v is not None}
+    if not changes or not isinstance(data, dict):
+        return
+    current = data.get("config")
+    if current is None:
+        data["config"] = dict(changes)
+    elif isinstance(current, dict):
+        current.update(changes)
 
 
 def load_workflow_data(data: dict[str, Any], *, library: StepLibrary,

@@ -215,13 +215,8 @@ class LLMCallStep(StepBase):
                 "tools and response_schema can't share a step (an agent with an "
                 "output_schema combines them)"
             )
-        th = self.thinking
-        if (th is not None and th.enabled and th.budget_tokens is not None
-                and self.max_tokens is not None and self.max_tokens <= th.budget_tokens):
-            raise ValueError(
-                    f"max_tokens ({self.max_tokens}) must be above thinking.budget_tokens "
-                    f"({th.budget_tokens})"
-                )
+        # max_tokens against thinking.budget_tokens is Claude's rule alone (checked when
+        # the step is prepared, with its model): OpenAI and Ollama ignore the budget.
         return self
 
 
