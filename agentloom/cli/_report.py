@@ -68,7 +68,7 @@ def print_human(result: RunResult, *, streamed: bool, redact: Callable[[str], st
     told: set[str] = set()
     for r in result.steps.values():
         if r.status is StepStatus.FAILED:
-            told.add(f"step {r.id!r} failed: {r.error}")
+            told.update((f"step {r.id!r} failed: {r.error}", str(r.error)))
             sys.stderr.write(redact(f"step {r.id!r} failed: {r.error}\n"))
     out.write(summary_line(result) + "\n")
     if result.error and not result.ok and result.error not in told:  # said once, not twice
