@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,27 @@ steps:
     assert code == 1
     assert ("function 'inner', step 's': 2 tools declared (1 of them vendor tools), but the "
             "profile allows 1 per call") in err
+    assert server.requests == []
+
+
+def test_an_mcp_server_named_whole_counts_its_tools_and_the_vendor_tools_at_start(
+        server: FakeOpenAIServer, tmp_path: Path, capsys: Any) -> None:
+    flow = f"""\
+name: capped-mcp
+config: {{model: gpt-4o-mini, provider: openai}}
+mcp_servers:
+  calc: {{command: {sys.executable}, args: [-m, agentloom.testing.mcp_server]}}
+profiles:
+  four: {{provider: openai, model: gpt-4o-mini, max_tools: 4}}
+steps:
+  - {{id: go, type: llm_call, profile: four, prompt: "hi", mcp: [calc],
+     vendor_tools: [web_search], retry: {{max_retries: 0}}}}
+"""
+    (tmp_path / "flow.yaml").write_text(flow)
+    code, _, err = _run(capsys, "run", "flow.yaml")  # the server has four tools
+    assert code == 1
+    assert ("step 'go' failed: 5 tools declared (1 of them vendor tools), but the profile "
+            "allows at most 4 per call") in err
     assert server.requests == []
 
 
