@@ -42,9 +42,12 @@ _READ_ERRORS = (
 )
 
 
-def _translate(exc: BaseException, *, got_headers: bool) -> TransportError:
+def _translate(exc: BaseException, *, got_headers: bool,
+               total: float | None = None) -> TransportError:
     """Map one aiohttp/asyncio failure to a TransportError (the single mapping point)."""
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if type(exc) is TimeoutError and total is not None:  # the whole-call limit, unnamed
+        text = f"TimeoutError: no full reply within the call's timeout of {total:g} s"
     phase: str
     sent: bool | None
     # Order matters: several aiohttp classes inherit from more than one of these.
@@ -209,7 +212,8 @@ class AiohttpTransport:
             finally:
                 resp.release()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise _translate(exc, got_headers=got_headers) from exc
+            raise _translate(exc, got_headers=got_headers,
+                             total=(timeout or self._timeout).total) from exc
         return BufferedResponse(
             status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
         )

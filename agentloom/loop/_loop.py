@@ -272,9 +272,15 @@ class _Run:
         # Observers (summaries, traces, spans) name a tool as the user declared it
         # (`calc.add`), not by the wire-safe name the model was shown (`calc_add`).
         registered = getattr(tools, "registered_name", None)
+        # A call that waits for a person (a pause signal, `pause = True`) ends the turn
+        # without cancelling its siblings: the ones running finish (their results are
+        # journalled), the ones not started stay so, and the turn is finished on resume.
+        pauses: list[Exception] = []
 
-        async def one(call: ToolCallPart) -> ToolResultPart:
+        async def one(call: ToolCallPart) -> ToolResultPart | None:
             async with gate:
+                if pauses:
+                    return None
                 seen = call
                 if registered is not None and (name := registered(call.name)) != call.name:
                     seen = dataclasses.replace(call, name=name)
@@ -285,7 +291,13 @@ class _Run:
                                             content=f"unknown tool {call.name!r}",
                                             is_error=True)
                 else:
-                    result = await tools.call(call, ctx)
+                    try:
+                        result = await tools.call(call, ctx)
+                    except Exception as exc:
+                        if getattr(exc, "pause", False) is not True:
+                            raise
+                        pauses.append(exc)
+                        return None
                 self.dispatch.emit("on_tool_end", seen, result, self.clock.now() - t0)
                 return result
 
@@ -299,7 +311,9 @@ class _Run:
             raise _first_error(group) from None
         finally:
             self.tool_seconds += self.clock.now() - t0
-        return [t.result() for t in tasks]
+        if pauses:
+            raise pauses[0]
+        return [r for t in tasks if (r := t.result()) is not None]
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, status: ConversationStatus, *, finish_reason: str | None = None,

@@ -22,6 +22,10 @@ from agentloom.routing._budget import _money
 from agentloom.routing._limiter import RateLimit
 from agentloom.routing._retry import RetryPolicy
 
+DEFAULT_PROFILE_TIMEOUT = 60.0
+"""Seconds a call through a profile may take when the profile sets no `timeout` (spec
+004); a call without a profile has the transport's own bound (`HttpTimeout().total`)."""
+
 _PROFILE_FIELDS = frozenset(
     {
         "provider",
@@ -117,8 +121,9 @@ class Profile:
     max_tools: int | None = None
     tool_error_prompt: str | None = None
     fallback: tuple[FallbackEntry, ...] = ()
-    timeout: float | None = None
-    """Seconds per call."""
+    timeout: float = DEFAULT_PROFILE_TIMEOUT
+    """Seconds per call (each turn of a tool loop is one), 60 unless the profile sets
+    it: the `total` of the call's `HttpTimeout`, the one limit every call has."""
     cache: str | None = None
     """`auto`: prompt caching for the steps and agents that use this profile."""
 
@@ -171,7 +176,8 @@ class Profile:
                 )
                 for i, entry in enumerate(fallback_raw)
             ),
-            timeout=_positive_float(mapping.get("timeout"), f"{where}.timeout"),
+            timeout=_positive_float(mapping.get("timeout"), f"{where}.timeout")
+            or DEFAULT_PROFILE_TIMEOUT,
         )
 
 

@@ -120,6 +120,9 @@ async def test_a_step_with_tools_does_not_stream() -> None:
 
 
 async def test_no_tool_task_outlives_its_turn() -> None:
+    # A pause signal ends the turn once the calls running beside it are done (spec 004:
+    # they finish, so a resume reuses their results); one that never ends is cancelled
+    # by the deadline, not left running after run_loop returns.
     cancelled = asyncio.Event()
 
     class Pause(Exception):
@@ -142,11 +145,18 @@ async def test_no_tool_task_outlives_its_turn() -> None:
 
     rec = Recorder()
     model = ScriptedModel([[tool_call("waits", id="1"), tool_call("pause", id="2")]])
-    with pytest.raises(Pause):
+    with pytest.raises(LoopBudgetExceeded):
         await run_loop(model, req(), tools=Box(waits=waits, pause=echo),
-                       options=LoopOptions(observer=rec))
+                       options=LoopOptions(observer=rec, clock=FakeClock(),
+                                           deadline_seconds=5))
     assert cancelled.is_set()  # the sibling was cancelled before run_loop returned
-    assert rec.summaries[0].status == "paused"  # type: ignore[attr-defined]
+    assert rec.summaries[0].status == "deadline_exceeded"  # type: ignore[attr-defined]
+
+    model = ScriptedModel([[tool_call("echo", id="1"), tool_call("pause", id="2")]])
+    with pytest.raises(Pause):
+        await run_loop(model, req(), tools=Box(echo=echo, pause=echo),
+                       options=LoopOptions(observer=rec))
+    assert rec.summaries[1].status == "paused"  # type: ignore[attr-defined]
 
 
 async def test_deadline_cancels_the_call_in_flight() -> None:

@@ -130,9 +130,11 @@ class _JournaledBox:
             return ToolResultPart(call_id=call.id, name=call.name,
                                   content=str(stored.get("content", "")),
                                   is_error=bool(stored.get("is_error", False)))
-        if inside:
+        if inside or (action == "needs_decision" and _asked(record)):
+            # It stopped to ask a person, never in the middle of an effect: by the
+            # contract of `ask`, the call runs again (and asks again if not answered).
             action = "rerun"
-        elif resumed_here and paused is not None:
+        if resumed_here and paused is not None:
             if paused.waiting_for == "answer" and d.decision.has_answer:
                 answer = d.decision.answer
             elif paused.waiting_for == "decision" and d.decision.approve is False:
@@ -160,6 +162,11 @@ class _JournaledBox:
         except PauseRun as exc:
             if exc.step_id is None:  # `ask(...)` in the tool itself; else a nested step's
                 exc.step_id, exc.call_id = step, key
+            # Journalled as waiting, not as interrupted: a resume runs it again.
+            await d.store.record_tool_call(
+                d.run_id, step, ctx.turn, key, status="in_flight",
+                idempotent=self._idempotent(call.name), name=call.name,
+                arguments=d.redact(call.arguments), result=_ASKED)
             raise
         finally:
             NESTED_USAGE.reset(usage_token)
@@ -181,6 +188,15 @@ class _JournaledBox:
             idempotent=self._idempotent(call.name), name=call.name,
             arguments=d.redact(call.arguments), result=stored)
         return result
+
+
+_ASKED = {"asked": True}
+"""The result an `in_flight` record carries when its call stopped to ask a person."""
+
+
+def _asked(record: Any) -> bool:
+    result = getattr(record, "result", None)
+    return isinstance(result, dict) and result.get("asked") is True
 
 
 def _add_usage(usage: Any) -> None:

@@ -125,8 +125,19 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     declared = [DeclaredTool(name=t.name, description=t.description,
                              parameters=t.parameters) for t in decls]
     box = registry.toolbox(declared, policy=policy, **options)
+    _check_room(box, node, options.get("max_tools"))
     if memo is not None:
         tools = tuple(registry.get(d.name) for d in decls)  # type: ignore[attr-defined]
         if all(t is not None for t in tools):  # group names (`server`) are not reused
             memo["toolbox"] = (registry, decls, options, tools, box)
     return box
+
+
+def _check_room(box: ToolBox, node: Any, limit: int | None) -> None:
+    """Vendor tools travel in the same call, so they count against `max_tools` too (the
+    load-time check counts names; here an MCP server's tools are known)."""
+    vendor = len(getattr(node.step, "vendor_tools", None) or ()) if node is not None else 0
+    if limit is not None and vendor and len(box.specs) + vendor > limit:
+        raise ConfigError(
+            f"{len(box.specs) + vendor} tools declared ({vendor} of them vendor tools), "
+            f"but the profile allows at most {limit} per call")

@@ -112,6 +112,9 @@ def check_tooling(checker: Checker, definition: WorkflowDefinition,
             tooling.functions[name] = fn
             if fn.body is not None and sub is not None:
                 tooling.refs.extend(_refs(sub, fn.body.nodes, name))
+                # A body's steps are held to the same limits, reported as the file's.
+                _check_max_tools(sub, definition, fn.body.nodes, name, checker.problems)
+                _check_vendor_tools(sub, fn.body.nodes, name, checker.problems)
     tooling.refs.extend(_refs(checker, nodes, None))
     _check_refs(checker, definition, tooling)
     _check_max_tools(checker, definition, nodes)
@@ -119,7 +122,10 @@ def check_tooling(checker: Checker, definition: WorkflowDefinition,
     return tooling
 
 
-def _check_vendor_tools(checker: Checker, nodes: dict[str, StepNode]) -> None:
+def _check_vendor_tools(checker: Checker, nodes: dict[str, StepNode],
+                        function: str | None = None,
+                        report_to: list[WorkflowError] | None = None) -> None:
+    problems = checker.problems if report_to is None else report_to
     for sid, node in nodes.items():
         items = getattr(node.step, "vendor_tools", None)
         if items is None:
@@ -127,8 +133,8 @@ def _check_vendor_tools(checker: Checker, nodes: dict[str, StepNode]) -> None:
         try:
             normalize_vendor_tools(items)
         except ConfigError as exc:
-            checker.problems.append(WorkflowError(
-                f"step {sid!r}: {exc}", file=checker.filename, field="vendor_tools",
+            problems.append(WorkflowError(
+                f"{_where(function, sid)}: {exc}", file=checker.filename, field="vendor_tools",
                 line=checker.line_in_step(checker.raw_index[sid], ("vendor_tools",))))
 
 
@@ -186,7 +192,9 @@ def _load_function(checker: Checker, name: str, decl: Any, raw: dict[str, Any],
     if isinstance(raw_steps, list) and raw_steps:
         sub_data: dict[str, Any] = {"name": f"{definition_name(checker)}.{name}",
                                     "steps": raw_steps}
-        for key in ("config", "state", "providers", "agents"):
+        # A body's steps name the file's providers, profiles and agents as the
+        # top-level steps do (spec 004: `profile` is the literal name of a profile).
+        for key in ("config", "state", "providers", "profiles", "agents"):
             if isinstance(checker.data.get(key), dict) and checker.definition_config is not None:
                 sub_data[key] = checker.data[key]
         sub = Checker(sub_data, marks, filename, checker.library)
@@ -288,7 +296,10 @@ def _bad_parameters(name: str, parameters: Any) -> str | None:
 
 
 def _check_max_tools(checker: Checker, definition: WorkflowDefinition,
-                     nodes: dict[str, StepNode]) -> None:
+                     nodes: dict[str, StepNode], function: str | None = None,
+                     report_to: list[WorkflowError] | None = None) -> None:
+    """The most tools one call may carry (a profile's `max_tools`, else config's) counts
+    every tool the call sends: tools, functions, MCP entries and vendor tools alike."""
     raw_profiles = checker.data.get("profiles") if isinstance(checker.data, dict) else None
     profiles = raw_profiles if isinstance(raw_profiles, dict) else {}
     for sid, node in nodes.items():
@@ -305,11 +316,21 @@ def _check_max_tools(checker: Checker, definition: WorkflowDefinition,
         names = {t.name for t in node.step.tools or ()}  # type: ignore[attr-defined]
         names |= set(node.step.functions or ())  # type: ignore[attr-defined]
         names |= set(node.step.mcp or ())  # type: ignore[attr-defined]
-        if len(names) > limit:
-            checker.problems.append(WorkflowError(
-                f"step {sid!r}: {len(names)} tools declared, but {where} allows "
-                f"{limit} per call", file=checker.filename,
-                line=checker.line_in_step(checker.raw_index[sid], ("tools",)), field="tools"))
+        vendor = len(node.step.vendor_tools or ())  # type: ignore[attr-defined]
+        if len(names) + vendor <= limit:
+            continue
+        count = f"{len(names) + vendor} tools declared"
+        if vendor:
+            count += f" ({vendor} of them vendor tools)"
+        field = "vendor_tools" if vendor and len(names) <= limit else "tools"
+        (checker.problems if report_to is None else report_to).append(WorkflowError(
+            f"{_where(function, sid)}: {count}, but {where} allows {limit} per call",
+            file=checker.filename, field=field,
+            line=checker.line_in_step(checker.raw_index[sid], (field,))))
+
+
+def _where(function: str | None, step_id: str) -> str:
+    return f"function {function!r}, step {step_id!r}" if function else f"step {step_id!r}"
 
 
 def _hint(name: str, options: Any) -> str:
