@@ -46,10 +46,12 @@ def test_budget_tokens_is_ignored_off_claude_so_a_small_max_tokens_loads(
 
 def test_claude_keeps_the_rule_max_tokens_must_be_above_the_budget(
         fakes: Fakes, capsys: pytest.CaptureFixture[str]) -> None:
-    code, data, err = run_cli(capsys, _FLOW.format(provider="anthropic",
+    code, data, _ = run_cli(capsys, _FLOW.format(provider="anthropic",
                                                    model="claude-sonnet-4-5", level=""))
-    assert code == 1 and data is None
-    assert "flow.yaml:" in err and "must be above thinking.budget_tokens" in err
+    assert code == 1 and data["status"] == "invalid"
+    (problem,) = data["problems"]
+    assert problem["file"] == "flow.yaml" and problem["line"] == 8
+    assert "must be above thinking.budget_tokens" in problem["message"]
     assert fakes.anthropic.requests == []
 
 
@@ -68,9 +70,11 @@ steps:
 
 def test_load_checks_see_the_model_that_dash_dash_model_gives(
         fakes: Fakes, capsys: pytest.CaptureFixture[str]) -> None:
-    code, data, err = run_cli(capsys, _OVERRIDDEN, "--model", "claude-sonnet-4-5")
-    assert code == 1 and data is None
-    assert "flow.yaml:8" in err and "needs thinking.budget_tokens" in err
+    code, data, _ = run_cli(capsys, _OVERRIDDEN, "--model", "claude-sonnet-4-5")
+    assert code == 1 and data["status"] == "invalid"
+    (problem,) = data["problems"]
+    assert problem["file"] == "flow.yaml" and problem["line"] == 8
+    assert "needs thinking.budget_tokens" in problem["message"]
     assert fakes.anthropic.requests == []  # not even the independent step ran
 
 

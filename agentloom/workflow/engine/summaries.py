@@ -63,11 +63,18 @@ def loops_usage(ctx: RunContext, step_id: str, stop: int | None = None) -> Usage
         u = getattr(summary, "usage", None)
         if u is None or (u.input_tokens is None and u.output_tokens is None):
             continue
+        # The provider's own figure when it reported one, else the price table's (the
+        # summary keeps the two apart; a step's usage carries whichever it has).
+        cost = u.cost_usd
+        estimated = cost is None
+        if estimated:
+            cost = getattr(summary, "estimated_cost_usd", None)
         usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                       cache_read_tokens=u.cache_read_tokens,
                       cache_write_tokens=u.cache_write_tokens,
                       reasoning_tokens=u.reasoning_tokens,
-                      cost_usd=None if u.cost_usd is None else Decimal(str(u.cost_usd)),
+                      cost_usd=None if cost is None else Decimal(str(cost)),
+                      cost_estimated=estimated and cost is not None,
                       input_includes_cached=u.input_includes_cached)
         total = usage if total is None else total + usage
     return total
