@@ -1,0 +1,620 @@
+"""Mutation testing of the core modules: `make mutation` (or `python bench/mutation.py`).
+
+Why our own runner: mutmut 3 rewrites every function of the package into trampolines in a
+mutants/ copy and needs a full-suite stats run first; cosmic-ray edits the file in place and
+runs one fixed test command per mutant. We want neither: the run works on a throw-away copy
+of the tree (the work tree is never edited), and each mutant runs only the tests that
+execute its line, found once per run with coverage contexts (the `mutation` extra).
+
+A mutant flips a comparison, swaps `and`/`or`, drops a `not`, negates a condition, changes
+a constant (numbers, booleans, and the strings a comparison, a subscript, a dict key or a
+`.get()` reads: wire field names and flags), swaps an arithmetic operator, or drops a
+statement. Per module a fixed seeded sample is run, one mutant at a time, each in a forked
+child of a parent that imported the third-party stack once (so a mutant costs its tests, not
+an interpreter start). A mutant on a line no test executes counts as surviving.
+Survivors checked and found equivalent (no behaviour can tell them apart) are listed in
+`bench/mutation_equivalent.json`; the report prints the reason beside each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import copy
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.json"
+DESELECT = "not local_model and not ray and not postgres and not differential"
+
+# short name -> (module file, the test paths whose coverage finds the tests of its lines)
+MODULES: dict[str, tuple[str, list[str]]] = {
+    "sandbox": ("agentloom/tools/_sandbox.py", ["tests/tools", "tests/security"]),
+    "safefs": ("agentloom/tools/_safefs.py", ["tests/tools", "tests/security"]),
+    "isolation": ("agentloom/tools/_isolation.py", ["tests/tools", "tests/security"]),
+    "expressions": (
+        "agentloom/workflow/lang/expressions.py",
+        ["tests/workflow", "tests/security/test_bounds_expressions.py"],
+    ),
+    "templates": ("agentloom/workflow/lang/templates.py", ["tests/workflow"]),
+    "retry": ("agentloom/routing/_retry.py", ["tests/routing", "tests/providers"]),
+    "breaker": ("agentloom/routing/_breaker.py", ["tests/routing"]),
+    "budget": ("agentloom/routing/_budget.py", ["tests/routing"]),
+    "trim": ("agentloom/conversation/_trim.py", ["tests/test_conversation.py", "tests/loop"]),
+    "openai": ("agentloom/providers/openai.py", ["tests/providers"]),
+    "openai_responses": ("agentloom/providers/openai_responses.py", ["tests/providers"]),
+    "anthropic": ("agentloom/providers/anthropic.py", ["tests/providers"]),
+    "gemini": ("agentloom/providers/gemini.py", ["tests/providers"]),
+    "ollama": ("agentloom/providers/ollama.py", ["tests/providers"]),
+    "redact": ("agentloom/redact.py", ["tests/observe", "tests/providers"]),
+}
+
+# The module's own test files, whose tests run first (they kill most mutants soonest).
+MAX_TESTS = 120  # per mutant, so one survivor costs seconds, not minutes
+
+
+@dataclass
+class Mutant:
+    line: int
+    start: tuple[int, int]
+    end: tuple[int, int]
+    replacement: str
+    what: str
+    source_line: str = ""
+
+
+@dataclass
+class Result:
+    mutant: Mutant
+    outcome: str  # killed | survived | timeout | uncovered
+    tests: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class ModuleReport:
+    name: str
+    path: str
+    population: int
+    results: list[Result] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        caught = sum(r.outcome in ("killed", "timeout") for r in self.results)
+        return 100.0 * caught / len(self.results) if self.results else 100.0
+
+
+# ---------------------------------------------------------------- mutant generation
+
+_CMP_SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_BIN_SWAP: dict[type[ast.operator], type[ast.operator]] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Add,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+}
+_DROPPABLE = (ast.Expr, ast.Raise, ast.Assign, ast.AugAssign, ast.Continue, ast.Break)
+
+
+def _is_bare_constant(node: ast.stmt) -> bool:
+    """Docstrings and `...`: dropping them changes nothing."""
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+
+def _is_type_alias(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.Assign):
+        return False
+    text = ast.unparse(node.value)
+    return text.startswith(("Literal[", "TypeVar(", "Union[")) or "TypeAlias" in text
+
+
+def _is_log_call(node: ast.stmt) -> bool:
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    func = node.value.func
+    return isinstance(func, ast.Attribute) and "log" in ast.unparse(func.value).lower()
+
+
+class _Finder(ast.NodeVisitor):
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.found: list[Mutant] = []
+        self._string_ok: set[int] = set()
+
+    def _add(self, node: ast.AST, replacement: str, what: str) -> None:
+        line = node.lineno  # type: ignore[attr-defined]
+        if "no mutate" in self.lines[line - 1]:
+            return
+        self.found.append(
+            Mutant(
+                line=line,
+                start=(line, node.col_offset),  # type: ignore[attr-defined]
+                end=(node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
+                replacement=replacement,
+                what=what,
+                source_line=self.lines[line - 1].strip(),
+            )
+        )
+
+    def _expr(self, original: ast.expr, new: ast.expr, what: str) -> None:
+        self._add(original, f"({ast.unparse(new)})", what)
+
+    # skipped subtrees: annotations, f-strings, TYPE_CHECKING blocks
+    def visit_arg(self, node: ast.arg) -> None:
+        return
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        return
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self.visit(default)
+        self._body(node, node.body)
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._body(node, node.body)
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._body(node, node.body)
+
+    def _body(self, parent: ast.AST, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
+                continue
+            if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets
+            ):
+                continue
+            if isinstance(stmt, ast.Import | ast.ImportFrom) or _is_type_alias(stmt):
+                continue
+            if (
+                isinstance(stmt, _DROPPABLE)
+                and not _is_bare_constant(stmt)
+                and not _is_log_call(stmt)
+            ):
+                self._add(stmt, "pass", f"drop `{_short(ast.unparse(stmt))}`")
+            self.visit(stmt)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name, value in ast.iter_fields(node):
+            is_body = name in ("body", "orelse", "finalbody") and isinstance(value, list)
+            if is_body and value and isinstance(value[0], ast.stmt):
+                self._body(node, value)
+                continue
+            if name in ("returns", "annotation", "decorator_list"):
+                continue
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+    def visit_If(self, node: ast.If) -> None:
+        self._negate(node.test)
+        self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._negate(node.test)
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._negate(node.test)
+        self.generic_visit(node)
+
+    def _negate(self, test: ast.expr) -> None:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return  # dropping the `not` covers it
+        self._expr(test, ast.UnaryOp(op=ast.Not(), operand=test), "negate condition")
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for i, op in enumerate(node.ops):
+            swap = _CMP_SWAP.get(type(op))
+            if swap is not None:
+                new = copy.deepcopy(node)
+                new.ops[i] = swap()
+                self._expr(node, new, f"`{_op(node, op)}` -> `{_op(new, new.ops[i])}`")
+        for operand in [node.left, *node.comparators]:
+            self._string_ok.add(id(operand))
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        new = copy.deepcopy(node)
+        new.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        self._expr(node, new, "`and` -> `or`" if isinstance(node.op, ast.And) else "`or` -> `and`")
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            self._expr(node, node.operand, "drop `not`")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        swap = _BIN_SWAP.get(type(node.op))
+        if swap is not None and not _is_str(node.left) and not _is_str(node.right):
+            new = copy.deepcopy(node)
+            new.op = swap()
+            self._expr(node, new, f"`{_binop(node.op)}` -> `{_binop(new.op)}`")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.value, ast.Name) and node.value.id in ("Literal", "TypeVar"):
+            return  # a type, not a value
+        self._string_ok.add(id(node.slice))
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key in node.keys:
+            if key is not None:
+                self._string_ok.add(id(key))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args:
+            self._string_ok.add(id(node.args[0]))
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        value = node.value
+        if isinstance(value, bool):
+            self._expr(node, ast.Constant(not value), f"`{value}` -> `{not value}`")
+        elif isinstance(value, int):
+            self._expr(node, ast.Constant(value + 1), f"`{value}` -> `{value + 1}`")
+        elif isinstance(value, float):
+            new = value * 2 if value else 1.0
+            self._expr(node, ast.Constant(new), f"`{value}` -> `{new}`")
+        elif isinstance(value, str) and id(node) in self._string_ok:
+            new_s = value + "_X"
+            self._expr(node, ast.Constant(new_s), f"`{value!r}` -> `{new_s!r}`")
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _op(node: ast.Compare, op: ast.cmpop) -> str:
+    mini = ast.Compare(left=ast.Name("a"), ops=[op], comparators=[ast.Name("b")])
+    return ast.unparse(mini)[2:-2]
+
+
+def _binop(op: ast.operator) -> str:
+    return ast.unparse(ast.BinOp(left=ast.Name("a"), op=op, right=ast.Name("b")))[2:-2]
+
+
+def _is_str(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def find_mutants(source: str) -> list[Mutant]:
+    finder = _Finder(source.splitlines())
+    finder.visit(ast.parse(source))
+    return finder.found
+
+
+def apply(source: str, mutant: Mutant) -> str | None:
+    """The source with one segment replaced (ast offsets count UTF-8 bytes), or None when
+    the result does not parse."""
+    lines = source.encode().splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    data = source.encode()
+    start = offsets[mutant.start[0] - 1] + mutant.start[1]
+    end = offsets[mutant.end[0] - 1] + mutant.end[1]
+    mutated = (data[:start] + mutant.replacement.encode() + data[end:]).decode()
+    try:
+        ast.parse(mutated)
+    except SyntaxError:
+        return None
+    return mutated
+
+
+# ---------------------------------------------------------------- running tests
+
+
+def _fork_pytest(
+    copy_root: Path,
+    args: list[str],
+    timeout: float,
+    plugin: Callable[[], Any] | None = None,
+    log: Path | None = None,
+) -> int:
+    """pytest.main in a forked child (its own process group, output to `log` or nowhere).
+    Returns its exit code, or -1 on timeout."""
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 70
+        try:
+            os.setsid()
+            devnull = os.open(log or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.chdir(copy_root)
+            sys.path.insert(0, str(copy_root))
+            code = int(pytest.main(args, plugins=[plugin()] if plugin else []))
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -1
+        time.sleep(0.02)
+
+
+class _Contexts:
+    """pytest plugin: coverage of the target files with one context per test."""
+
+    def __init__(self, files: list[str], out: Path) -> None:
+        import coverage
+
+        self.files = files
+        self.out = out
+        self.cov = coverage.Coverage(data_file=None, include=files)
+        self.durations: dict[str, float] = {}
+        self.failed: list[str] = []
+        self.cov.start()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Iterator[None]:
+        self.cov.switch_context(item.nodeid)
+        started = time.monotonic()
+        yield
+        self.durations[item.nodeid] = time.monotonic() - started
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self.failed.append(report.nodeid)
+
+    def pytest_sessionfinish(self) -> None:
+        self.cov.stop()
+        data = self.cov.get_data()
+        lines: dict[str, dict[str, list[str]]] = {}
+        for path in self.files:
+            by_line = data.contexts_by_lineno(path)
+            lines[path] = {str(k): sorted(v) for k, v in by_line.items()}
+        root = str(self.out.parent)
+        warm = [  # in import order: some packages mind the order
+            name
+            for name, module in list(sys.modules.items())
+            if not name.startswith(("agentloom", "tests", "conftest", "__"))
+            and not str(getattr(module, "__file__", None) or "").startswith(root)
+        ]
+        self.out.write_text(
+            json.dumps(
+                {"lines": lines, "durations": self.durations, "warm": warm, "failed": self.failed}
+            )
+        )
+
+
+def collect_coverage(copy_root: Path, names: list[str]) -> dict[str, Any]:
+    files = [str(copy_root / MODULES[n][0]) for n in names]
+    paths = sorted({p for n in names for p in MODULES[n][1]})
+    out = copy_root / ".mutation-coverage.json"
+    code = _fork_pytest(
+        copy_root,
+        ["-q", "-p", "no:randomly", "-m", DESELECT, *paths],
+        3600,
+        lambda: _Contexts(files, out),  # built in the child: the parent never traces
+    )
+    if not out.exists():
+        raise SystemExit(f"coverage run failed (pytest exit {code})")
+    result: dict[str, Any] = json.loads(out.read_text())
+    if code not in (0, 1):
+        print(f"warning: coverage run exited {code}", file=sys.stderr)
+    return result
+
+
+def tests_for(mutant: Mutant, cov: dict[str, Any], path: str, own: list[str]) -> list[str]:
+    by_line: dict[str, list[str]] = cov["lines"].get(path, {})
+    broken = set(cov["failed"])  # failing before any mutation: they tell nothing
+    tests = [t for t in by_line.get(str(mutant.line), []) if t and t not in broken]
+    if not tests and str(mutant.line) in by_line:
+        # module-level code runs at import, outside any test: every test of the module
+        tests = sorted({t for ts in by_line.values() for t in ts if t and t not in broken})
+    durations: dict[str, float] = cov["durations"]
+    tests.sort(key=lambda t: (not any(t.startswith(p) for p in own), durations.get(t, 1.0)))
+    return tests[:MAX_TESTS]
+
+
+def sample_mutants(source: str, rel: str, sample: int, seed: int) -> tuple[int, list[Mutant]]:
+    """(how many mutants the module has, the seeded sample in line order). The sample
+    depends on the source and the seed only, never on the tests."""
+    mutants = [m for m in find_mutants(source) if apply(source, m) is not None]
+    rng = random.Random(f"{seed}:{rel}")
+    chosen = rng.sample(mutants, min(sample, len(mutants)))
+    return len(mutants), sorted(chosen, key=lambda m: m.line)
+
+
+def run_module(
+    name: str, copy_root: Path, cov: dict[str, Any], sample: int, seed: int
+) -> ModuleReport:
+    rel, own = MODULES[name]
+    target = copy_root / rel
+    original = target.read_text()
+    population, chosen = sample_mutants(original, rel, sample, seed)
+    report = ModuleReport(name, rel, population)
+    durations: dict[str, float] = cov["durations"]
+    baseline = sorted({t for m in chosen[:5] for t in tests_for(m, cov, str(target), own)})
+    log = copy_root / f".baseline-{name}.log"
+    if baseline and _fork_pytest(copy_root, ["-q", "-p", "no:randomly", *baseline], 600, log=log):
+        raise SystemExit(f"{name}: its tests fail before any mutation:\n{log.read_text()[-3000:]}")
+    try:
+        for mutant in chosen:
+            tests = tests_for(mutant, cov, str(target), own)
+            if not tests:
+                report.results.append(Result(mutant, "uncovered"))
+                continue
+            target.write_text(apply(original, mutant) or original)
+            budget = 3 * sum(durations.get(t, 1.0) for t in tests) + 20
+            started = time.monotonic()
+            code = _fork_pytest(copy_root, ["-x", "-q", "-p", "no:randomly", *tests], budget)
+            spent = time.monotonic() - started
+            outcome = "timeout" if code == -1 else "survived" if code == 0 else "killed"
+            report.results.append(Result(mutant, outcome, len(tests), spent))
+            mark = {"killed": ".", "timeout": "T", "survived": "S"}[outcome]
+            print(mark, end="", flush=True)
+    finally:
+        target.write_text(original)
+    print(f" {name}: {report.score:.0f}%", flush=True)
+    return report
+
+
+# ---------------------------------------------------------------- report
+
+
+def _equivalents() -> dict[str, str]:
+    if not EQUIVALENT_FILE.exists():
+        return {}
+    entries: list[dict[str, str]] = json.loads(EQUIVALENT_FILE.read_text())
+    return {_key(e["module"], e["source"], e["mutant"]): e["why"] for e in entries}
+
+
+def _key(module: str, source: str, what: str) -> str:
+    return f"{module}|{' '.join(source.split())}|{what}"
+
+
+def write_report(
+    reports: list[ModuleReport], out: Path, args: argparse.Namespace, took: float
+) -> None:
+    why = _equivalents()
+    total = sum(len(r.results) for r in reports)
+    caught = sum(r.outcome in ("killed", "timeout") for m in reports for r in m.results)
+    lines = [
+        "# Mutation testing of the core modules",
+        "",
+        "Generated by `make mutation` (`bench/mutation.py`); not run in CI. "
+        f"Seed {args.seed}, {args.sample} sampled mutants per module, one worker; "
+        f"this run took {took / 60:.1f} min. Each mutant runs the tests that execute its "
+        "line (coverage contexts); a mutant no test executes counts as surviving.",
+        "",
+        f"Overall: {caught}/{total} caught ({100.0 * caught / max(total, 1):.0f}%).",
+        "",
+        "| module | mutants (all) | sampled | killed | timeout | survived | uncovered | score |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in reports:
+        kinds = ("killed", "timeout", "survived", "uncovered")
+        count = {k: sum(x.outcome == k for x in r.results) for k in kinds}
+        lines.append(
+            f"| `{r.path}` | {r.population} | {len(r.results)} | {count['killed']} | "
+            f"{count['timeout']} | {count['survived']} | {count['uncovered']} | {r.score:.0f}% |"
+        )
+    lines += ["", "## Surviving mutants", ""]
+    for r in reports:
+        left = [x for x in r.results if x.outcome in ("survived", "uncovered")]
+        if not left:
+            continue
+        lines.append(f"### `{r.path}`")
+        lines.append("")
+        for x in left:
+            m = x.mutant
+            reason = why.get(_key(r.name, m.source_line, m.what), "**not explained**")
+            note = " (no test executes this line)" if x.outcome == "uncovered" else ""
+            lines.append(f"- line {m.line}: {m.what} in `{_short(m.source_line)}`{note}: {reason}")
+        lines.append("")
+    out.write_text("\n".join(lines))
+
+
+def _preimport(names: list[str]) -> None:
+    """The third-party and stdlib modules the coverage run's tests imported, loaded once in
+    the parent so each forked child starts warm (2 s -> 0.5 s a mutant). Never agentloom
+    itself nor a test module: those must load from the mutated copy."""
+    import importlib
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "modules", nargs="*", help=f"short names (default all): {', '.join(MODULES)}"
+    )
+    parser.add_argument("--sample", type=int, default=40, help="mutants per module (default 40)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--report", default=str(ROOT / "bench" / "MUTATION.md"))
+    parser.add_argument(
+        "--list", action="store_true", help="print the sampled mutants, run nothing"
+    )
+    args = parser.parse_args(argv)
+    names = args.modules or list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {unknown[0]!r}; choose from {', '.join(MODULES)}")
+    if args.list:
+        for name in names:
+            rel = MODULES[name][0]
+            _, chosen = sample_mutants((ROOT / rel).read_text(), rel, args.sample, args.seed)
+            for m in chosen:
+                print(f"{name}:{m.line}: {m.what}")
+        return 0
+    started = time.monotonic()
+    sys.dont_write_bytecode = True  # a stale .pyc of the previous mutant must never load
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    with tempfile.TemporaryDirectory(prefix="agentloom-mutation-") as tmp:
+        copy_root = Path(tmp) / "tree"
+        shutil.copytree(
+            ROOT,
+            copy_root,
+            ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", "mutants"),
+        )
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(copy_root), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+        print(f"coverage of {len(names)} module(s)...", flush=True)
+        cov = collect_coverage(copy_root, names)
+        _preimport(cov["warm"])
+        reports = [run_module(n, copy_root, cov, args.sample, args.seed) for n in names]
+    write_report(reports, Path(args.report), args, time.monotonic() - started)
+    print(f"report: {args.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
