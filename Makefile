@@ -32,6 +32,7 @@ lint:
 
 # Mutation testing of the core modules (bench/mutation.py; report in bench/MUTATION.md).
 # Not part of `make test` nor CI. One worker, niced: MUTATION_ARGS="anthropic --sample 60".
-mutation: setup-test
-	$(BIN)/pip install -q -e '.[mutation]'
+mutation: $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,mutation]'
+	bash scripts/ensure-bwrap.sh
 	nice -n 10 $(BIN)/python bench/mutation.py $(MUTATION_ARGS)

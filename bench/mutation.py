@@ -63,8 +63,12 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "redact": ("agentloom/redact.py", ["tests/observe", "tests/providers"]),
 }
 
-# The module's own test files, whose tests run first (they kill most mutants soonest).
-MAX_TESTS = 120  # per mutant, so one survivor costs seconds, not minutes
+# Words in the names of a module's own test files: their tests run first.
+HINTS = {"trim": "conversation", "safefs": "file", "isolation": "isolation"}
+# Per mutant, the fastest covering tests up to this many seconds (as the coverage run
+# timed them) and this many tests: a survivor costs seconds, not minutes.
+TEST_SECONDS = 6.0
+MAX_TESTS = 80
 
 
 @dataclass
@@ -371,16 +375,21 @@ def _fork_pytest(
         finally:
             os._exit(code)
     deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
+    done = 0
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+    finally:
+        if not done:  # timed out, or the run itself was interrupted
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            return -1
-        time.sleep(0.02)
+    return -1
 
 
 class _Contexts:
@@ -446,7 +455,7 @@ def collect_coverage(copy_root: Path, names: list[str]) -> dict[str, Any]:
     return result
 
 
-def tests_for(mutant: Mutant, cov: dict[str, Any], path: str, own: list[str]) -> list[str]:
+def tests_for(mutant: Mutant, cov: dict[str, Any], path: str, hint: str) -> list[str]:
     by_line: dict[str, list[str]] = cov["lines"].get(path, {})
     broken = set(cov["failed"])  # failing before any mutation: they tell nothing
     tests = [t for t in by_line.get(str(mutant.line), []) if t and t not in broken]
@@ -454,8 +463,15 @@ def tests_for(mutant: Mutant, cov: dict[str, Any], path: str, own: list[str]) ->
         # module-level code runs at import, outside any test: every test of the module
         tests = sorted({t for ts in by_line.values() for t in ts if t and t not in broken})
     durations: dict[str, float] = cov["durations"]
-    tests.sort(key=lambda t: (not any(t.startswith(p) for p in own), durations.get(t, 1.0)))
-    return tests[:MAX_TESTS]
+    tests.sort(key=lambda t: (hint not in t.split("::")[0], durations.get(t, 1.0)))
+    chosen: list[str] = []
+    spent = 0.0
+    for test in tests[:MAX_TESTS]:
+        spent += durations.get(test, 1.0)
+        if chosen and spent > TEST_SECONDS:
+            break
+        chosen.append(test)
+    return chosen
 
 
 def sample_mutants(source: str, rel: str, sample: int, seed: int) -> tuple[int, list[Mutant]]:
@@ -470,19 +486,20 @@ def sample_mutants(source: str, rel: str, sample: int, seed: int) -> tuple[int, 
 def run_module(
     name: str, copy_root: Path, cov: dict[str, Any], sample: int, seed: int
 ) -> ModuleReport:
-    rel, own = MODULES[name]
+    rel = MODULES[name][0]
+    hint = HINTS.get(name, name)
     target = copy_root / rel
     original = target.read_text()
     population, chosen = sample_mutants(original, rel, sample, seed)
     report = ModuleReport(name, rel, population)
     durations: dict[str, float] = cov["durations"]
-    baseline = sorted({t for m in chosen[:5] for t in tests_for(m, cov, str(target), own)})
+    baseline = sorted({t for m in chosen[:5] for t in tests_for(m, cov, str(target), hint)})
     log = copy_root / f".baseline-{name}.log"
     if baseline and _fork_pytest(copy_root, ["-q", "-p", "no:randomly", *baseline], 600, log=log):
         raise SystemExit(f"{name}: its tests fail before any mutation:\n{log.read_text()[-3000:]}")
     try:
         for mutant in chosen:
-            tests = tests_for(mutant, cov, str(target), own)
+            tests = tests_for(mutant, cov, str(target), hint)
             if not tests:
                 report.results.append(Result(mutant, "uncovered"))
                 continue
@@ -493,11 +510,11 @@ def run_module(
             spent = time.monotonic() - started
             outcome = "timeout" if code == -1 else "survived" if code == 0 else "killed"
             report.results.append(Result(mutant, outcome, len(tests), spent))
-            mark = {"killed": ".", "timeout": "T", "survived": "S"}[outcome]
-            print(mark, end="", flush=True)
+            print(f"  {name}:{mutant.line} {mutant.what}: {outcome} "
+                  f"({len(tests)} tests, {spent:.1f} s)", flush=True)
     finally:
         target.write_text(original)
-    print(f" {name}: {report.score:.0f}%", flush=True)
+    print(f"{name}: {report.score:.0f}%", flush=True)
     return report
 
 
@@ -578,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sample", type=int, default=40, help="mutants per module (default 40)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tree", default=str(ROOT), help="the source tree to test (a copy)")
     parser.add_argument("--report", default=str(ROOT / "bench" / "MUTATION.md"))
     parser.add_argument(
         "--list", action="store_true", help="print the sampled mutants, run nothing"
@@ -590,17 +608,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for name in names:
             rel = MODULES[name][0]
-            _, chosen = sample_mutants((ROOT / rel).read_text(), rel, args.sample, args.seed)
+            source = (Path(args.tree) / rel).read_text()
+            _, chosen = sample_mutants(source, rel, args.sample, args.seed)
             for m in chosen:
                 print(f"{name}:{m.line}: {m.what}")
         return 0
     started = time.monotonic()
+    # SIGTERM (make interrupted, a kill) unwinds like Ctrl-C, so the copy is removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.dont_write_bytecode = True  # a stale .pyc of the previous mutant must never load
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     with tempfile.TemporaryDirectory(prefix="agentloom-mutation-") as tmp:
         copy_root = Path(tmp) / "tree"
         shutil.copytree(
-            ROOT,
+            args.tree,
             copy_root,
             ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", "mutants"),
         )
