@@ -504,7 +504,7 @@ def run_module(
                 report.results.append(Result(mutant, "uncovered"))
                 continue
             target.write_text(apply(original, mutant) or original)
-            budget = 3 * sum(durations.get(t, 1.0) for t in tests) + 20
+            budget = 2 * sum(durations.get(t, 1.0) for t in tests) + 10
             started = time.monotonic()
             code = _fork_pytest(copy_root, ["-x", "-q", "-p", "no:randomly", *tests], budget)
             spent = time.monotonic() - started
