@@ -200,9 +200,10 @@ class _Finder(ast.NodeVisitor):
             if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
                 continue
             if isinstance(stmt, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets
+                isinstance(t, ast.Name) and t.id in ("__all__", "__slots__")
+                for t in stmt.targets
             ):
-                continue
+                continue  # names and memory layout, not behaviour
             if isinstance(stmt, ast.Import | ast.ImportFrom) or _is_type_alias(stmt):
                 continue
             if (
@@ -289,6 +290,8 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "field":
+            return  # a dataclass field's repr/compare flags, not the code's behaviour
         if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args:
             self._string_ok.add(id(node.args[0]))
         self.generic_visit(node)

@@ -201,3 +201,70 @@ def test_gemini_an_unknown_or_non_string_ref_is_dropped_and_a_known_one_resolved
         "b": {"type": "STRING"},
         "c": {"type": "BOOLEAN"},
     }
+
+
+# --- Ollama ---------------------------------------------------------------------------------
+
+OLLAMA = get_protocol("ollama")
+OEP = Endpoint(name="ollama", protocol="ollama", base_url="http://127.0.0.1:9", api_key=None)
+
+
+def test_ollama_refuses_documents_and_audio_by_name() -> None:
+    from agentloom.errors import ConfigError
+    from agentloom.messages import AudioPart, DocumentPart
+
+    for part, label in ((DocumentPart(data=b"%PDF"), "PDF"),
+                        (AudioPart(data=b"x", media_type="audio/wav"), "audio")):
+        request = ModelRequest(model="llama3", messages=(Message.user("x", part),))
+        with pytest.raises(ConfigError, match=f"does not take {label} attachments"):
+            OLLAMA.encode(request, OEP)
+
+
+def test_ollama_sends_vendor_tools_after_its_own() -> None:
+    from agentloom.messages import ToolSpec
+
+    request = ModelRequest(model="llama3", messages=(Message.user("x"),),
+                           tools=(ToolSpec(name="f", description="F", parameters={}),),
+                           vendor_tools=({"type": "web_search"},))
+    tools = json.loads(OLLAMA.encode(request, OEP).body or b"")["tools"]
+    assert [t.get("type") for t in tools] == ["function", "web_search"]
+    only_vendor = ModelRequest(model="llama3", messages=(Message.user("x"),),
+                               vendor_tools=({"type": "web_search"},))
+    assert json.loads(OLLAMA.encode(only_vendor, OEP).body or b"")["tools"] == [
+        {"type": "web_search"}]
+
+
+def test_ollama_numbers_tool_calls_across_chunks() -> None:
+    chunks = [
+        {"message": {"tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}},
+        {"message": {"tool_calls": [{"function": {"name": "g", "arguments": "{}"}}]}},
+    ]
+    decoder = OLLAMA.stream_decoder(ModelRequest(model="llama3", messages=(), stream=True), OEP)
+    events = decoder.feed("".join(json.dumps(c) + "\n" for c in chunks).encode())
+    calls = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert [(c.index, c.name, c.arguments) for c in calls] == [(0, "f", '{"a": 1}'),
+                                                              (1, "g", "{}")]
+    assert calls[0].id != calls[1].id
+
+
+def test_protocol_names() -> None:
+    assert (OPENAI.name, RESPONSES.name, GEMINI.name, OLLAMA.name) == (
+        "openai", "openai_responses", "gemini", "ollama")
+
+
+@pytest.mark.parametrize("module", ["openai", "ollama", "anthropic", "gemini"])
+def test_provider_modules_name_a_missing_attribute(module: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(f"agentloom.providers.{module}")
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        mod.Nope  # noqa: B018
+
+
+def test_the_migration_faces_resolve() -> None:
+    from agentloom.compat import gateway
+    from agentloom.providers import anthropic, ollama, openai
+
+    assert ollama.OllamaProvider is gateway.OllamaProvider
+    assert anthropic.AnthropicProvider is gateway.AnthropicProvider
+    assert openai.OpenAIProvider is gateway.OpenAIProvider
