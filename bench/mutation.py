@@ -64,7 +64,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 }
 
 # Words in the names of a module's own test files: their tests run first.
-HINTS = {"trim": "conversation", "safefs": "file", "isolation": "isolation"}
+HINTS: dict[str, tuple[str, ...]] = {
+    "trim": ("conversation",),
+    "safefs": ("safefs", "file"),
+    "openai": ("openai", "wire_mutants"),
+    "openai_responses": ("responses", "wire_mutants"),
+    "gemini": ("gemini", "wire_mutants"),
+    "ollama": ("ollama", "wire_mutants"),
+}
 # Per mutant, the fastest covering tests up to this many seconds (as the coverage run
 # timed them) and this many tests: a survivor costs seconds, not minutes.
 TEST_SECONDS = 6.0
@@ -458,7 +465,9 @@ def collect_coverage(copy_root: Path, names: list[str]) -> dict[str, Any]:
     return result
 
 
-def tests_for(mutant: Mutant, cov: dict[str, Any], path: str, hint: str) -> list[str]:
+def tests_for(
+    mutant: Mutant, cov: dict[str, Any], path: str, hints: tuple[str, ...]
+) -> list[str]:
     by_line: dict[str, list[str]] = cov["lines"].get(path, {})
     broken = set(cov["failed"])  # failing before any mutation: they tell nothing
     tests = [t for t in by_line.get(str(mutant.line), []) if t and t not in broken]
@@ -466,7 +475,11 @@ def tests_for(mutant: Mutant, cov: dict[str, Any], path: str, hint: str) -> list
         # module-level code runs at import, outside any test: every test of the module
         tests = sorted({t for ts in by_line.values() for t in ts if t and t not in broken})
     durations: dict[str, float] = cov["durations"]
-    tests.sort(key=lambda t: (hint not in t.split("::")[0], durations.get(t, 1.0)))
+    def own_first(test: str) -> tuple[bool, float]:
+        file = test.split("::")[0]
+        return not any(h in file for h in hints), durations.get(test, 1.0)
+
+    tests.sort(key=own_first)
     chosen: list[str] = []
     spent = 0.0
     for test in tests[:MAX_TESTS]:
@@ -490,7 +503,7 @@ def run_module(
     name: str, copy_root: Path, cov: dict[str, Any], sample: int, seed: int
 ) -> ModuleReport:
     rel = MODULES[name][0]
-    hint = HINTS.get(name, name)
+    hint = HINTS.get(name, (name,))
     target = copy_root / rel
     original = target.read_text()
     population, chosen = sample_mutants(original, rel, sample, seed)
@@ -596,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "modules", nargs="*", help=f"short names (default all): {', '.join(MODULES)}"
     )
-    parser.add_argument("--sample", type=int, default=40, help="mutants per module (default 40)")
+    parser.add_argument("--sample", type=int, default=30, help="mutants per module (default 30)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tree", default=str(ROOT), help="the source tree to test (a copy)")
     parser.add_argument("--report", default=str(ROOT / "bench" / "MUTATION.md"))

@@ -135,3 +135,10 @@ def test_the_walk_over_containers_models_and_dataclasses() -> None:
     assert r.redact_state(untouched) is untouched
     assert r.redact_state(object) is object
     assert r.redact is not None and r.redact("hunter22") == REDACTED
+
+
+def test_a_dotted_path_glob_finds_nested_secret_values() -> None:
+    r = Redactor.from_state_schema({"outer.inner": {"redact": True}},
+                                   state={"outer": {"inner": "value-123", "x": "open-456"}})
+    assert r.redact_text("value-123 open-456") == f"{REDACTED} open-456"
+    assert r.redact_state({"outer": {"inner": "v"}}) == {"outer": {"inner": REDACTED}}

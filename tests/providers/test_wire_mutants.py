@@ -268,3 +268,58 @@ def test_the_migration_faces_resolve() -> None:
     assert ollama.OllamaProvider is gateway.OllamaProvider
     assert anthropic.AnthropicProvider is gateway.AnthropicProvider
     assert openai.OpenAIProvider is gateway.OpenAIProvider
+
+
+# --- OpenAI Responses: encode details ------------------------------------------------------
+
+
+def responses_body(request: ModelRequest) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(RESPONSES.encode(request, REP).body or b"")
+    return result
+
+
+def test_responses_documents_need_data_or_url() -> None:
+    from agentloom.errors import ConfigError
+    from agentloom.messages import DocumentPart
+
+    request = ModelRequest(model="o4-mini", messages=(Message.user("x", DocumentPart()),))
+    with pytest.raises(ConfigError, match="a document attachment has neither data nor url"):
+        RESPONSES.encode(request, REP)
+    url = ModelRequest(model="o4-mini", messages=(
+        Message.user("x", DocumentPart(url="https://e/x.pdf")),))
+    assert {"type": "input_file", "file_url": "https://e/x.pdf"} in (
+        responses_body(url)["input"][0]["content"])
+
+
+def test_responses_a_named_user_speaks_in_brackets() -> None:
+    request = ModelRequest(model="o4-mini", messages=(Message.user("hi", name="ada"),
+                                                      Message.assistant("yo", name="bot")))
+    items = responses_body(request)["input"]
+    assert items[0]["content"][0] == {"type": "input_text", "text": "[ada] hi"}
+    assert items[1] == {"role": "assistant", "content": "[bot] yo"}
+
+
+def test_responses_text_formats() -> None:
+    from agentloom.messages import ResponseFormat
+
+    schema = ResponseFormat(kind="json_schema", schema={"type": "object"}, name="r",
+                            description="the reply")
+    fmt = responses_body(req("o4-mini", response_format=schema))["text"]["format"]
+    assert fmt == {"type": "json_schema", "name": "r", "schema": {"type": "object"},
+                   "strict": True, "description": "the reply"}
+    plain = responses_body(req("o4-mini", response_format=ResponseFormat()))
+    assert plain["text"]["format"] == {"type": "json_object"}
+
+
+def test_responses_an_error_that_is_not_an_object_keeps_its_text() -> None:
+    decoder = RESPONSES.stream_decoder(req("o4-mini", stream=True), REP)
+    event = {"type": "response.failed", "response": {"error": "plain words"}}
+    with pytest.raises(ProviderError, match="reported an error in its reply: plain words"):
+        decoder.feed(f"data: {json.dumps(event)}\n\n".encode())
+
+
+def test_gemini_a_nullable_union_stays_nullable() -> None:
+    out = to_gemini_schema({"type": ["string", "integer", "null"]})
+    assert out["nullable"] is True
+    assert [o["type"] for o in out["anyOf"]] == ["STRING", "INTEGER"]
+    assert "nullable" not in to_gemini_schema({"type": ["string", "integer"]})
