@@ -219,3 +219,23 @@ def test_transcript_and_summary_request_text() -> None:
     system, user = summary_request(None, c.messages)
     assert system.text == SUMMARIZER_INSTRUCTIONS
     assert user.text == "Summary so far:\n(none)\n\nNew messages:\nuser: hi\nassistant (bob): yo"
+
+
+async def test_a_summary_landing_exactly_on_the_budget_is_not_over() -> None:
+    async def summarize(messages: tuple[Message, ...]) -> str:
+        return "S"  # the summary message: 14 tokens
+
+    first = {"role": "user", "content": "x" * 41}  # 15 tokens
+    c = conv("summarize_oldest", 42, first, msg("assistant"), msg("user"))  # 43 in all
+    result = await trim(c, summarize=summarize)
+    assert len(result.removed) == 1 and result.conversation.tokens() == 42
+    assert not result.over_budget
+    result = await trim(conv("summarize_oldest", 41, first, msg("assistant"), msg("user")),
+                       summarize=summarize)
+    assert result.over_budget
+
+
+async def test_a_result_within_budget_says_nothing_happened() -> None:
+    result = await trim(conv("summarize_oldest", 100, msg("user")))
+    assert (result.removed, result.summarized, result.summary_error, result.over_budget) == (
+        (), False, None, False)

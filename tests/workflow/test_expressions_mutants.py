@@ -277,3 +277,10 @@ def test_state_paths_lists_reads_not_method_calls() -> None:
     assert sorted(map(str, expr.state_paths())) == sorted(
         map(str, [("a", "b"), ("a",), ("c", 0), ("c",), ("d",)])
     )
+
+
+def test_every_step_of_a_state_path_counts_as_a_part() -> None:
+    # `state.a` is two parts (the name and the attribute); 99 of them in a list: 199.
+    assert compile_expression("[" + ", ".join(["state.a"] * 99) + "]")
+    with pytest.raises(ExpressionError, match=f"more than {ex.MAX_NODES} parts"):
+        compile_expression("[" + ", ".join(["state.a"] * 100) + "]")
