@@ -148,3 +148,9 @@ def test_a_bare_name_reads_the_state() -> None:
     assert render("{question}?", {"question": "why"}) == "why?"
     with pytest.raises(TemplateError, match=r"\{nope\}: the state has no 'nope'"):
         render("{nope}")
+
+
+def test_a_bare_args_reference_suggests_the_state_key() -> None:
+    with pytest.raises(TemplateError, match=r"unknown reference, .*; did you mean "
+                                            r"\{state\.args\}\? \(write"):
+        compile_template("{args}")
