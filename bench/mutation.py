@@ -550,11 +550,13 @@ def _equivalents() -> list[dict[str, str]]:
 
 def _explain(entries: list[dict[str, str]], module: str, m: Mutant) -> str | None:
     """Why this survivor is equivalent, if an entry names it: module, source line and
-    mutant, and the replacement text where one line has two mutants of one kind."""
+    mutant; the replacement text where one line has two mutants of one kind, the line
+    number where two lines read the same."""
     for e in entries:
         if (e["module"] == module and " ".join(e["source"].split()) == " ".join(
                 m.source_line.split()) and e["mutant"] == m.what
-                and e.get("replacement", m.replacement) == m.replacement):
+                and e.get("replacement", m.replacement) == m.replacement
+                and e.get("line", m.line) == m.line):
             return e["why"]
     return None
 
