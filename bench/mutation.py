@@ -55,7 +55,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "retry": ("agentloom/routing/_retry.py", ["tests/routing", "tests/providers"]),
     "breaker": ("agentloom/routing/_breaker.py", ["tests/routing"]),
     "budget": ("agentloom/routing/_budget.py", ["tests/routing"]),
-    "trim": ("agentloom/conversation/_trim.py", ["tests/test_conversation.py", "tests/loop"]),
+    "trim": (
+        "agentloom/conversation/_trim.py",
+        ["tests/test_conversation.py", "tests/test_conversation_trim_mutants.py", "tests/loop"],
+    ),
     "openai": ("agentloom/providers/openai.py", ["tests/providers"]),
     "openai_responses": ("agentloom/providers/openai_responses.py", ["tests/providers"]),
     "anthropic": ("agentloom/providers/anthropic.py", ["tests/providers"]),

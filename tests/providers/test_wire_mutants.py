@@ -323,3 +323,11 @@ def test_gemini_a_nullable_union_stays_nullable() -> None:
     assert out["nullable"] is True
     assert [o["type"] for o in out["anyOf"]] == ["STRING", "INTEGER"]
     assert "nullable" not in to_gemini_schema({"type": ["string", "integer"]})
+
+
+def test_responses_a_summary_delta_is_passed_on_as_it_arrives() -> None:
+    event = {"type": "response.reasoning_summary_text.delta", "output_index": 0,
+             "delta": "thinking..."}
+    decoder = RESPONSES.stream_decoder(req("o4-mini", stream=True), REP)
+    assert decoder.feed(f"data: {json.dumps(event)}\n\n".encode()) == [
+        ReasoningDelta(text="thinking...")]
