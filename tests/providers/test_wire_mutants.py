@@ -331,3 +331,16 @@ def test_responses_a_summary_delta_is_passed_on_as_it_arrives() -> None:
     decoder = RESPONSES.stream_decoder(req("o4-mini", stream=True), REP)
     assert decoder.feed(f"data: {json.dumps(event)}\n\n".encode()) == [
         ReasoningDelta(text="thinking...")]
+
+
+def test_gemini_all_of_resolves_each_reference_before_merging() -> None:
+    schema = {
+        "$defs": {"Named": {"type": "object", "properties": {"name": {"type": "string"}},
+                            "required": ["name"]}},
+        "allOf": [{"$ref": "#/$defs/Named"},
+                  {"properties": {"age": {"type": "integer"}}, "required": ["age"]}],
+    }
+    out = to_gemini_schema(schema)
+    assert out["type"] == "OBJECT"
+    assert out["properties"] == {"name": {"type": "STRING"}, "age": {"type": "INTEGER"}}
+    assert out["required"] == ["name", "age"]
