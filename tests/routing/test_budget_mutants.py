@@ -154,3 +154,9 @@ def test_token_caps_from_zero_up() -> None:
         RunBudget(max_tokens=-1)
     with pytest.raises(ConfigError, match="token budget must be >= 0, got True"):
         RunBudget(max_tokens=True)
+
+
+def test_thinking_without_max_tokens_bounds_the_output_by_the_budget_alone() -> None:
+    thinking = ReasoningConfig(enabled=True, budget_tokens=2000)
+    request = ModelRequest(model="m", messages=(), reasoning=thinking)
+    assert output_bound(request, default=100) == 2000
