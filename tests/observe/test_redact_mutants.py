@@ -62,6 +62,8 @@ def test_match_spans_merge_overlaps_and_keep_neighbours_apart() -> None:
     r = Redactor(secrets=["abcdefgh", "efghijkl"], patterns=False)
     both = Redactor(secrets=["abcdefgh1234"])  # a secret inside a Bearer token
     assert both.match_spans("Bearer abcdefgh1234 x") == [(0, 19)]
+    longer = Redactor(secrets=["abcdefgh1234 tail"])  # a secret reaching past the token
+    assert longer.match_spans("Bearer abcdefgh1234 tail x") == [(0, 24)]
     assert r.match_spans("abcdefgh efghijkl") == [(0, 8), (9, 17)]
     assert r.match_spans("abcdefghefghijkl") == [(0, 8), (8, 16)]  # touching: apart
     key = "sk-" + "c" * 20
