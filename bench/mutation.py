@@ -476,10 +476,12 @@ def tests_for(
     by_line: dict[str, list[str]] = cov["lines"].get(path, {})
     broken = set(cov["failed"])  # failing before any mutation: they tell nothing
     tests = [t for t in by_line.get(str(mutant.line), []) if t and t not in broken]
-    if not tests and str(mutant.line) in by_line:
-        # module-level code runs at import, outside any test: every test of the module
-        tests = sorted({t for ts in by_line.values() for t in ts if t and t not in broken})
     durations: dict[str, float] = cov["durations"]
+    if not tests and str(mutant.line) in by_line:
+        # Module-level code runs at import, outside any test: every test that runs the
+        # module, and those of its own test files (reading a class attribute runs no line).
+        own = {t for t in durations if any(h in t.split("::")[0] for h in hints)}
+        tests = sorted(({t for ts in by_line.values() for t in ts if t} | own) - broken)
     def own_first(test: str) -> tuple[bool, float]:
         file = test.split("::")[0]
         return not any(h in file for h in hints), durations.get(test, 1.0)
