@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test setup-test lint
+.PHONY: demo test setup-test lint mutation
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,3 +29,10 @@ test: setup-test
 lint:
 	$(BIN)/ruff check agentloom tests bench
 	$(BIN)/mypy
+
+# Mutation testing of the core modules (bench/mutation.py; report in bench/MUTATION.md).
+# Not part of `make test` nor CI. One worker, niced: MUTATION_ARGS="anthropic --sample 60".
+mutation: $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,mutation]'
+	bash scripts/ensure-bwrap.sh
+	nice -n 10 $(BIN)/python bench/mutation.py $(MUTATION_ARGS)

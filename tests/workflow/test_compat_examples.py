@@ -1,4 +1,5 @@
-"""Every public AgentLoom example validates on our loader; those made only of model steps
+"""Every public AgentLoom example loads as written on our loader (each step's fields, its
+dependencies, the initial state and the config as the file says); those made only of model steps
 also run to success against an in-process model. Every example's run over HTTP to the
 fake servers, tools and attachments included, is in tests/compat/test_examples.py."""
 
@@ -6,8 +7,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from wf_helpers import Factory, echo_model
 
 from agentloom.messages import Usage
@@ -22,9 +25,42 @@ NOT_YET = ("attachments", "response_schema", "conversation")
 
 @pytest.mark.skipif(not FILES, reason="compat examples not present")
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_example_validates(path: Path) -> None:
+def test_example_loads_as_written(path: Path) -> None:
+    raw = yaml.safe_load(path.read_text())
     wf = load_workflow(path)
-    assert wf.nodes, path
+    assert wf.name == raw["name"]
+    assert list(wf.nodes) == [s["id"] for s in raw["steps"]]
+    problems: list[str] = []
+    for step in raw["steps"]:
+        node = wf.nodes[step["id"]]
+        assert node.type == step["type"]
+        problems += _differences(node.step.model_dump(mode="json", by_alias=True), step,
+                                 step["id"])
+        assert set(node.deps) == set(step.get("depends_on", [])), step["id"]
+    order = list(wf.topological_order())
+    assert all(order.index(d) < order.index(i) for i, n in wf.nodes.items() for d in n.deps)
+    definition = wf.definition.model_dump(mode="json", by_alias=True)
+    problems += _differences(definition.get("state") or {}, raw.get("state") or {}, "state")
+    problems += _differences(wf.config.model_dump(mode="json", by_alias=True),
+                             raw.get("config") or {}, "config")
+    assert problems == []
+
+
+def _differences(got: Any, want: Any, where: str) -> list[str]:
+    """Where `got` (the loaded model, dumped) says other than `want` (the file); keys the
+    file leaves out are the loader's defaults and not compared."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{where}: {got!r} is not a mapping"]
+        return [d for k, v in want.items()
+                for d in (_differences(got[k], v, f"{where}.{k}") if k in got
+                          else [f"{where}.{k}: not loaded"])]
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return [f"{where}: {got!r} != {want!r}"]
+        return [d for i, (g, w) in enumerate(zip(got, want, strict=True))
+                for d in _differences(g, w, f"{where}[{i}]")]
+    return [] if got == want else [f"{where}: {got!r} != {want!r}"]
 
 
 def _runnable(path: Path) -> bool:
