@@ -34,6 +34,20 @@ def test_help_is_light() -> None:
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_python_dash_m_agentloom_is_the_command() -> None:
+    # `python -m agentloom` (as `python -m pip`) is the same command, usage errors included.
+    def both(*args: str) -> list[tuple[int, str, str]]:
+        return [(p.returncode, p.stdout, p.stderr) for p in (
+            subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
+                           text=True, cwd=ROOT, timeout=60)
+            for module in ("agentloom", "agentloom.cli"))]
+
+    (code, out, _), again = both("--version")
+    assert code == 0 and out.startswith("agentloom ") and again[:2] == (code, out)
+    (code, _, err), again = both("run", "examples/hello.yaml", "--bogus")
+    assert code == 2 and "--bogus" in err and again == (code, "", err)
+
+
 @pytest.mark.parametrize("args", [
     ["run", "examples/hello.yaml", "--state", "k"],
     ["run", "examples/hello.yaml", "--state", "=v"],
