@@ -210,7 +210,8 @@ def breakdown(n: int = 3000) -> dict[str, float]:
     import asyncio
 
     from agentloom import Agent
-    from agentloom.loop._loop import LoopOptions, run_loop
+    from agentloom.loop._loop import run_loop
+    from agentloom.loop._options import LoopOptions
     from agentloom.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
 
     reply = ModelResponse(parts=(TextPart(text="hi"),), usage=Usage(input_tokens=1,

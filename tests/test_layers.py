@@ -5,7 +5,7 @@ may import only the layers below it (a package may import itself):
 
     types:  _version, messages, errors, _clock, redact, transport, _lazy
     http < providers < pricing < routing < recording < structured, conversation < tools
-    < loop < store < observe < workflow < testing < scale < ui < compat < cli
+    < loop < store < observe < workflow < testing < scale < ui < compat < cli < __main__
 
 Beside the arrows: no cycle between files or packages; no import of another package's
 `_private` module; no import inside a function except the lazy loads listed in
@@ -39,6 +39,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"ui"}),
     frozenset({"compat", "core"}),
     frozenset({"cli"}),
+    frozenset({"__main__"}),  # `python -m agentloom`: the command, above everything
 )
 RANK = {part: rank for rank, layer in enumerate(LAYERS) for part in layer}
 

@@ -14,16 +14,16 @@ from agentloom.loop._journal import LoopJournal as LoopJournal
 from agentloom.loop._journal import LoopRestore as LoopRestore
 from agentloom.loop._journal import current_journal as current_journal
 from agentloom.loop._loop import (
-    LoopOptions as LoopOptions,
-)
-from agentloom.loop._loop import (
-    LoopResult as LoopResult,
-)
-from agentloom.loop._loop import (
     run_loop as run_loop,
 )
 from agentloom.loop._loop import (
     status_for_error as status_for_error,
+)
+from agentloom.loop._options import (
+    LoopOptions as LoopOptions,
+)
+from agentloom.loop._options import (
+    LoopResult as LoopResult,
 )
 from agentloom.loop.collector import SummaryCollector as SummaryCollector
 from agentloom.loop.observer import (

@@ -20,12 +20,11 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom._clock import SYSTEM_CLOCK
 from agentloom.errors import (
     AgentLoopError,
     LoopBudgetExceeded,
@@ -35,8 +34,15 @@ from agentloom.errors import (
     typed_provider_error,
 )
 from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
-from agentloom.loop._contracts import OutputValidator
-from agentloom.loop._journal import LoopJournal, current_journal
+from agentloom.loop._journal import current_journal
+from agentloom.loop._options import (
+    DEFAULT_MAX_TOKENS,
+    FINISH_MAX_ITERATIONS,
+    FINISH_MAX_ITERATIONS_NO_ANSWER,
+    MAX_TOKENS_CEILING,
+    LoopOptions,
+    LoopResult,
+)
 from agentloom.loop.collector import SummaryCollector, SummaryRecord
 from agentloom.loop.observer import (
     ConversationInfo,
@@ -65,86 +71,6 @@ from agentloom.providers import AttemptRecord, ModelClient
 from agentloom.recording import CallContext, current_call_context
 from agentloom.routing.retry_notice import retry_listener
 from agentloom.tools.contracts import ToolBox, ToolContext
-
-FINISH_MAX_ITERATIONS = "max_tool_iterations"
-FINISH_MAX_ITERATIONS_NO_ANSWER = "max_tool_iterations_no_answer"
-DEFAULT_MAX_TOKENS = 16_000
-"""What a truncated turn's max_tokens is doubled from when the request set none."""
-MAX_TOKENS_CEILING = 64_000
-"""A truncated turn is asked again with max_tokens doubled up to this, then the run ends
-with LoopBudgetExceeded("max_tokens") (status token_limit)."""
-
-
-@dataclass(slots=True, kw_only=True)
-class LoopOptions:
-    max_iterations: int = 5
-    """Model calls at most, the answering one included (`max_tool_iterations`)."""
-    tool_concurrency: int = 8
-    validator: OutputValidator | None = None
-    """Structured output: the final text is validated; an invalid one is re-asked."""
-    max_reasks: int = 0
-    run_id: str | None = None
-    step_id: str | None = None
-    speaker: str | None = None
-    # --- budgets -------------------------------------------------------------------
-    clock: Clock | None = None
-    deadline: float | None = None
-    """Absolute, on `clock.now()`; passing it cancels the call in flight."""
-    deadline_seconds: float | None = None
-    """Relative to the start of the run; used when `deadline` is None."""
-    max_total_tokens: int | None = None
-    """Input + output tokens over every call; unknown usage fails closed."""
-    stream_with_tools: bool = False
-    """Stream every call of a streaming request, tool turns included (`Agent.astream`);
-    by default a step with tools doesn't stream (spec 000)."""
-    # --- reporting -----------------------------------------------------------------
-    observer: object | None = None
-    summary_options: SummaryOptions | None = None
-    conversation_id: str | None = None
-    correlation_id: str | None = None
-    parent_id: str | None = None
-    agent_name: str | None = None
-    wrap_errors: bool = False
-    """Agent mode: raise every failure as AgentLoopError (cause chained, `.summary` set)
-    and raise LoopBudgetExceeded at the iteration limit instead of returning."""
-    journal: LoopJournal | None = None
-    """Durability: each tool turn is saved through it and a saved loop restored from it.
-    None uses `current_journal` (set by a durable workflow run) when `step_id` is set."""
-
-
-@dataclass(slots=True, kw_only=True)
-class LoopResult:
-    response: ModelResponse
-    """The last reply."""
-    text: str
-    finish_reason: str | None
-    usage: Usage
-    iterations: int
-    new_messages: tuple[Message, ...]
-    """Every message the loop added after the request's own (assistant turns, tool results)."""
-    output: Any = None
-    """The validated value when a validator was given; else the text."""
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    status: ConversationStatus = ConversationStatus.COMPLETED
-    _summary: ConversationSummary | SummaryRecord | None = field(default=None, repr=False)
-
-    @property
-    def summary(self) -> ConversationSummary | None:
-        """The run's ConversationSummary, built when first read."""
-        s = self._summary
-        if isinstance(s, SummaryRecord):
-            s = self._summary = s.summary
-        return s
-
-    @summary.setter
-    def summary(self, value: ConversationSummary | SummaryRecord | None) -> None:
-        self._summary = value
-
-    def summary_source(self) -> ConversationSummary | SummaryRecord:
-        """The summary, or the record that builds it when first read (for holders that
-        keep it lazily, as `ConversationResult` does)."""
-        assert self._summary is not None
-        return self._summary
 
 
 class _Run:

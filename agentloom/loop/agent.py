@@ -49,7 +49,8 @@ from agentloom._clock import Clock
 from agentloom.errors import ConfigError
 from agentloom.loop._agent_resources import AgentResources, abandon
 from agentloom.loop._agent_tools import give_transport, plan_tools
-from agentloom.loop._loop import LoopOptions, LoopResult, run_loop
+from agentloom.loop._loop import run_loop
+from agentloom.loop._options import LoopOptions, LoopResult
 from agentloom.loop._sync import Portal
 from agentloom.loop.observer import MultiObserver
 from agentloom.loop.result import ConversationResult
