@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -105,7 +104,6 @@ class Resumer:
         # the run must go on when the UI stops.
         proc = await asyncio.to_thread(_spawn, argv, log, self._env)
         self._children[run_id] = proc
-        mine = f"{socket.gethostname()}:{proc.pid}:"
         waited = 0.0
         while waited < CLAIM_WAIT_SECONDS:
             code = proc.poll()
@@ -117,9 +115,11 @@ class Resumer:
                 record = await self._store.get_run(run_id)
                 return Accepted(run_id, proc.pid, record.status if record else "unknown",
                                 str(log))
+            # The child's claim alone is not acceptance: it claims before it checks the
+            # workflow file and the decision, and may still refuse. The run leaving its
+            # paused status (or the child ending) is the answer.
             record = await self._store.get_run(run_id)
-            if record is not None and ((record.claimed_by or "").startswith(mine)
-                                       or record.status != before):
+            if record is not None and record.status != before:
                 return Accepted(run_id, proc.pid, record.status, str(log))
             await asyncio.sleep(0.05)  # the child starts and claims the run meanwhile
             waited += 0.05
