@@ -184,7 +184,9 @@ class DurableBatchRunner:
         initial = {**(self.workflow.definition.state or {}), **state}
         meta = {"batch_id": self.batch_id, "input_id": inp.id, "source": inp.source,
                 "workflow_path": self.workflow_path, "tools": [],
-                "state": redactor.redact_state(inp.state), **self.overrides}
+                "state": redactor.redact_state(inp.state), **self.overrides,
+                # The gate's notify link to the run's page, as `agentloom run` records it.
+                "ui_url": self.env.get("AGENTLOOM_UI_URL") or None}
         try:
             return await self.store.create_run(run_id, self.workflow.name,
                                                self.workflow_hash,
