@@ -139,7 +139,7 @@ class Batch:
                     if inp is not None:
                         self.stats.running = max(0, self.stats.running - 1)
                         self.stats.deferred += 1
-                        deferred.append(inp)
+                        deferred.append(replace(inp, attempt=max(inp.attempt, item.attempts)))
                         continue
                     item.status, item.error = ERROR, "deferred by a runner outside a store"
                 if item.id in written:

@@ -189,7 +189,7 @@ class RayExecutor:
                         except StopAsyncIteration:
                             exhausted = True
                             break
-                        attempt = 1
+                        attempt = inp.attempt
                         if started is not None:
                             started(inp)
                     slot = min(self.slots, key=lambda s: len(s.running))

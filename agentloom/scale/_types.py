@@ -36,6 +36,9 @@ class BatchInput:
     wait: bool = False
     """With a shared store: when another live worker holds this input's run, wait for it
     to finish (or for its lease to lapse, then resume it) instead of deferring."""
+    attempt: int = 1
+    """Which worker's try this is: a deferred input asked again keeps the count it had,
+    so a result's `attempts` still says how many workers it took."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -180,3 +180,35 @@ def test_a_task_group_error_is_reported_by_its_cause() -> None:
     item = error_result(BatchInput(id="a", state={}, source="in.jsonl:1"), exc)
     assert (item.status, item.error, item.source) == ("error", "KeyError: 'topic'",
                                                       "in.jsonl:1")
+
+
+async def test_a_deferred_input_asked_again_keeps_its_attempt_count(tmp_path: Path) -> None:
+    # A worker died under d01 (attempt 2 started), and that attempt found the dead worker's
+    # claim still held, so it deferred. Asked again (waiting), the input must still be on
+    # attempt 2: a result's `attempts` says how many workers it took.
+    from agentloom.scale._types import BatchInput, BatchItemResult
+
+    seen: list[tuple[str, int, bool]] = []
+
+    class DeferOnce:
+        name = "test"
+
+        async def run(self, inputs: Any, started: Any = None) -> Any:
+            async for inp in inputs:
+                if started is not None:
+                    started(inp)
+                assert isinstance(inp, BatchInput)
+                seen.append((inp.id, inp.attempt, inp.wait))
+                if inp.id == "in-0001" and not inp.wait:
+                    yield BatchItemResult(id=inp.id, status="deferred", attempts=2)
+                else:
+                    yield BatchItemResult(id=inp.id, status="success",
+                                          attempts=inp.attempt)
+
+    inputs = write_jsonl(tmp_path / "in.jsonl", 2)
+    results = {r.id: r for r in await batch(None, inputs, executor=DeferOnce(),
+                                            output=tmp_path / "out.jsonl",
+                                            store=tmp_path / "runs.db").results()}
+    ids = sorted(results)
+    assert seen == [(ids[0], 1, False), (ids[1], 1, False), (ids[1], 2, True)]
+    assert results[ids[1]].attempts == 2 and results[ids[0]].attempts == 1
