@@ -180,3 +180,16 @@ def test_dotted_globs_match_under_a_prefix_and_secret_steps_by_name() -> None:
         "plan": {"output": "[REDACTED]", "text": "[REDACTED]",
                  "reasoning_content": "[REDACTED]", "model": "m"},
         "other": {"output": "ok"}}}
+
+
+def test_a_path_under_a_secret_top_level_key_is_secret() -> None:
+    # `report` is secret, so is every path that starts with it; the key alone, too.
+    r = Redactor(key_globs=["report"])
+    assert r.path_is_secret("report") and r.path_is_secret("report.summary")
+    assert r.path_is_secret("report.summary.body")
+    assert not r.path_is_secret("reports.summary") and not r.path_is_secret("x.report2")
+    # A glob with a wildcard never hides our own token counts, but a count kept under a
+    # secret key is hidden with it (the key above it is what matched).
+    counts = Redactor(key_globs=["secret*"])
+    assert counts.path_is_secret("secrets.input_tokens")
+    assert not counts.path_is_secret("usage.input_tokens")
