@@ -4,15 +4,13 @@ receiver that is down doesn't cost the pause."""
 from __future__ import annotations
 
 import socket
-from typing import Any
-
-from aiohttp import web
 
 from agentloom.store import MemoryStore
 from agentloom.testing.clock import FakeClock
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import Decision, DurableRun
+from tests.webhook_receiver import webhook_receiver
 from tests.workflow.wf_helpers import Factory
 
 
@@ -34,27 +32,15 @@ name: notify
 
 
 async def test_the_gate_posts_its_request_and_still_pauses() -> None:
-    seen: list[tuple[dict[str, str], Any]] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        seen.append((dict(request.headers), await request.json()))
-        return web.json_response({"ok": True})
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with webhook_receiver() as receiver:
         store = MemoryStore()
-        wf = load_workflow_text(gate(f"http://127.0.0.1:{port}/hook"))
+        wf = load_workflow_text(gate(receiver.url))
         durable = DurableRun(store=store, run_id="n1", workflow_hash="h")
         result = await arun_workflow(wf, clients=Factory(ScriptedModel(["the draft", "x"])),
                                      durable=durable)
         assert result.status is RunStatus.PAUSED
-        [(headers, body)] = seen
+        [(headers, _)] = receiver.posts
+        [body] = receiver.bodies()
         assert headers["x-team"] == "ops"
         assert body["event"] == "approval_requested" and body["run_id"] == "n1"
         assert body["step_id"] == "approve" and body["message"] == "send the draft?"
@@ -68,9 +54,7 @@ async def test_the_gate_posts_its_request_and_still_pauses() -> None:
         result = await arun_workflow(wf, clients=Factory(ScriptedModel(["x"])),
                                      durable=resumed)
         assert result.status is RunStatus.SUCCESS, result.error
-        assert result.state["decision"] == "approved" and len(seen) == 1
-    finally:
-        await runner.cleanup()
+        assert result.state["decision"] == "approved" and len(receiver.posts) == 1
 
 
 async def test_a_receiver_that_is_down_does_not_cost_the_pause() -> None:
@@ -91,28 +75,13 @@ async def test_a_receiver_that_is_down_does_not_cost_the_pause() -> None:
 
 
 async def test_a_loopback_target_is_refused_unless_allowed() -> None:
-    seen: list[Any] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        seen.append(await request.read())
-        return web.Response()
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with webhook_receiver() as receiver:
         store = MemoryStore()
-        wf = load_workflow_text(gate(f"http://127.0.0.1:{port}/hook", internal=False))
+        wf = load_workflow_text(gate(receiver.url, internal=False))
         durable = DurableRun(store=store, run_id="n3", workflow_hash="h")
         result = await arun_workflow(wf, clients=Factory(ScriptedModel(["the draft"])),
                                      durable=durable)
         assert result.status is RunStatus.PAUSED
-        assert seen == []  # never sent
+        assert receiver.posts == []  # never sent
         cp = await store.load_latest("n3")
         assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is False
-    finally:
-        await runner.cleanup()

@@ -19,6 +19,7 @@ import pytest
 from store_helpers import HoldingServer, lines_of, write_docs
 
 from agentloom.scale import batch
+from tests.webhook_receiver import webhook_receiver
 
 CLI = str(Path(__file__).parent / "cli_main.py")
 N = 10
@@ -204,37 +205,20 @@ async def test_a_batch_runs_gate_notify_links_the_runs_page(
         tmp_path: Path, server: HoldingServer) -> None:
     # AGENTLOOM_UI_URL in the batch's environment reaches each run's gate notification,
     # as it does for `agentloom run`: the person notified can open the run in the UI.
-    from aiohttp import web
-
-    seen: list[Any] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        seen.append(await request.json())
-        return web.Response()
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    flow = tmp_path / "gate.yaml"
-    flow.write_text("name: gate\nconfig: {model: gpt-4o-mini, provider: openai, "
-                    "sandbox: {allow_internal_webhook_targets: true}}\nsteps:\n"
-                    "  - {id: draft, type: llm_call, prompt: 'draft {state.text}', "
-                    "output: d}\n"
-                    "  - {id: ok, type: approval_gate, depends_on: [draft], output: v, "
-                    f"notify: {{url: 'http://127.0.0.1:{port}/hook'}}}}\n", encoding="utf-8")
     inputs, out, db = write_docs(tmp_path / "in.jsonl", 2), tmp_path / "out.jsonl", \
         tmp_path / "runs.db"
     env = {**_env(server), "AGENTLOOM_UI_URL": "http://ui.example:8765/"}
-    try:
+    flow = tmp_path / "gate.yaml"
+    async with webhook_receiver() as receiver:
+        flow.write_text("name: gate\nconfig: {model: gpt-4o-mini, provider: openai, "
+                        "sandbox: {allow_internal_webhook_targets: true}}\nsteps:\n"
+                        "  - {id: draft, type: llm_call, prompt: 'draft {state.text}', "
+                        "output: d}\n"
+                        "  - {id: ok, type: approval_gate, depends_on: [draft], output: v, "
+                        f"notify: {{url: '{receiver.url}'}}}}\n", encoding="utf-8")
         results = await batch(flow, inputs, output=out, store=db, env=env).results()
-    finally:
-        await runner.cleanup()
     assert {r.status for r in results} == {"paused"}
-    assert sorted(event["url"] for event in seen) == sorted(
+    assert sorted(event["url"] for event in receiver.bodies()) == sorted(
         f"http://ui.example:8765/runs/{r.run_id}" for r in results)
 
 

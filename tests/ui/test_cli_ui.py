@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from agentloom.cli import main
 from agentloom.store import Checkpoint, MemoryStore, PauseInfo, SqliteStore
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import DurableRun
+from tests.webhook_receiver import webhook_receiver
 from tests.workflow.wf_helpers import Factory
 
 
@@ -88,28 +88,14 @@ steps:
 
 
 async def test_the_notify_event_links_the_runs_page() -> None:
-    seen: list[Any] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        seen.append(await request.json())
-        return web.Response()
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        wf = load_workflow_text(GATE.replace("URL", f"http://127.0.0.1:{port}/hook"))
+    async with webhook_receiver() as receiver:
+        wf = load_workflow_text(GATE.replace("URL", receiver.url))
         for run_id, meta in (("run/1", {"ui_url": "http://ui.example:8765/"}), ("r2", {})):
             durable = DurableRun(store=MemoryStore(), run_id=run_id, workflow_hash="h",
                                  meta=meta)
             result = await arun_workflow(wf, clients=Factory(ScriptedModel(["d"])),
                                          durable=durable)
             assert result.status is RunStatus.PAUSED
+        seen = receiver.bodies()
         assert seen[0]["url"] == "http://ui.example:8765/runs/run%2F1"
         assert "url" not in seen[1]
-    finally:
-        await runner.cleanup()
