@@ -1,12 +1,15 @@
 """A webhook receiver on 127.0.0.1 for the tests of a gate's `notify`: it records every
-POST it gets (headers and body) and answers 200."""
+POST it gets (headers and body) and answers 200. `webhook_receiver` serves on the test's
+event loop; `threaded_webhook_receiver` on a thread, for tests that drive processes."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from aiohttp import web
@@ -44,3 +47,31 @@ async def webhook_receiver() -> AsyncIterator[Receiver]:
         yield holder[0]
     finally:
         await runner.cleanup()
+
+
+@contextmanager
+def threaded_webhook_receiver() -> Iterator[Receiver]:
+    """The same receiver on a thread of its own, while the block runs."""
+    posts: list[tuple[dict[str, str], bytes]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = min(int(self.headers.get("Content-Length") or 0), 1 << 20)
+            posts.append((dict(self.headers), self.rfile.read(length)))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Receiver(url=f"http://127.0.0.1:{server.server_port}/hook", posts=posts)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

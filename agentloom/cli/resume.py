@@ -9,6 +9,7 @@ question's choices). Then the run goes on through the same wiring as `agentloom 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,8 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         if cp is None:
             raise _Refused(f"run {args.run_id} has no checkpoint to resume from")
         meta = dict(record.meta)
+        if not meta.get("ui_url"):  # a run started without the UI's address learns it now
+            meta["ui_url"] = os.environ.get("AGENTLOOM_UI_URL") or None
         path = Path(str(meta.get("workflow_path", "")))
         if not path.is_file():
             raise _Refused(f"the workflow file of run {args.run_id} is gone: {path}")

@@ -81,10 +81,10 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
         store_url = str(Path(store_url).resolve())
     store = open_store(store_url)
     await store.__aenter__()  # type: ignore[attr-defined]
-    app = create_app(UiSettings(store=store, store_url=store_url, token=token,
-                                loopback_only=loopback, env=dict(os.environ),
-                                host_names=(args.host,),
-                                redact=_redactor(token)))
+    settings = UiSettings(store=store, store_url=store_url, token=token,
+                          loopback_only=loopback, env=dict(os.environ),
+                          host_names=(args.host,), redact=_redactor(token))
+    app = create_app(settings)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
@@ -98,7 +98,8 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
         port = runner.addresses[0][1]  # the port the OS gave for --port 0
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
         shown = f"[{shown}]" if ":" in shown else shown
-        url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+        settings.public_url = f"http://{shown}:{port}/"  # no token: links land in webhooks
+        url = settings.public_url + (f"?token={token}" if token else "")
         sys.stdout.write(f"agentloom ui: {url}\n(store {_shown_store(store_url)}; "
                          "Ctrl-C stops)\n")
         sys.stdout.flush()

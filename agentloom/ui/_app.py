@@ -56,6 +56,9 @@ class UiSettings:
     """How often the event stream looks at the store for a change."""
     host_names: tuple[str, ...] = ()
     """Host names a loopback-only UI answers to besides localhost, 127.0.0.1 and ::1."""
+    public_url: str | None = None
+    """Where people reach this UI (set once it listens). A run it resumes links its next
+    gate's notification here when the run itself was started without AGENTLOOM_UI_URL."""
 
 
 STORE_KEY = web.AppKey("settings", UiSettings)
@@ -255,7 +258,8 @@ async def _pending(request: web.Request) -> web.Response:
 async def _decide(request: web.Request, body: Any) -> web.Response:
     run_id = request.match_info["run_id"]
     try:
-        accepted = await request.app[RESUMER_KEY].decide(run_id, body)
+        accepted = await request.app[RESUMER_KEY].decide(
+            run_id, body, ui_url=request.app[STORE_KEY].public_url)
     except DecisionRefused as exc:
         return _json(request, {"error": str(exc)}, exc.status)
     return _json(request, {"accepted": True, "run_id": run_id, "status": accepted.status,

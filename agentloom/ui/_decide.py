@@ -76,7 +76,9 @@ class Resumer:
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._logs = Path(tempfile.gettempdir()) / f"agentloom-ui-{os.getuid()}"
 
-    async def decide(self, run_id: str, body: Any) -> Accepted:
+    async def decide(self, run_id: str, body: Any, *, ui_url: str | None = None) -> Accepted:
+        """Start the resume of a paused run. `ui_url`, this UI's address, becomes the
+        child's AGENTLOOM_UI_URL unless the UI's own environment names one."""
         record = await self._store.get_run(run_id)
         if record is None:
             raise DecisionRefused(f"no run {run_id!r} in the store", 404)
@@ -94,15 +96,19 @@ class Resumer:
             raise DecisionRefused(f"run {run_id} is not waiting for a decision "
                                   f"(status {record.status})")
         flags = resume_flags(body, cp.paused.waiting_for)
-        return await self._start(run_id, flags, record.status)
+        return await self._start(run_id, flags, record.status, ui_url)
 
-    async def _start(self, run_id: str, flags: list[str], before: str) -> Accepted:
+    async def _start(self, run_id: str, flags: list[str], before: str,
+                     ui_url: str | None) -> Accepted:
         log = await asyncio.to_thread(self._log_path, run_id)
         argv = [self._python, "-m", "agentloom.cli", "resume", run_id, *flags,
                 "--store", self._store_url]
         # subprocess, not asyncio's: asyncio kills its children when its loop closes, and
         # the run must go on when the UI stops.
-        proc = await asyncio.to_thread(_spawn, argv, log, self._env)
+        env = self._env
+        if ui_url and not env.get("AGENTLOOM_UI_URL"):
+            env = {**env, "AGENTLOOM_UI_URL": ui_url}
+        proc = await asyncio.to_thread(_spawn, argv, log, env)
         self._children[run_id] = proc
         waited = 0.0
         while waited < CLAIM_WAIT_SECONDS:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agentloom.store import FINISHED_STATUSES, SqliteStore
 from tests.ui.harness import cli_env, fake_openai, run_cli, ui_process
+from tests.webhook_receiver import threaded_webhook_receiver
 
 GATE_FIRST = """\
 name: gate-first
@@ -80,3 +81,44 @@ def test_a_terminal_resume_is_refused_while_the_ui_resumes_the_run(tmp_path: Pat
                 time.sleep(0.1)
         assert asyncio.run(_status(db, "g2")) == "succeeded"
         assert len(server.requests) == 1, "the run was resumed once"
+
+
+TWO_GATES = """\
+name: two-gates
+config: {model: gpt-4o-mini, provider: openai,
+         sandbox: {allow_internal_webhook_targets: true}}
+steps:
+  - {id: first, type: approval_gate, message: "start?"}
+  - id: second
+    type: approval_gate
+    depends_on: [first]
+    message: "publish?"
+    notify: {url: "URL"}
+"""
+
+
+def test_a_run_the_ui_resumes_links_its_next_gate_to_the_ui(tmp_path: Path) -> None:
+    """Started without AGENTLOOM_UI_URL, the run learns the UI's address from the
+    resume the UI starts, so the next gate's notification links its page."""
+    db = tmp_path / ".agentloom" / "runs.db"
+    with fake_openai() as server, threaded_webhook_receiver() as receiver:
+        (tmp_path / "flow.yaml").write_text(TWO_GATES.replace("URL", receiver.url))
+        env = cli_env(server)
+        env.pop("AGENTLOOM_UI_URL", None)
+        done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g3")
+        assert done.returncode == 3 and "paused" in done.stderr, done.stderr
+        with ui_process(env, tmp_path) as ui:
+            request = urllib.request.Request(
+                f"{ui.base}/api/runs/g3/decision", data=json.dumps({"action": "approve"})
+                .encode(), headers={"Content-Type": "application/json",
+                                    "X-AgentLoom-Request": "1"})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 202
+            deadline = time.monotonic() + 60  # a bound on the wait, not a sleep
+            while not receiver.posts and time.monotonic() < deadline:
+                time.sleep(0.05)
+        body = receiver.bodies()
+        assert [b["step_id"] for b in body] == ["second"]
+        assert body[0]["url"] == f"{ui.base}/runs/g3"
+        assert "token" not in body[0]["url"]
+        assert asyncio.run(_status(db, "g3")) == "paused"
