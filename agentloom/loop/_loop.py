@@ -252,6 +252,23 @@ class _Run:
         )
 
 
+class _RetryListener:
+    """The run's `retry_listener`, emptied when the run ends. Every timer armed during the
+    run (the deadline's, the HTTP client's read and total timeouts) keeps a snapshot of
+    the context until the event loop drops it, which for a cancelled 600 s timer can be
+    minutes later; holding the run itself there kept each run's objects alive that long,
+    so they piled up and drove the garbage collector into full collections."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: _Run) -> None:
+        self.run: _Run | None = run
+
+    def __call__(self, attempt: int, error: ProviderError) -> None:
+        if self.run is not None:
+            self.run.retrying(attempt, error)
+
+
 _NO_EXTRAS = SummaryOptions()
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
@@ -311,7 +328,8 @@ async def run_loop(
         request = request.replace(tools=tools.specs)
     run = _Run(client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
-    heard = retry_listener.set(run.retrying)
+    listener = _RetryListener(run)
+    heard = retry_listener.set(listener)
     try:
         run.dispatch.emit("on_conversation_start", run.info)
         try:
@@ -340,6 +358,7 @@ async def run_loop(
         return result
     finally:
         retry_listener.reset(heard)
+        listener.run = None
         unbind_conversation(token)
 
 
