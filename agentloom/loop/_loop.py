@@ -105,7 +105,7 @@ class _Run:
         # Without warning fractions nothing is ever fired or remembered: one serves all.
         self.warnings = (BudgetWarnings(so.warn_at, partial(dispatch.emit, "on_budget_warning"))
                          if so.warn_at else _NO_WARNINGS)
-        self.stall = StallDetector(so.stall_threshold, partial(dispatch.emit, "on_stall"))
+        self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
             self.deadline = Deadline(self.clock, opts.deadline, self.started)
@@ -183,8 +183,13 @@ class _Run:
 
     # --- one tool batch ----------------------------------------------------------------
     def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
+        stall = self.stall
+        if stall is None:
+            so = self.opts.summary_options or _NO_EXTRAS
+            stall = self.stall = StallDetector(so.stall_threshold,
+                                               partial(self.dispatch.emit, "on_stall"))
         for c in calls:
-            self.stall.record(c.name, c.arguments)
+            stall.record(c.name, c.arguments)
 
     async def run_tools(self, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
         self.checkpoint()
@@ -244,11 +249,13 @@ class _Run:
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, status: ConversationStatus, *, finish_reason: str | None = None,
                   error: BaseException | None = None) -> SummaryRecord:
+        stall = self.stall
         return self.collector.record(
             self.info, status=status, iterations=self.iterations,
             elapsed_seconds=self.clock.now() - self.started, tool_seconds=self.tool_seconds,
-            finish_reason=finish_reason, max_repeated_tool_calls=self.stall.max_repeated,
-            stalled=self.stall.stalled, error=error,
+            finish_reason=finish_reason,
+            max_repeated_tool_calls=stall.max_repeated if stall is not None else 0,
+            stalled=stall is not None and stall.stalled, error=error,
         )
 
 
