@@ -94,7 +94,8 @@ class _Run:
             correlation_id=opts.correlation_id, parent_id=opts.parent_id,
             agent_name=opts.agent_name, model=request.model,
             iteration_limit=opts.max_iterations,
-            deadline_seconds=self._deadline_seconds(),
+            deadline_seconds=(opts.deadline_seconds if opts.deadline is None
+                              else self._deadline_seconds()),
             started_at=datetime.fromtimestamp(self.clock.wall(), UTC),
             run_id=opts.run_id, step_id=opts.step_id,
         )
