@@ -141,8 +141,8 @@ class AiohttpTransport:
     A request's own `timeout` and `max_bytes` win over the transport's.
     """
 
-    __slots__ = ("_limit", "_limit_per_host", "_loop", "_max_reply_bytes", "_session",
-                 "_timeout", "_timeouts")
+    __slots__ = ("_last_timeout", "_limit", "_limit_per_host", "_loop", "_max_reply_bytes",
+                 "_session", "_timeout", "_timeouts")
 
     def __init__(
         self, *, limit: int = 1000, limit_per_host: int = 0, timeout: HttpTimeout | None = None,
@@ -157,8 +157,14 @@ class AiohttpTransport:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[HttpTimeout, aiohttp.ClientTimeout] = {}
+        # The last one asked for, by identity: an endpoint passes the same object on every
+        # call, and the dict lookup hashes the dataclass field by field in Python.
+        self._last_timeout: tuple[HttpTimeout, aiohttp.ClientTimeout] | None = None
 
     def _client_timeout(self, timeout: HttpTimeout) -> aiohttp.ClientTimeout:
+        last = self._last_timeout
+        if last is not None and last[0] is timeout:
+            return last[1]
         found = self._timeouts.get(timeout)
         if found is None:
             found = aiohttp.ClientTimeout(
@@ -167,6 +173,7 @@ class AiohttpTransport:
             )
             if len(self._timeouts) < 64:  # bounded: timeouts are few in practice
                 self._timeouts[timeout] = found
+        self._last_timeout = (timeout, found)
         return found
 
     def _open(self) -> aiohttp.ClientSession:

@@ -11,6 +11,7 @@ loop does.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
@@ -119,8 +120,10 @@ class _TimerScope:
         deadline.check()
         host = self._host = asyncio.current_task()
         assert host is not None
+        # A context of its own: a cancelled timer stays in the loop's heap (for a long
+        # deadline, minutes), and the run's context would stay alive with it.
         self._handle = host.get_loop().call_later(
-            deadline.at - deadline.clock.now(), self._fire)
+            deadline.at - deadline.clock.now(), self._fire, context=contextvars.Context())
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> bool:

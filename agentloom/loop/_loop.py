@@ -94,7 +94,8 @@ class _Run:
             correlation_id=opts.correlation_id, parent_id=opts.parent_id,
             agent_name=opts.agent_name, model=request.model,
             iteration_limit=opts.max_iterations,
-            deadline_seconds=self._deadline_seconds(),
+            deadline_seconds=(opts.deadline_seconds if opts.deadline is None
+                              else self._deadline_seconds()),
             started_at=datetime.fromtimestamp(self.clock.wall(), UTC),
             run_id=opts.run_id, step_id=opts.step_id,
         )
@@ -105,7 +106,7 @@ class _Run:
         # Without warning fractions nothing is ever fired or remembered: one serves all.
         self.warnings = (BudgetWarnings(so.warn_at, partial(dispatch.emit, "on_budget_warning"))
                          if so.warn_at else _NO_WARNINGS)
-        self.stall = StallDetector(so.stall_threshold, partial(dispatch.emit, "on_stall"))
+        self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
             self.deadline = Deadline(self.clock, opts.deadline, self.started)
@@ -183,8 +184,13 @@ class _Run:
 
     # --- one tool batch ----------------------------------------------------------------
     def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
+        stall = self.stall
+        if stall is None:
+            so = self.opts.summary_options or _NO_EXTRAS
+            stall = self.stall = StallDetector(so.stall_threshold,
+                                               partial(self.dispatch.emit, "on_stall"))
         for c in calls:
-            self.stall.record(c.name, c.arguments)
+            stall.record(c.name, c.arguments)
 
     async def run_tools(self, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
         self.checkpoint()
@@ -244,12 +250,31 @@ class _Run:
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, status: ConversationStatus, *, finish_reason: str | None = None,
                   error: BaseException | None = None) -> SummaryRecord:
+        stall = self.stall
         return self.collector.record(
             self.info, status=status, iterations=self.iterations,
             elapsed_seconds=self.clock.now() - self.started, tool_seconds=self.tool_seconds,
-            finish_reason=finish_reason, max_repeated_tool_calls=self.stall.max_repeated,
-            stalled=self.stall.stalled, error=error,
+            finish_reason=finish_reason,
+            max_repeated_tool_calls=stall.max_repeated if stall is not None else 0,
+            stalled=stall is not None and stall.stalled, error=error,
         )
+
+
+class _RetryListener:
+    """The run's `retry_listener`, emptied when the run ends. Every timer armed during the
+    run (the deadline's, the HTTP client's read and total timeouts) keeps a snapshot of
+    the context until the event loop drops it, which for a cancelled 600 s timer can be
+    minutes later; holding the run itself there kept each run's objects alive that long,
+    so they piled up and drove the garbage collector into full collections."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: _Run) -> None:
+        self.run: _Run | None = run
+
+    def __call__(self, attempt: int, error: ProviderError) -> None:
+        if self.run is not None:
+            self.run.retrying(attempt, error)
 
 
 _NO_EXTRAS = SummaryOptions()
@@ -311,7 +336,8 @@ async def run_loop(
         request = request.replace(tools=tools.specs)
     run = _Run(client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
-    heard = retry_listener.set(run.retrying)
+    listener = _RetryListener(run)
+    heard = retry_listener.set(listener)
     try:
         run.dispatch.emit("on_conversation_start", run.info)
         try:
@@ -340,6 +366,7 @@ async def run_loop(
         return result
     finally:
         retry_listener.reset(heard)
+        listener.run = None
         unbind_conversation(token)
 
 

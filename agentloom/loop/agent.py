@@ -191,10 +191,18 @@ class Agent:
         elif output_schema is not None:
             self._output = plan_output(output_spec(output_schema), name or "output",
                                        with_tools=not plan.empty)
+        self._plain_options: LoopOptions | None = None
         self._portal = Portal()
         self._finalizer = weakref.finalize(self, abandon, self._portal, self._res)
         # At interpreter exit the portal thread is a daemon and dies with the process.
         self._finalizer.atexit = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A plain run's options are built once and kept until a setting they come from
+        # changes (`agent.max_iterations = 3` between runs still applies to the next).
+        if name in _OPTION_SOURCES:
+            object.__setattr__(self, "_plain_options", None)
+        object.__setattr__(self, name, value)
 
     @classmethod
     def from_env(
@@ -264,7 +272,27 @@ class Agent:
         failures raise as they are (the engine retries them) and the engine's step
         timeout, not the agent's deadline, bounds it."""
         await self._res.enter()
+        return await self._loop(request, client=client, max_reasks=max_reasks, run_id=run_id,
+                                step_id=step_id, speaker=speaker, observer=observer,
+                                on_event=on_event, agent_mode=agent_mode, ids=ids,
+                                stream_tools=stream_tools)
+
+    async def _loop(
+        self, request: ModelRequest, *, client: ModelClient | None = None,
+        max_reasks: int | None = None, run_id: str | None = None,
+        step_id: str | None = None, speaker: str | None = None,
+        observer: object | None = None,
+        on_event: Callable[[StreamEvent], None] | None = None,
+        agent_mode: bool = True, ids: Mapping[str, str | None] | None = None,
+        stream_tools: bool = False,
+    ) -> LoopResult:
+        """`arun_loop` once the Agent's resources are entered."""
         output = self._output
+        plain = (ids is None and max_reasks is None and run_id is None and step_id is None
+                 and speaker is None and observer is None and agent_mode and not stream_tools)
+        if plain and self._plain_options is not None:
+            return await run_loop(client or self.client, request, tools=self._res.toolbox,
+                                  on_event=on_event, options=self._plain_options)
         ids = ids or {}
         options = LoopOptions(
             max_iterations=self.max_iterations, tool_concurrency=self.tool_concurrency,
@@ -281,6 +309,8 @@ class Agent:
             correlation_id=ids.get("correlation_id"), parent_id=ids.get("parent_id"),
             stream_with_tools=stream_tools,
         )
+        if plain:
+            self._plain_options = options
         return await run_loop(client or self.client, request, tools=self._res.toolbox,
                               on_event=on_event, options=options)
 
@@ -331,17 +361,17 @@ class Agent:
             return Transcript((Message.system(self.system_prompt), *transcript))
         return transcript
 
-    async def _run(self, transcript: Transcript, ids: dict[str, str | None],
+    async def _run(self, transcript: Transcript, ids: dict[str, str | None] | None,
                    feed: EventFeed | None = None) -> ConversationResult:
         await self._res.enter()
         transcript = self._messages(transcript)
         if not transcript or transcript[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
         if feed is None:
-            result = await self.arun_loop(self.request(transcript.messages), ids=ids)
+            result = await self._loop(self.request(transcript.messages), ids=ids)
         else:
             observer = feed if self.observer is None else MultiObserver(self.observer, feed)
-            result = await self.arun_loop(
+            result = await self._loop(
                 self.request(transcript.messages, stream=True), ids=ids, observer=observer,
                 on_event=feed.sink, stream_tools=True)
         return ConversationResult(transcript=transcript.append(*result.new_messages),
@@ -450,8 +480,16 @@ class Agent:
             name="Agent.run_conversation", twin="agent.arun_conversation")
 
 
+_OPTION_SOURCES = frozenset({
+    "max_iterations", "tool_concurrency", "_output", "max_reasks", "clock",
+    "deadline_seconds", "token_budget", "observer", "summary_options", "name"})
+"""The Agent's attributes a run's `LoopOptions` are built from."""
+
+
 def _ids(correlation_id: str | None, parent_id: str | None,
-         conversation_id: str | None) -> dict[str, str | None]:
+         conversation_id: str | None) -> dict[str, str | None] | None:
+    if correlation_id is None and parent_id is None and conversation_id is None:
+        return None
     return {"correlation_id": correlation_id, "parent_id": parent_id,
             "conversation_id": conversation_id}
 

@@ -71,6 +71,8 @@ class CircuitBreaker:
         return "open"
 
     def allow(self) -> bool:
+        if self._opened_at is None:
+            return True  # closed: the every-call case, without the state's clock read
         state = self.state
         if state == "closed":
             return True
@@ -82,7 +84,7 @@ class CircuitBreaker:
         return False
 
     def record(self, outcome: Outcome) -> None:
-        half_open = self.state == "half_open"
+        half_open = self._opened_at is not None and self.state == "half_open"
         if half_open and self._in_flight:
             self._in_flight -= 1
         if outcome == "success":
