@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from agentloom import tools
 from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
 from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
-from agentloom.tools import SandboxPolicy
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.steps import RetryConfig, Step, StepBase, Strict, step_adapter
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
@@ -51,7 +51,7 @@ class SandboxConfig(Strict):
         # Refusals the policy makes on its own (an interpreter without danger_opt_in, a
         # bad env entry) surface at load, with the file and line, not at the first call.
         try:
-            SandboxPolicy.from_config(self.model_dump(exclude_unset=True))
+            tools.SandboxPolicy.from_config(self.model_dump(exclude_unset=True))
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloom import tools as toolkit
 from agentloom.conversation import Conversation
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
 from agentloom.providers.anthropic import check_reasoning_settings
 from agentloom.structured import OutputPlan
-from agentloom.tools import DeclaredTool, ToolRegistry
+from agentloom.tools import DeclaredTool
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     load_protocol,
@@ -114,7 +115,7 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     # are rebuilt under the run's policy).
     node = ctx.workflow.nodes.get(step_id)
     memo = node.memo if node is not None and policy is None \
-        and type(registry) is ToolRegistry else None
+        and type(registry) is toolkit.ToolRegistry else None
     if memo is not None:
         hit = memo.get("toolbox")
         if hit is not None and hit[0] is registry and hit[1] is decls \
