@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloom import conversation as conversations
 from agentloom import tools as toolkit
-from agentloom.conversation import Conversation
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
 from agentloom.providers.anthropic import check_reasoning_settings
@@ -92,7 +92,7 @@ def check_conversation(key: str | None, pc: PrepareContext) -> Path | None:
         current = lookup(state, path)
         if current is not MISSING:
             try:
-                Conversation.from_state(current, key=key)
+                conversations.Conversation.from_state(current, key=key)
             except ConfigError as exc:
                 pc.report(f"{exc} (in the file's state)", "conversation")
                 return None
