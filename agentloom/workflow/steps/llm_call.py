@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
-from agentloom.loop.agent import build_request
+from agentloom.loop.request import build_request
 from agentloom.messages import (
     NamedToolChoice,
     ReasoningConfig,
@@ -22,7 +22,6 @@ from agentloom.messages import (
 )
 from agentloom.structured import OutputPlan
 from agentloom.tools import normalize_vendor_tools
-from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template
@@ -137,6 +136,8 @@ async def load_attachments(step: LLMCallStep, prep: Prepared,
     """Read every attachment (rendered sources) at once; any failure fails the step
     before a request is sent."""
     import asyncio
+
+    from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 
     sb = ctx.sandbox_config()
     policy = AttachmentPolicy.from_sandbox(None if sb is None
