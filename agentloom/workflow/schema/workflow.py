@@ -7,7 +7,6 @@ Steps are validated one by one by the loader (`_schema_steps.Step`), so one bad 
 not hide the problems of the others.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
@@ -47,7 +46,7 @@ class SandboxConfig(Strict):
     env: list[str] | None = None
 
     @model_validator(mode="after")
-    def _builds_a_policy(self) -> SandboxConfig:
+    def _builds_a_policy(self) -> "SandboxConfig":
         # Refusals the policy makes on its own (an interpreter without danger_opt_in, a
         # bad env entry) surface at load, with the file and line, not at the first call.
         try:
