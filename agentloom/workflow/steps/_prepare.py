@@ -18,7 +18,6 @@ from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
 from agentloom.providers.anthropic import check_reasoning_settings
 from agentloom.structured import OutputPlan
-from agentloom.tools import DeclaredTool
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     load_protocol,
@@ -123,7 +122,7 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
                 and all(registry.get(d.name) is t for d, t in zip(decls, hit[3], strict=True)):
             box: ToolBox = hit[4]
             return box
-    declared = [DeclaredTool(name=t.name, description=t.description,
+    declared = [toolkit.DeclaredTool(name=t.name, description=t.description,
                              parameters=t.parameters) for t in decls]
     box = registry.toolbox(declared, policy=policy, **options)
     _check_room(box, node, options.get("max_tools"))
