@@ -17,7 +17,6 @@ from agentloom import tools as toolkit
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
 from agentloom.providers.anthropic import check_reasoning_settings
-from agentloom.structured import OutputPlan
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     load_protocol,
@@ -28,6 +27,7 @@ from agentloom.workflow.steps.profiles import toolbox_options
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.lang.paths import Path
     from agentloom.workflow.load.loader import PrepareContext

@@ -20,7 +20,6 @@ from agentloom.messages import (
     ReasoningConfig,
     ToolChoice,
 )
-from agentloom.structured import OutputPlan
 from agentloom.tools import normalize_vendor_tools
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
@@ -36,6 +35,7 @@ from agentloom.workflow.steps.profiles import profile_cache
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode
