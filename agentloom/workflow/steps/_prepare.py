@@ -123,7 +123,7 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
             box: ToolBox = hit[4]
             return box
     declared = [toolkit.DeclaredTool(name=t.name, description=t.description,
-                             parameters=t.parameters) for t in decls]
+                                     parameters=t.parameters) for t in decls]
     box = registry.toolbox(declared, policy=policy, **options)
     _check_room(box, node, options.get("max_tools"))
     if memo is not None:
