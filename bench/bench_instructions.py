@@ -2,6 +2,7 @@
 
     python bench/bench_instructions.py            # whole process and per call
     python bench/bench_instructions.py --cli      # whole process only
+    python bench/bench_instructions.py --cli --checkpointed   # and the checkpointed run
 
 Runs each client under `valgrind --tool=callgrind` and reads the instruction count
 (`Ir`) it reports: the same code gives the same count (±0.1%, with PYTHONHASHSEED=0)
@@ -12,7 +13,8 @@ rather than replacing it. Needs valgrind; each figure takes a minute or two.
 
 - whole process: the bare aiohttp script of `bench_cli.py` and `agentloom run
   one-step.yaml --no-checkpoint` (the run twice: the first also writes __pycache__ of a fresh tree),
-  against the fake server in its own process (not counted);
+  against the fake server in its own process (not counted); with `--checkpointed`, also
+  the same run keeping its checkpoints (into a SQLite store a first run created);
 - per call: (count at 600 calls - count at 100 calls) / 500, for raw aiohttp,
   `ProviderClient.complete` and `Agent.from_env(...).arun_result` (reading the summary's
   status, as `bench_agent.py` does), each over loopback HTTP.
@@ -70,10 +72,10 @@ asyncio.run(main())
 """
 
 
-def instructions(cmd: list[str], env: dict[str, str]) -> int:
+def instructions(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> int:
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                            *cmd], env={**env, "PYTHONHASHSEED": "0"}, capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, cwd=cwd)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise SystemExit(f"no count from valgrind: {done.stderr[-300:]}")
@@ -83,6 +85,8 @@ def instructions(cmd: list[str], env: dict[str, str]) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", action="store_true", help="whole process only")
+    ap.add_argument("--checkpointed", action="store_true",
+                    help="also count the run with checkpoints (SQLite)")
     args = ap.parse_args()
     from bench_transport import start_server, stop_server
 
@@ -104,6 +108,11 @@ def main() -> None:
             for label in ("agentloom run (first)", "agentloom run"):
                 n = instructions(agentloom, env)
                 print(f"{label:26} {n / 1e6:9.1f} M  {n / floor:.2f}x")
+            if args.checkpointed:
+                # The first run creates the store; the count is of a run into an existing one.
+                subprocess.run(agentloom[:-1], env=env, cwd=tmp, capture_output=True, check=True)
+                n = instructions(agentloom[:-1], env, cwd=tmp)
+                print(f"{'agentloom run (checkpoint)':26} {n / 1e6:9.1f} M  {n / floor:.2f}x")
             if args.cli:
                 return
             per: dict[str, float] = {}

@@ -54,6 +54,12 @@ LAZY_TARGETS: dict[str, str] = {
     "agentloom.observe.otel": "imports the optional `opentelemetry`",
     "agentloom.routing.local": "the optional embedded model server",
     "agentloom.tools.builtins": "the built-in tools (sandbox, subprocess, HTTP) load when used",
+    "agentloom.tools.attachments": "file reads and downloads behind the network guard; "
+    "loaded when a step has attachments",
+    "agentloom.recording.mock_responses": "the public AgentLoom's mock files, loaded when a "
+    "workflow uses `provider: mock`",
+    "agentloom.store.PauseInfo": "the store's records and protocol (~10 ms of import) load "
+    "with the store; a run without checkpoints needs this one only when it pauses",
 }
 """Modules (or a face's lazy names) that may be imported inside a function anywhere:
 optional extras and heavy imports loaded on first use."""

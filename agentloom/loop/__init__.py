@@ -2,9 +2,13 @@
 
 Job: THE agent loop and the one `Agent`, the one deadline helper (`Deadline`),
 summaries, observers. May import: the layers up to `tools` (tests/test_layers.py holds
-the rule).
+the rule). `ConversationResult` and `Transcript` (an `Agent`'s results) load on first
+use: a workflow's steps run the loop without them.
 """
 
+from typing import TYPE_CHECKING
+
+from agentloom._lazy import lazy_getattr
 from agentloom.loop._budget import Deadline as Deadline
 from agentloom.loop._budget import no_deadline as no_deadline
 from agentloom.loop._contracts import (
@@ -41,7 +45,6 @@ from agentloom.loop.observer import (
 from agentloom.loop.observer import (
     current_conversation as current_conversation,
 )
-from agentloom.loop.result import ConversationResult as ConversationResult
 from agentloom.loop.summary import (
     ConversationStatus as ConversationStatus,
 )
@@ -54,6 +57,12 @@ from agentloom.loop.summary import (
 from agentloom.loop.summary import (
     TurnRecord as TurnRecord,
 )
-from agentloom.loop.transcript import Transcript as Transcript
 from agentloom.tools.contracts import ToolBox as ToolBox
 from agentloom.tools.contracts import ToolContext as ToolContext
+
+if TYPE_CHECKING:
+    from agentloom.loop.result import ConversationResult as ConversationResult
+    from agentloom.loop.transcript import Transcript as Transcript
+
+__getattr__ = lazy_getattr(__name__, {"ConversationResult": "agentloom.loop.result",
+                                      "Transcript": "agentloom.loop.transcript"}, globals())

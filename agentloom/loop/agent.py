@@ -53,11 +53,12 @@ from agentloom.loop._loop import run_loop
 from agentloom.loop._options import LoopOptions, LoopResult
 from agentloom.loop._sync import Portal
 from agentloom.loop.observer import MultiObserver
+from agentloom.loop.request import build_request
 from agentloom.loop.result import ConversationResult
 from agentloom.loop.stream import AgentEvent, EventFeed, feed_events
 from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
-from agentloom.messages import Message, ModelRequest, ReasoningConfig, StreamEvent, ToolChoice
+from agentloom.messages import Message, ModelRequest, StreamEvent, ToolChoice
 from agentloom.providers import ModelClient
 from agentloom.routing.runtime import Runtime
 from agentloom.structured import OutputPlan, output_spec, plan_output
@@ -74,32 +75,6 @@ DEFAULT_MAX_ITERATIONS = 20
 DEFAULT_DEADLINE_SECONDS = 600.0
 DEFAULT_REASKS = 2
 """Re-asks a structured reply gets after the first invalid one."""
-
-
-def build_request(
-    *,
-    model: str,
-    messages: Sequence[Message] = (),
-    tools: ToolBox | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    tool_choice: ToolChoice = "auto",
-    reasoning: ReasoningConfig | None = None,
-    stream: bool = False,
-    vendor_tools: Sequence[Any] = (),
-    output: OutputPlan | None = None,
-    cache: Literal["auto"] | None = None,
-) -> ModelRequest:
-    """The request of one model turn: model, messages, sampling, tools, and the output
-    schema's plan put on last (it may add a system sentence or force a tool), so
-    requests are built the same way for an Agent, an `agent` step and an `llm_call`."""
-    request = ModelRequest(
-        model=model, messages=tuple(messages), temperature=temperature,
-        max_tokens=max_tokens, tool_choice=tool_choice,
-        tools=tools.specs if tools is not None else (), reasoning=reasoning,
-        stream=stream, vendor_tools=tuple(vendor_tools), cache=cache,
-    )
-    return output.apply(request) if output is not None else request
 
 
 class Agent:

@@ -5,29 +5,21 @@ Job: the Tool protocol and its seams for the loop (`tools.contracts`), the regis
 built-ins, sandbox, MCP and vendor tools. May import: the layers up to
 `structured`/`conversation` (tests/test_layers.py holds the rule).
 
-Only light modules load with this package; the built-ins, MCP (which imports the `mcp`
-SDK) and the loaders are imported on first use of their names.
+Every name loads its module on first use (the registry, the sandbox and the built-ins,
+MCP, which imports the `mcp` SDK, the loaders, and `@tool`, `ToolSet` too), so a run
+whose steps call no tool loads only what it touches (`tools.contracts` for the loop).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloom._lazy import lazy_getattr
-from agentloom.tools._decorator import PythonTool as PythonTool
-from agentloom.tools._decorator import as_tool as as_tool
-from agentloom.tools._decorator import tool as tool
-from agentloom.tools._registry import ToolRegistry as ToolRegistry
-from agentloom.tools._sandbox import SandboxPolicy as SandboxPolicy
-from agentloom.tools._sandbox import SandboxViolation as SandboxViolation
-from agentloom.tools._tool import BaseTool as BaseTool
-from agentloom.tools._tool import Tool as Tool
-from agentloom.tools._tool import check_parameters as check_parameters
-from agentloom.tools._tool import encode_result as encode_result
-from agentloom.tools._toolset import DeclaredTool as DeclaredTool
-from agentloom.tools._toolset import ToolSet as ToolSet
 
 if TYPE_CHECKING:
+    from agentloom.tools._decorator import PythonTool as PythonTool
+    from agentloom.tools._decorator import as_tool as as_tool
+    from agentloom.tools._decorator import tool as tool
     from agentloom.tools._functions import ArgSpec as ArgSpec
     from agentloom.tools._functions import FunctionTool as FunctionTool
     from agentloom.tools._isolation import detect_bwrap as detect_bwrap
@@ -36,11 +28,29 @@ if TYPE_CHECKING:
     from agentloom.tools._mcp import MCPServerConfig as MCPServerConfig
     from agentloom.tools._mcp import MCPToolSource as MCPToolSource
     from agentloom.tools._mcp import require_mcp as require_mcp
+    from agentloom.tools._registry import ToolRegistry as ToolRegistry
+    from agentloom.tools._registry import default_registry as default_registry
+    from agentloom.tools._sandbox import SandboxPolicy as SandboxPolicy
+    from agentloom.tools._sandbox import SandboxViolation as SandboxViolation
+    from agentloom.tools._tool import BaseTool as BaseTool
+    from agentloom.tools._tool import Tool as Tool
+    from agentloom.tools._tool import check_parameters as check_parameters
+    from agentloom.tools._tool import encode_result as encode_result
+    from agentloom.tools._toolset import DeclaredTool as DeclaredTool
+    from agentloom.tools._toolset import ToolSet as ToolSet
     from agentloom.tools._vendor import normalize_vendor_tools as normalize_vendor_tools
     from agentloom.tools.builtins import builtin_tools as builtin_tools
-    from agentloom.transport import Transport
 
 _LAZY = {
+    "PythonTool": "agentloom.tools._decorator",
+    "as_tool": "agentloom.tools._decorator",
+    "tool": "agentloom.tools._decorator",
+    "BaseTool": "agentloom.tools._tool",
+    "Tool": "agentloom.tools._tool",
+    "check_parameters": "agentloom.tools._tool",
+    "encode_result": "agentloom.tools._tool",
+    "DeclaredTool": "agentloom.tools._toolset",
+    "ToolSet": "agentloom.tools._toolset",
     "ArgSpec": "agentloom.tools._functions",
     "FunctionTool": "agentloom.tools._functions",
     "load_entry_point_tools": "agentloom.tools._loading",
@@ -53,18 +63,11 @@ _LAZY = {
     "normalize_vendor_tools": "agentloom.tools._vendor",
     "builtin_tools": "agentloom.tools.builtins",
     "BUILTIN_NAMES": "agentloom.tools.builtins",
+    "ToolRegistry": "agentloom.tools._registry",
+    "default_registry": "agentloom.tools._registry",
+    "SandboxPolicy": "agentloom.tools._sandbox",
+    "SandboxViolation": "agentloom.tools._sandbox",
 }
-
-
-def default_registry(
-    *, transport: Transport | None = None, policy: SandboxPolicy | None = None, tools: Any = ()
-) -> ToolRegistry:
-    """A registry with the four built-ins (under `policy`) and any extra tools."""
-    from agentloom.tools.builtins import builtin_tools
-
-    registry = ToolRegistry(builtin_tools(transport=transport, policy=policy))
-    registry.register_all(tools)
-    return registry
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -17,9 +17,12 @@ from typing import Any
 from agentloom.errors import ConfigError
 from agentloom.messages import ToolSpec
 from agentloom.tools._decorator import as_tool
+from agentloom.tools._sandbox import SandboxPolicy
 from agentloom.tools._tool import Tool, check_parameters, check_tool_name
 from agentloom.tools._toolset import DeclaredTool, ToolSet
+from agentloom.tools.builtins import builtin_tools
 from agentloom.tools.builtins._base import SandboxedTool
+from agentloom.transport import Transport
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,3 +152,12 @@ class ToolRegistry:
     def list(self) -> builtins.list[ToolInfo]:
         """Name, description and schema of each tool (the public AgentLoom's listing)."""
         return [ToolInfo(n, t.description, t.parameters) for n, t in self._tools.items()]
+
+
+def default_registry(
+    *, transport: Transport | None = None, policy: SandboxPolicy | None = None, tools: Any = ()
+) -> ToolRegistry:
+    """A registry with the four built-ins (under `policy`) and any extra tools."""
+    registry = ToolRegistry(builtin_tools(transport=transport, policy=policy))
+    registry.register_all(tools)
+    return registry

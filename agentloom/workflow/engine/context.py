@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentloom import tools
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.messages import StreamEvent
-from agentloom.tools import SandboxPolicy
 from agentloom.workflow.lang.templates import Scope
 
 if TYPE_CHECKING:
@@ -138,5 +138,5 @@ class RunContext:
         if sandbox is None:
             return None
         if self._policy is None:
-            self._policy = SandboxPolicy.from_config(sandbox.model_dump(exclude_unset=True))
+            self._policy = tools.SandboxPolicy.from_config(sandbox.model_dump(exclude_unset=True))
         return self._policy

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
-from agentloom.recording.mock_responses import MockResponsesModel, load_agentloom_mock_responses
 
 if TYPE_CHECKING:
     from agentloom.workflow.engine.context import ClientFactory
@@ -77,6 +76,11 @@ def mock_clients(wf: Workflow, *, inner: ClientFactory | None = None,
     (a CLI flag) wins over `config.responses_file`; a relative config path resolves
     against the workflow file's directory, then the current one; a flag's against the
     current one."""
+    from agentloom.recording.mock_responses import (
+        MockResponsesModel,
+        load_agentloom_mock_responses,
+    )
+
     config = wf.config
     if responses_file is not None:
         path = Path(responses_file)

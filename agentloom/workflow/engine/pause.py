@@ -9,9 +9,10 @@ must recognise it without knowing how (or whether) the run is saved.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentloom.store import PauseInfo
+if TYPE_CHECKING:
+    from agentloom.store import PauseInfo
 
 ANSWER_KINDS = ("text", "choose_one", "choose_many", "secret")
 
@@ -34,6 +35,8 @@ class PauseRun(Exception):
                          + (f" ({prompt})" if prompt else ""))
 
     def info(self) -> PauseInfo:
+        from agentloom.store import PauseInfo
+
         return PauseInfo(step_id=self.step_id or "", waiting_for=self.waiting_for,
                          prompt=self.prompt, call_id=self.call_id, data=self.data)
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentloom.structured import lookup_field
+from agentloom import structured
 
 Path = tuple[str | int, ...]
 
@@ -87,7 +87,7 @@ def lookup(root: Any, path: Path) -> Any:
             # A structured output (pydantic instance): declared, computed and extra
             # fields only, never methods or private attributes.
             try:
-                cur = lookup_field(cur, seg)
+                cur = structured.lookup_field(cur, seg)
             except KeyError:
                 return MISSING
         else:

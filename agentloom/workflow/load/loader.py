@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentloom import tools
 from agentloom.errors import ConfigError, TemplateError, WorkflowError
-from agentloom.tools import require_mcp
 from agentloom.workflow.lang.paths import PathError, parse_path
 from agentloom.workflow.lang.templates import Template, compile_template
 from agentloom.workflow.load.diagnose import describe
@@ -259,7 +259,7 @@ class Checker:
 
     def _check_extra_mcp(self) -> None:
         try:
-            require_mcp()
+            tools.require_mcp()
         except ConfigError as exc:
             self.err(str(exc), self.marks.line_of(self.data, "mcp_servers"), "mcp_servers")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentloom.conversation import concurrency_predicate, conflicting_conversation_steps
+from agentloom import conversation
 from agentloom.errors import ConfigError
 from agentloom.workflow.schema.agents import AgentDef
 
@@ -47,10 +47,10 @@ def check_conversations(checker: Any, nodes: dict[str, StepNode]) -> None:
     def exclusive(a: str, b: str) -> bool:
         return a in branch_of and branch_of.get(a) == branch_of.get(b)
 
-    can_overlap = concurrency_predicate({n.id: n.deps for n in nodes.values()},
+    can_overlap = conversation.concurrency_predicate({n.id: n.deps for n in nodes.values()},
                                         exclusive=exclusive)
     try:
-        conflicts = conflicting_conversation_steps(keys, can_overlap)
+        conflicts = conversation.conflicting_conversation_steps(keys, can_overlap)
     except ConfigError:
         return  # a malformed key is reported by the step itself
     for c in conflicts:

@@ -6,7 +6,6 @@ An agent here is data, the same data the Python `agentloom.Agent` takes: `model`
 `thinking` block; saying so is a load error with its line, not a silently dropped field.
 """
 
-from __future__ import annotations
 
 import re
 from typing import Any, Literal
@@ -70,7 +69,7 @@ class AgentDef(Strict):
         return v
 
     @model_validator(mode="after")
-    def _coherent(self) -> AgentDef:
+    def _coherent(self) -> "AgentDef":
         if self.output_schema is not None and self.output_schema.mode == "tool" and self.tools:
             raise ValueError(
                 "output_schema.mode tool makes the schema the agent's one tool; drop "

@@ -7,7 +7,6 @@ did-you-mean. Fields that later step types share (`output`, `timeout`, `retry`,
 `steps/`.
 """
 
-from __future__ import annotations
 
 import operator
 import re
@@ -128,7 +127,7 @@ class ResponseSchema(Strict):
         return out
 
     @model_validator(mode="after")
-    def _needs(self) -> ResponseSchema:
+    def _needs(self) -> "ResponseSchema":
         if self.type == "pydantic" and not self.model:
             raise ValueError("response_schema of type pydantic needs 'model' (a dotted path)")
         if self.type == "json_schema" and self.schema_ is None:
@@ -207,7 +206,7 @@ class LLMCallStep(StepBase):
         return v
 
     @model_validator(mode="after")
-    def _coherent(self) -> LLMCallStep:
+    def _coherent(self) -> "LLMCallStep":
         if self.prompt is None and self.conversation is None:
             raise ValueError("an llm_call step needs a 'prompt' (or a 'conversation')")
         if (self.tools or self.functions or self.mcp) and self.response_schema is not None:
@@ -246,7 +245,7 @@ class SubworkflowStep(StepBase):
     isolated_state: bool = False
 
     @model_validator(mode="after")
-    def _one_source(self) -> SubworkflowStep:
+    def _one_source(self) -> "SubworkflowStep":
         if (self.workflow_path is None) == (self.workflow_inline is None):
             raise ValueError(
                 "a subworkflow step needs exactly one of workflow_path, workflow_inline")
@@ -269,7 +268,7 @@ class MapStep(StepBase):
     succeeds and each item's status and error are in its output."""
 
     @model_validator(mode="after")
-    def _one_body(self) -> MapStep:
+    def _one_body(self) -> "MapStep":
         if (self.step is None) == (self.steps is None):
             raise ValueError("a map step needs exactly one of step, steps")
         if self.steps is not None and not self.steps:
@@ -304,7 +303,7 @@ class AskStep(StepBase):
     """The answer used when the run is resumed after `timeout_seconds` (else it fails)."""
 
     @model_validator(mode="after")
-    def _choices(self) -> AskStep:
+    def _choices(self) -> "AskStep":
         choosing = self.answer_type in ("choose_one", "choose_many")
         if choosing and not self.choices:
             raise ValueError(f"answer_type {self.answer_type} needs a list of 'choices'")
@@ -324,7 +323,7 @@ class AgentStep(StepBase):
     attachments: list[Attachment] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _coherent(self) -> AgentStep:
+    def _coherent(self) -> "AgentStep":
         if self.prompt is None and self.conversation is None:
             raise ValueError("an agent step needs a 'prompt' (or a 'conversation')")
         return self

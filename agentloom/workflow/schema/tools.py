@@ -6,7 +6,6 @@ body's steps stay raw here because the loader checks them as a small workflow of
 own, with line numbers (see `_functions.py`).
 """
 
-from __future__ import annotations
 
 from typing import Any, Literal
 
@@ -60,7 +59,7 @@ class MCPServerDecl(Strict):
     """Seconds to start and list tools, and the limit of each call."""
 
     @model_validator(mode="after")
-    def _one_transport(self) -> MCPServerDecl:
+    def _one_transport(self) -> "MCPServerDecl":
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of command (stdio) or url")
         return self

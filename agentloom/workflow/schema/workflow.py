@@ -7,16 +7,15 @@ Steps are validated one by one by the loader (`_schema_steps.Step`), so one bad 
 not hide the problems of the others.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from agentloom import tools
 from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
 from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
-from agentloom.tools import SandboxPolicy
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.steps import RetryConfig, Step, StepBase, Strict, step_adapter
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
@@ -47,11 +46,11 @@ class SandboxConfig(Strict):
     env: list[str] | None = None
 
     @model_validator(mode="after")
-    def _builds_a_policy(self) -> SandboxConfig:
+    def _builds_a_policy(self) -> "SandboxConfig":
         # Refusals the policy makes on its own (an interpreter without danger_opt_in, a
         # bad env entry) surface at load, with the file and line, not at the first call.
         try:
-            SandboxPolicy.from_config(self.model_dump(exclude_unset=True))
+            tools.SandboxPolicy.from_config(self.model_dump(exclude_unset=True))
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self

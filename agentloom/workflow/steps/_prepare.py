@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentloom.conversation import Conversation
+from agentloom import conversation as conversations
+from agentloom import tools as toolkit
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
 from agentloom.providers.anthropic import check_reasoning_settings
-from agentloom.structured import OutputPlan
-from agentloom.tools import DeclaredTool, ToolRegistry
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     load_protocol,
@@ -28,6 +27,7 @@ from agentloom.workflow.steps.profiles import toolbox_options
 
 if TYPE_CHECKING:
     from agentloom.loop import ToolBox
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.lang.paths import Path
     from agentloom.workflow.load.loader import PrepareContext
@@ -91,7 +91,7 @@ def check_conversation(key: str | None, pc: PrepareContext) -> Path | None:
         current = lookup(state, path)
         if current is not MISSING:
             try:
-                Conversation.from_state(current, key=key)
+                conversations.Conversation.from_state(current, key=key)
             except ConfigError as exc:
                 pc.report(f"{exc} (in the file's state)", "conversation")
                 return None
@@ -114,7 +114,7 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     # are rebuilt under the run's policy).
     node = ctx.workflow.nodes.get(step_id)
     memo = node.memo if node is not None and policy is None \
-        and type(registry) is ToolRegistry else None
+        and type(registry) is toolkit.ToolRegistry else None
     if memo is not None:
         hit = memo.get("toolbox")
         if hit is not None and hit[0] is registry and hit[1] is decls \
@@ -122,8 +122,8 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
                 and all(registry.get(d.name) is t for d, t in zip(decls, hit[3], strict=True)):
             box: ToolBox = hit[4]
             return box
-    declared = [DeclaredTool(name=t.name, description=t.description,
-                             parameters=t.parameters) for t in decls]
+    declared = [toolkit.DeclaredTool(name=t.name, description=t.description,
+                                     parameters=t.parameters) for t in decls]
     box = registry.toolbox(declared, policy=policy, **options)
     _check_room(box, node, options.get("max_tools"))
     if memo is not None:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloom import structured
 from agentloom.errors import ConfigError
 from agentloom.messages import (
     ModelRequest,
@@ -29,19 +30,13 @@ from agentloom.messages import (
     TextPart,
 )
 from agentloom.providers import get_protocol
-from agentloom.structured import (
-    OutputPlan,
-    ResponseSchemaSpec,
-    check_forced_tool_support,
-    parse_forced_tool_call,
-    plan_output,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agentloom.messages import StreamEvent
     from agentloom.providers import AttemptRecord, ModelClient
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.schema.steps import ResponseSchema
 
 _VENDORS = ("openai", "anthropic", "gemini", "ollama")
@@ -70,17 +65,19 @@ def prepare_structured(
     `name` is the step id (or the agent's name): the schema's name when none is given.
     `protocol` is the wire protocol the step's model resolves to, when it is known at load.
     """
-    spec = ResponseSchemaSpec.from_dict(block.spec_dict(), base_dir=base_dir or Path.cwd())
+    spec = structured.ResponseSchemaSpec.from_dict(block.spec_dict(),
+                                                   base_dir=base_dir or Path.cwd())
     if block.mode == "tool" and protocol is not None:
         try:
-            check_forced_tool_support(get_protocol(protocol).capabilities(model or ""),
+            structured.check_forced_tool_support(get_protocol(protocol).capabilities(model or ""),
                                       provider=protocol, model=model)
         except ConfigError:
             who = f"{protocol} model {model!r}" if model else f"provider {protocol!r}"
             raise ConfigError(
                 f"mode tool needs a forced tool call, and {who} can't be forced to "
                 "call a tool; drop mode: tool to use the provider's JSON mode") from None
-    return plan_output(spec, name, with_tools=with_tools, forced_tool=block.mode == "tool")
+    return structured.plan_output(spec, name, with_tools=with_tools,
+                                  forced_tool=block.mode == "tool")
 
 
 def load_protocol(provider: str | None, model: str | None,
@@ -132,7 +129,7 @@ class ForcedToolClient:
         request = request.replace(tool_choice=self._choice, stream=False)
         response = await self._inner.complete(request, on_event=None, on_attempt=on_attempt)
         try:
-            args = parse_forced_tool_call(response, expected=self._choice.name)
+            args = structured.parse_forced_tool_call(response, expected=self._choice.name)
         except ValueError as exc:
             if response.tool_calls:
                 return _as_text(response, f"(invalid call) {exc}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from agentloom.conversation import Conversation, commit_turn, normalize_key, prepare_turn
+from agentloom import conversation as conversations
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import FinishEvent, Message, ModelRequest, StreamEvent, TextDelta, Usage
@@ -66,7 +66,7 @@ class Turn:
 def conversation_path(key: str) -> Path:
     """The state path of a `conversation:` value (`state.chat` and `chat` alike).
     Raises ConfigError or PathError for a value that is not a state key."""
-    return parse_path(normalize_key(key))
+    return parse_path(conversations.normalize_key(key))
 
 
 async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutcome:
@@ -139,7 +139,7 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     if any(u.cost_usd is None and u.total_tokens for u in nested):
         usage = replace(usage, cost_usd=None)  # a function's unknown cost stays unknown
     if plan is not None and turn.conversation is not None:
-        stored = commit_turn(plan, result.text, turn.speaker)
+        stored = conversations.commit_turn(plan, result.text, turn.speaker)
         assign(ctx.state, turn.conversation, stored.to_state())
     response = result.response
     return StepOutcome(
@@ -180,7 +180,7 @@ async def _plan(turn: Turn, client: ModelClient, ctx: RunContext,
     assert turn.conversation is not None
     key = ".".join(str(p) for p in turn.conversation)
     current = lookup(ctx.state, turn.conversation)
-    conv = Conversation.from_state(None if current is MISSING else current, key=key)
+    conv = conversations.Conversation.from_state(None if current is MISSING else current, key=key)
 
     async def summarize(messages: tuple[Message, ...]) -> str:
         # The summary is made by the step's own model; its tokens and cost are the step's.
@@ -190,7 +190,7 @@ async def _plan(turn: Turn, client: ModelClient, ctx: RunContext,
         extra_usage.append(response.usage)
         return response.text
 
-    return await prepare_turn(
+    return await conversations.prepare_turn(
         conv, system_prompt=turn.system_prompt, prompt=turn.prompt,
         speaker=turn.speaker, attachments=turn.media,
         summarize=summarize if conv.trim_policy == "summarize_oldest" else None)

@@ -19,9 +19,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentloom import tools as toolkit
 from agentloom._clock import SYSTEM_CLOCK
 from agentloom.errors import ConfigError, TemplateError, ToolError, WorkflowError
-from agentloom.tools import ArgSpec, FunctionTool, check_parameters, normalize_vendor_tools
+from agentloom.tools import check_parameters
 from agentloom.workflow.engine.nested import NESTED_USAGE, rolled_usage
 from agentloom.workflow.lang.templates import Scope, Template, compile_template
 from agentloom.workflow.load.loader import Checker
@@ -31,6 +32,7 @@ from agentloom.workflow.schema.steps import ToolDecl
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agentloom.tools import FunctionTool
     from agentloom.workflow.engine.context import ChildRunner, ClientFactory, ToolSource
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode, Workflow
@@ -131,7 +133,7 @@ def _check_vendor_tools(checker: Checker, nodes: dict[str, StepNode],
         if items is None:
             continue
         try:
-            normalize_vendor_tools(items)
+            toolkit.normalize_vendor_tools(items)
         except ConfigError as exc:
             problems.append(WorkflowError(
                 f"{_where(function, sid)}: {exc}", file=checker.filename, field="vendor_tools",
@@ -180,7 +182,7 @@ def _load_function(checker: Checker, name: str, decl: Any, raw: dict[str, Any],
     for arg_name, a in decl.args.items():
         config = a.model_dump(exclude_unset=True)
         try:
-            args[arg_name] = ArgSpec.from_config(arg_name, config)
+            args[arg_name] = toolkit.ArgSpec.from_config(arg_name, config)
         except ConfigError as exc:
             ok = False
             checker.problems.append(WorkflowError(f"function {name!r}: {exc}", file=filename,
@@ -357,7 +359,7 @@ def function_tool(fn: FunctionDef, *, runner: ChildRunner, clients: ClientFactor
         finally:
             _DEPTH.reset(token)
 
-    return FunctionTool(fn.name, fn.description, fn.args, body)
+    return toolkit.FunctionTool(fn.name, fn.description, fn.args, body)
 
 
 async def _run_body(fn: FunctionDef, args: dict[str, Any], *, runner: ChildRunner,

@@ -14,15 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import ConfigError
-from agentloom.loop.agent import build_request
+from agentloom.loop.request import build_request
 from agentloom.messages import (
     NamedToolChoice,
     ReasoningConfig,
     ToolChoice,
 )
-from agentloom.structured import OutputPlan
 from agentloom.tools import normalize_vendor_tools
-from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template
@@ -37,6 +35,7 @@ from agentloom.workflow.steps.profiles import profile_cache
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode
@@ -137,6 +136,8 @@ async def load_attachments(step: LLMCallStep, prep: Prepared,
     """Read every attachment (rendered sources) at once; any failure fails the step
     before a request is sent."""
     import asyncio
+
+    from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 
     sb = ctx.sandbox_config()
     policy = AttachmentPolicy.from_sandbox(None if sb is None

@@ -15,18 +15,13 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloom import tools as toolkit
 from agentloom.errors import ConfigError, WorkflowError
-from agentloom.tools import (
-    ToolRegistry,
-    default_registry,
-    load_entry_point_tools,
-    load_tools_from_module,
-)
 from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.steps.functions import function_tool
 
 if TYPE_CHECKING:
-    from agentloom.tools import SandboxPolicy
+    from agentloom.tools import SandboxPolicy, ToolRegistry
     from agentloom.workflow.engine.context import ChildRunner, ClientFactory, ToolSource
     from agentloom.workflow.load.workflow import Workflow
 
@@ -41,11 +36,11 @@ def base_registry(
 ) -> ToolRegistry:
     """The built-ins (with `transport` for http_request), the `@tool` functions of each
     module or `.py` file, the `agentloom.tools` entry points if asked, and `tools`."""
-    registry = default_registry(transport=transport, policy=policy, tools=tools)
+    registry = toolkit.default_registry(transport=transport, policy=policy, tools=tools)
     for module in tool_modules:
-        registry.register_all(load_tools_from_module(module))
+        registry.register_all(toolkit.load_tools_from_module(module))
     if entry_points:
-        registry.register_all(load_entry_point_tools())
+        registry.register_all(toolkit.load_entry_point_tools())
     return registry
 
 
@@ -67,7 +62,7 @@ def plain_run_tools(workflow: Workflow, tools: ToolSource | None,
         return tools
     if tools is None:
         tools = base_registry(transport=transport)
-    elif not isinstance(tools, ToolRegistry):
+    elif not isinstance(tools, toolkit.ToolRegistry):
         return tools
     check_tool_refs(workflow, tools)
     return tools
@@ -93,10 +88,10 @@ async def open_run_tools(
     extends = bool(workflow.functions or definition.mcp_servers)
     if tools is None:
         registry = base_registry(transport=transport)
-    elif isinstance(tools, ToolRegistry) and not extends:
+    elif isinstance(tools, toolkit.ToolRegistry) and not extends:
         registry = tools  # nothing to add: only the names are checked
-    elif isinstance(tools, ToolRegistry):
-        registry = ToolRegistry()
+    elif isinstance(tools, toolkit.ToolRegistry):
+        registry = toolkit.ToolRegistry()
         for name in tools:
             registry.register(tools.get(name), name=name)
     elif extends:
