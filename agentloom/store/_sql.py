@@ -41,6 +41,7 @@ from agentloom.store._base import (
     like_pattern,
 )
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
+from agentloom.store._pending import PendingWrites, Statement
 from agentloom.store._serde import (
     JsonSerializer,
     Serializer,
@@ -99,6 +100,11 @@ class SqlStore:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self._closed = False
+        self._queued = PendingWrites(self._send)
+
+    async def _send(self, statements: list[Statement]) -> list[Rows]:
+        await self._ensure()
+        return await self._db.batch(statements)
 
     async def __aenter__(self) -> SqlStore:
         await self._ensure()
@@ -212,7 +218,8 @@ class SqlStore:
         back to Python between them."""
         now = self._now()
         cost = str(cost_usd) if cost_usd is not None else None
-        if self._db.dialect == "postgres" and not after:
+        queued = self._queued.take(run_id)  # this run's queued replies go first
+        if self._db.dialect == "postgres" and not after and not queued:
             # One statement (PostgreSQL runs an UPDATE in a WITH): one round trip, where
             # a transaction of two costs four.
             (rows,) = await self._db.batch([(
@@ -225,6 +232,7 @@ class SqlStore:
                 raise RunNotFound(run_id)
             return int(rows[0][0])
         results = await self._db.batch([
+            *queued,
             ("UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
              "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ?", (status, now, cost, run_id)),
             (f"INSERT INTO {table} (run_id, seq, created_at, payload) SELECT run_id, "
@@ -232,9 +240,10 @@ class SqlStore:
              (now, payload, run_id)),
             *after,
         ])
-        if not results[1]:
+        inserted = results[len(queued) + 1]
+        if not inserted:
             raise RunNotFound(run_id)
-        return int(results[1][0][0])
+        return int(inserted[0][0])
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:
         await self._ensure()
@@ -359,11 +368,10 @@ class SqlStore:
     async def set_status(self, run_id: str, status: RunStatus) -> None:
         check_status(status)
         await self._ensure()
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(
-                "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
-                (status, self._now(), run_id),
-            )
+        queued = self._queued.take(run_id)
+        *_, rows = await self._db.batch([*queued, (
+            "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
+            (status, self._now(), run_id))])
         if not rows:
             raise RunNotFound(run_id)
 
@@ -382,8 +390,11 @@ class SqlStore:
         result_json = self._dumps(result)
         args_json = self._dumps(arguments) if arguments is not None else None
         # One statement: nothing for an unknown run, and a call already done is left
-        # alone when asked back to in_flight; either way no row comes back.
-        (rows,) = await self._db.batch([(
+        # alone when asked back to in_flight; either way no row comes back. The run's
+        # queued replies go first: the reply that asked for this call is stored before
+        # the call can run.
+        queued = self._queued.take(run_id)
+        *_, rows = await self._db.batch([*queued, (
             "INSERT INTO tool_calls (run_id, step_id, call_id, turn, status, idempotent, "
             "name, arguments, result, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ?j, ?j, ? "
             "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?) "
@@ -425,23 +436,40 @@ class SqlStore:
             for r in rows
         ]
 
-    async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
-                                    request_hash: str, response: Any) -> None:
-        await self._ensure()
-        response_json = self._dumps(response)
-        (rows,) = await self._db.batch([(
+    def _exchange(self, run_id: str, step_id: str, turn: int, request_hash: str,
+                  response: Any) -> Statement:
+        return (
             "INSERT INTO model_exchanges (run_id, step_id, turn, request_hash, response, "
             "created_at) SELECT ?, ?, ?, ?, ?j, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
             "run_id = ?) ON CONFLICT (run_id, step_id, turn, request_hash) DO UPDATE SET "
             "response = excluded.response, created_at = excluded.created_at RETURNING run_id",
-            (run_id, step_id, turn, request_hash, response_json, self._now(), run_id),
-        )])
+            (run_id, step_id, turn, request_hash, self._dumps(response), self._now(), run_id),
+        )
+
+    async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
+                                    request_hash: str, response: Any) -> None:
+        await self._ensure()
+        statement = self._exchange(run_id, step_id, turn, request_hash, response)
+        *_, rows = await self._db.batch([*self._queued.take(run_id), statement])
         if not rows:
             raise RunNotFound(run_id)
+
+    def queue_model_exchange(self, run_id: str, step_id: str, turn: int, request_hash: str,
+                             response: Any) -> None:
+        """`record_model_exchange`, written with the run's next write (in its
+        transaction) instead of a trip of its own: see `_pending.py` for what holds.
+        A reply that can't be encoded raises here."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        self._queued.add(run_id, self._exchange(run_id, step_id, turn, request_hash,
+                                                response))
 
     async def get_model_exchanges(self, run_id: str, step_id: str | None = None
                                   ) -> list[ModelExchangeRecord]:
         await self._ensure()
+        if self._queued.has(run_id):
+            await self._queued.flush(run_id)
+        self._queued.take(run_id)  # a queued reply that failed is raised here
         sql = ("SELECT run_id, step_id, turn, request_hash, response, created_at "
                "FROM model_exchanges WHERE run_id = ?")
         params: list[Any] = [run_id]
@@ -507,6 +535,9 @@ class SqlStore:
             )
 
     async def close(self) -> None:
-        self._closed = True
-        self._ready = False
-        await self._db.close()
+        try:
+            await self._queued.close()
+        finally:
+            self._closed = True
+            self._ready = False
+            await self._db.close()
