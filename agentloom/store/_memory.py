@@ -241,6 +241,10 @@ class MemoryStore:
                                      created_at=self._now())
         self._b.exchanges[(run_id, step_id, turn, request_hash)] = (record, response_json)
 
+    async def flush_model_exchanges(self, run_id: str) -> None:
+        """Nothing is queued here."""
+        self._check_open()
+
     async def get_model_exchanges(self, run_id: str, step_id: str | None = None
                                   ) -> list[ModelExchangeRecord]:
         self._check_open()

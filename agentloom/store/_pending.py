@@ -7,13 +7,16 @@ nothing that follows from the reply happens before the run's next write. So
 `queue_model_exchange` keeps the reply's statement here and the run's next write (a
 delta, a checkpoint, a tool call's write-ahead record, a status) sends it first, in the
 same transaction; a timer hands it to the store by itself if no write comes within
-`FLUSH_DELAY` seconds, and `close()` writes what is left.
+`FLUSH_DELAY` seconds, the run's next model call waits for it (`settle`), and
+`close()` writes what is left.
 
-What holds: a queued reply is committed before or with the run's next write, which
-every tool call waits for before it runs and every finished step waits for before its
-dependents start; it is committed within about `FLUSH_DELAY` seconds otherwise. A
-process killed in that window loses the reply (a resume asks the model again), as one
-killed while the reply's own write was on its way always could. A queued write that
+What holds: a queued reply is committed before the run makes its next model call,
+before any tool call runs (its write-ahead record carries the reply), and with the
+checkpoint of the step that received it, which the step's dependents wait for; failing
+all of these, within about `FLUSH_DELAY` seconds. A process killed in that window (the
+reply in memory, the run doing nothing else that is stored) loses the reply, and a
+resume asks the model again, as one killed while the reply's own write was on its way
+always could. A queued write that
 fails is raised by the write that carried it, or, if the timer sent it, by the run's
 next call to the store (or by `close()`): never swallowed.
 """
@@ -91,6 +94,16 @@ class PendingWrites:
         for (rid, _), rows in zip(batch, results, strict=True):
             if not rows:
                 self._failed.setdefault(rid, RunNotFound(rid))
+
+    async def settle(self, run_id: str) -> None:
+        """The run's queued statements written (or on their way from the timer, waited
+        for); raises a failure of any of them."""
+        if not (self._flushes or run_id in self._queued or run_id in self._failed):
+            return  # the common case: a step's reply went with its checkpoint
+        if self._flushes:
+            await asyncio.gather(*self._flushes, return_exceptions=True)
+        await self.flush(run_id)
+        self.take(run_id)
 
     async def close(self) -> None:
         """Write what is queued; raise the first failure no later call reported."""

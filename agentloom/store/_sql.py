@@ -464,12 +464,15 @@ class SqlStore:
         self._queued.add(run_id, self._exchange(run_id, step_id, turn, request_hash,
                                                 response))
 
+    async def flush_model_exchanges(self, run_id: str) -> None:
+        """Write the run's queued replies now (a no-op when none is queued); raises a
+        failure of any of them."""
+        await self._queued.settle(run_id)
+
     async def get_model_exchanges(self, run_id: str, step_id: str | None = None
                                   ) -> list[ModelExchangeRecord]:
         await self._ensure()
-        if self._queued.has(run_id):
-            await self._queued.flush(run_id)
-        self._queued.take(run_id)  # a queued reply that failed is raised here
+        await self._queued.settle(run_id)
         sql = ("SELECT run_id, step_id, turn, request_hash, response, created_at "
                "FROM model_exchanges WHERE run_id = ?")
         params: list[Any] = [run_id]

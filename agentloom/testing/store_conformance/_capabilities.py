@@ -37,7 +37,7 @@ _OPTIONAL_METHODS: dict[Capability, tuple[str, ...]] = {
     Capability.CLAIM: ("claim_run", "release_claim"),
     Capability.QUERY: ("find_runs",),
     Capability.WRITES: ("load_writes", "load_latest_many"),
-    Capability.QUEUED_EXCHANGES: ("queue_model_exchange",),
+    Capability.QUEUED_EXCHANGES: ("queue_model_exchange", "flush_model_exchanges"),
 }
 
 

@@ -1,7 +1,8 @@
 """queued_exchanges: `queue_model_exchange` stores a model reply no later than the run's
-next write (a delta, a checkpoint, a tool call's record), in order before it, and on
-`close()`; a store may write it at once. A store abandoned without `close()` after that
-next write (a `kill -9`) still has the reply, and reads see a queued reply at once."""
+next write (a delta, a checkpoint, a tool call's record), in order before it, on
+`flush_model_exchanges(run_id)` and on `close()`; a store may write it at once. A store
+abandoned without `close()` after that next write (a `kill -9`) still has the reply, and
+reads see a queued reply at once."""
 
 from __future__ import annotations
 
@@ -37,6 +38,16 @@ async def check_queued_reply_stored_before_tool_call(ctx: CheckContext) -> None:
     assert await _exchanges(second, "run-1") == [("agent", 1, "h1", {"calls": ["c1"]})]
     (call,) = await second.get_tool_calls("run-1")
     assert call.call_id == "c1" and call.status == "in_flight"
+
+
+async def check_flushed_reply_is_stored(ctx: CheckContext) -> None:
+    first = await ctx.open()
+    await first.create_run("run-1", "flow", "h", {})
+    await first.flush_model_exchanges("run-1")  # nothing queued: nothing to do
+    first.queue_model_exchange("run-1", "s1", 1, "h1", {"text": "one"})
+    await first.flush_model_exchanges("run-1")
+    second = await ctx.open()
+    assert await _exchanges(second, "run-1") == [("s1", 1, "h1", {"text": "one"})]
 
 
 async def check_queued_reply_is_read_back(ctx: CheckContext) -> None:
@@ -77,6 +88,7 @@ async def check_queued_reply_of_unknown_run(ctx: CheckContext) -> None:
 
 CHECKS: list[CheckFn] = [
     check_queued_reply_rides_with_next_delta, check_queued_reply_stored_before_tool_call,
-    check_queued_reply_is_read_back, check_queued_reply_written_on_close,
+    check_flushed_reply_is_stored, check_queued_reply_is_read_back,
+    check_queued_reply_written_on_close,
     check_queued_reply_of_unknown_run,
 ]

@@ -59,6 +59,9 @@ class _JournaledClient:
         stored = d.take_exchange(key)
         if stored is not None:
             return stored
+        flush = getattr(d.store, "flush_model_exchanges", None)
+        if flush is not None:  # a reply still queued is stored before the next call
+            await flush(d.run_id)
         response = await self._inner.complete(request, **kwargs)
         redactor = getattr(d, "redactor", None)
         if redactor is not None and ctx.step_id in getattr(redactor, "secret_steps", ()):
