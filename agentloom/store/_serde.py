@@ -187,12 +187,16 @@ def _decode(obj: Any) -> Any:
     return {k: _decode(v) for k, v in obj.items()}
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+"""One encoder for every write: `json.dumps` with these options builds a new one per call."""
+
+
 class JsonSerializer:
     """The default serializer: compact JSON with tagged values for non-JSON types."""
 
     def dumps(self, obj: Any) -> str:
         try:
-            return json.dumps(_encode(obj), separators=(",", ":"), allow_nan=False)
+            return _JSON.encode(_encode(obj))
         except ValueError as exc:
             raise StoreError(f"cannot store a value as JSON: {exc}") from exc
 
