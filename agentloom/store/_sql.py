@@ -106,6 +106,19 @@ class SqlStore:
         await self._ensure()
         return await self._db.batch(statements)
 
+    def _carried(self, queued: list[Statement], statement: Statement) -> list[Statement]:
+        """`statement` with the run's queued statements before it, for one `batch` whose
+        last result is the statement's: on PostgreSQL folded into it as data-modifying
+        CTEs (one statement, one round trip), elsewhere run before it in its transaction."""
+        if not queued:
+            return [statement]
+        if self._db.dialect != "postgres":
+            return [*queued, statement]
+        sql, params = statement
+        ctes = ", ".join(f"q{i} AS ({q})" for i, (q, _) in enumerate(queued))
+        merged = f"WITH {ctes}, {sql[5:]}" if sql.startswith("WITH ") else f"WITH {ctes} {sql}"
+        return [(merged, [p for _, ps in queued for p in ps] + list(params))]
+
     async def __aenter__(self) -> SqlStore:
         await self._ensure()
         return self
@@ -219,15 +232,15 @@ class SqlStore:
         now = self._now()
         cost = str(cost_usd) if cost_usd is not None else None
         queued = self._queued.take(run_id)  # this run's queued replies go first
-        if self._db.dialect == "postgres" and not after and not queued:
+        if self._db.dialect == "postgres" and not after:
             # One statement (PostgreSQL runs an UPDATE in a WITH): one round trip, where
             # a transaction of two costs four.
-            (rows,) = await self._db.batch([(
+            (rows,) = await self._db.batch(self._carried(queued, (
                 "WITH u AS (UPDATE runs SET latest_seq = latest_seq + 1, status = ?, "
                 "updated_at = ?, cost_usd = COALESCE(?, cost_usd) WHERE run_id = ? "
                 f"RETURNING run_id, latest_seq) INSERT INTO {table} (run_id, seq, "
                 "created_at, payload) SELECT run_id, latest_seq, ?, ?j FROM u RETURNING seq",
-                (status, now, cost, run_id, now, payload))])
+                (status, now, cost, run_id, now, payload))))
             if not rows:
                 raise RunNotFound(run_id)
             return int(rows[0][0])
@@ -368,10 +381,9 @@ class SqlStore:
     async def set_status(self, run_id: str, status: RunStatus) -> None:
         check_status(status)
         await self._ensure()
-        queued = self._queued.take(run_id)
-        *_, rows = await self._db.batch([*queued, (
+        *_, rows = await self._db.batch(self._carried(self._queued.take(run_id), (
             "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
-            (status, self._now(), run_id))])
+            (status, self._now(), run_id))))
         if not rows:
             raise RunNotFound(run_id)
 
@@ -393,8 +405,7 @@ class SqlStore:
         # alone when asked back to in_flight; either way no row comes back. The run's
         # queued replies go first: the reply that asked for this call is stored before
         # the call can run.
-        queued = self._queued.take(run_id)
-        *_, rows = await self._db.batch([*queued, (
+        *_, rows = await self._db.batch(self._carried(self._queued.take(run_id), (
             "INSERT INTO tool_calls (run_id, step_id, call_id, turn, status, idempotent, "
             "name, arguments, result, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ?j, ?j, ? "
             "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?) "
@@ -407,7 +418,7 @@ class SqlStore:
             "RETURNING run_id",
             (run_id, step_id, call_id, turn, status, bool(idempotent), name, args_json,
              result_json, self._now(), run_id),
-        )])
+        )))
         if rows:
             return
         if await self.get_run(run_id) is None:
