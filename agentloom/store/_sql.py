@@ -5,7 +5,8 @@ not in what the store does. `SqlDb` hides that: `transaction()` yields something
 method, `execute(sql, params) -> rows`. Statements use `?` placeholders and `?j` for a JSON
 parameter; the PostgreSQL adapter rewrites them (`%s`, `%s::jsonb`). The writes a run
 makes at every step (a delta, a model exchange, a tool call) are single statements whose
-SQL checks the run itself, sent with `batch()`: one round trip each. Every public method
+SQL checks the run itself, sent with `batch()`: one round trip each, and a queued model
+exchange rides in the same trip as the run's next write (`_pending.py`). Every public method
 is one transaction, so a write lands whole or not at all; the seq of a checkpoint or delta
 comes from `UPDATE runs ... RETURNING latest_seq` inside it, so it is monotonic per run even
 with several writers (the row lock serialises them).

@@ -2,14 +2,18 @@
 failures surface, on a real SQLite file. The conformance suite checks the ordering on
 every backend; these check what only a deferred write has: the timer that writes a reply
 no later write carried, a failed reply failing the write that carried it (atomically),
-a failure the timer met raised by the run's next call, and through the engine: a reply
-stored before the run's next model call, and a run whose replies can't be stored failing.
+a failure the timer met raised by the run's next call, a real SIGKILL on either side of
+the window, and through the engine: a reply stored before the run's next model call,
+and a run whose replies can't be stored failing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +153,39 @@ async def test_a_run_whose_replies_cannot_be_stored_fails_with_that_error(
     assert isinstance(error, sqlite3.IntegrityError) and "no room for replies" in str(error)
     assert calls == ["call"], "the dependent step never ran"
     await store.close()
+
+
+_KILLED = r"""
+import asyncio, sys, time
+from agentloom.store import CheckpointDelta, SqliteStore
+
+async def main():
+    store = SqliteStore(sys.argv[1])
+    await store.create_run("r", "flow", "h", {})
+    store.queue_model_exchange("r", "s1", 1, "h1", {"text": "paid for"})
+    if sys.argv[2] == "write":
+        await store.save_delta("r", CheckpointDelta(state={"a": 1}))
+    print("ready", flush=True)
+    time.sleep(60)  # the event loop held: no timer, no other write; killed here
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(("then", "kept"), [("write", [("s1", 1)]), ("nothing", [])])
+def test_sigkill_inside_and_after_the_window(tmp_path: Path, then: str,
+                                             kept: list[tuple[str, int]]) -> None:
+    # After the run's next write the reply is stored, whatever happens next; killed
+    # before any write and before the timer could run, it is lost (the window: a resume
+    # asks the model again), and nothing else of the run is damaged.
+    path = tmp_path / "runs.db"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(path), then],
+                            stdout=subprocess.PIPE, cwd=Path(__file__).parents[2])
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == b"ready"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _stored(path, "r") == kept
+    with sqlite3.connect(path) as db:
+        (seq,) = db.execute("SELECT latest_seq FROM runs WHERE run_id = 'r'").fetchone()
+    assert seq == (1 if then == "write" else 0)
