@@ -184,8 +184,13 @@ def model_request_hash(request: Any) -> str:
         return names
 
     def plain(value: Any) -> Any:
-        if type(value) in _AS_IS:
+        t = type(value)
+        if t in _AS_IS:
             return value
+        if t is tuple or t is list:  # the exact types first: most of a request
+            return [v if type(v) in _AS_IS else plain(v) for v in value]
+        if t is dict:
+            return {str(k): v if type(v) in _AS_IS else plain(v) for k, v in value.items()}
         names = names_of(value)
         if names is not None:
             return {name: plain(getattr(value, name)) for name in names}
@@ -197,7 +202,7 @@ def model_request_hash(request: Any) -> str:
 
     kept = [n for n in names_of(request) or () if n not in ("messages", "headers", "stream")]
     value = {"messages": [message_to_dict(m) for m in request.messages],
-             **{name: plain(getattr(request, name)) for name in kept}}
+             **{name: plain(getattr(request, name)) for name in kept}}  # all JSON types
     digest = hashlib.sha256(canonical_json(value).encode()).hexdigest()
     return f"sha256:{digest}"
 
