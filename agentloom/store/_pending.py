@@ -46,6 +46,7 @@ class PendingWrites:
         self._queued: dict[str, list[Statement]] = {}
         self._failed: dict[str, BaseException] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._flushes: set[asyncio.Task[None]] = set()
 
     def add(self, run_id: str, statement: Statement) -> None:
@@ -54,8 +55,9 @@ class PendingWrites:
             self._queued[run_id] = [statement]
         else:
             queued.append(statement)
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._delay, self._due)
+        loop = asyncio.get_running_loop()
+        if self._timer is None or self._timer_loop is not loop:  # a store outlives loops
+            self._timer, self._timer_loop = loop.call_later(self._delay, self._due), loop
 
     def has(self, run_id: str) -> bool:
         return run_id in self._queued

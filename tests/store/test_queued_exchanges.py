@@ -189,3 +189,28 @@ def test_sigkill_inside_and_after_the_window(tmp_path: Path, then: str,
     with sqlite3.connect(path) as db:
         (seq,) = db.execute("SELECT latest_seq FROM runs WHERE run_id = 'r'").fetchone()
     assert seq == (1 if then == "write" else 0)
+
+
+def test_a_store_used_from_a_second_event_loop_still_writes_queued_replies(
+        tmp_path: Path) -> None:
+    # A timer armed on a loop that has ended never fires: the next loop arms its own.
+    path = tmp_path / "runs.db"
+    store = SqliteStore(path)
+
+    async def first() -> None:
+        await store.create_run("r", "flow", "h", {})
+        store.queue_model_exchange("r", "s1", 1, "h1", {"text": "one"})
+        await store.save_delta("r", CheckpointDelta(state={"a": 1}))
+        store.queue_model_exchange("r", "s2", 1, "h2", {"text": "two"})  # loop ends first
+
+    async def second() -> None:
+        store.queue_model_exchange("r", "s3", 1, "h3", {"text": "three"})
+        for _ in range(1000):
+            if ("s3", 1) in _stored(path, "r"):
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(first())
+    assert _stored(path, "r") == [("s1", 1)]
+    asyncio.run(second())
+    assert _stored(path, "r") == [("s1", 1), ("s2", 1), ("s3", 1)]
