@@ -184,19 +184,21 @@ class SqlStore:
         now = self._now()
         payload = self._dumps(checkpoint_to_payload(Checkpoint(state=state)))
         meta_json = self._dumps(meta or {})
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(
-                "INSERT INTO runs (run_id, workflow_name, workflow_hash, status, meta, "
-                "started_at, updated_at, cost_usd, latest_seq) VALUES (?, ?, ?, ?, ?j, ?, ?, "
-                "NULL, 0) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
-                (run_id, workflow_name, workflow_hash, "running", meta_json, now, now),
-            )
-            if not rows:
-                raise RunExists(run_id)
-            await tx.execute(
-                "INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES (?, 0, ?, ?j)",
-                (run_id, now, payload),
-            )
+        try:
+            # One trip for both rows; a run id already taken fails the first statement
+            # (its primary key), and the transaction leaves nothing written.
+            await self._db.batch([
+                ("INSERT INTO runs (run_id, workflow_name, workflow_hash, status, meta, "
+                 "started_at, updated_at, cost_usd, latest_seq) VALUES (?, ?, ?, ?, ?j, ?, ?, "
+                 "NULL, 0)", (run_id, workflow_name, workflow_hash, "running", meta_json, now,
+                              now)),
+                ("INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES "
+                 "(?, 0, ?, ?j)", (run_id, now, payload)),
+            ])
+        except Exception:
+            if await self.get_run(run_id) is not None:
+                raise RunExists(run_id) from None
+            raise
         run = await self.get_run(run_id)
         assert run is not None
         return run
@@ -328,8 +330,8 @@ class SqlStore:
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
+        (rows,) = await self._db.batch([(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?",
+                                         (run_id,))])  # one statement: one trip
         return self._run(rows[0]) if rows else None
 
     async def list_runs(self, *, status: str | None = None, limit: int | None = 100
