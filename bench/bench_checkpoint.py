@@ -8,9 +8,12 @@ process, including the SQLite worker thread) and wall time. Each figure is the b
     python bench/bench_checkpoint.py                      # 10, 100, 1000 steps, SQLite
     python bench/bench_checkpoint.py --sizes 100 --repeat 5
     python bench/bench_checkpoint.py --postgres            # also a throwaway PostgreSQL
+    python bench/bench_checkpoint.py --memory              # also the in-memory store
 
 `--postgres` starts a server the way the store tests do (tests/store/pg_server.py:
 initdb + pg_ctl, fsync off), one fresh schema per run, and stops it at the end.
+`--memory` adds the in-memory store: the engine's durable work (request hash, delta,
+serialisation) without a database, so the rest of a backend's figure is its writes.
 """
 
 from __future__ import annotations
@@ -116,11 +119,14 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", default="10,100,1000", help="chain lengths (default 10,100,1000)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per size; the best counts")
     ap.add_argument("--postgres", action="store_true", help="also a throwaway PostgreSQL")
+    ap.add_argument("--memory", action="store_true", help="also the in-memory store")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         backends: dict[str, StoreOpener] = {
             "sqlite": lambda: open_store(Path(tmp) / f"runs-{uuid.uuid4().hex}.db")}
+        if args.memory:
+            backends["memory"] = lambda: open_store("memory://")
         running = None
         try:
             if args.postgres:

@@ -4,9 +4,10 @@ A run is one row (`RunRecord`) plus a numbered series of writes: whole `Checkpoi
 between them, `CheckpointDelta`s (what one step or tool-loop turn changed). What a resume
 starts from is the newest whole checkpoint with every later delta applied in order
 (`apply_delta`), so a step costs one small row however long the run is. Tool calls and
-model exchanges are written ahead, apart from checkpoints, because they must land
-*before* a side effect happens (a tool call) or right after a paid call returns (a model
-exchange), not only at the end of a turn. Every backend passes
+model exchanges are written apart from checkpoints, because they must land *before* a
+side effect happens (a tool call) or before anything follows from a paid reply (a model
+exchange: a store may queue it for the run's next write, `queue_model_exchange`), not
+only at the end of a turn. Every backend passes
 `agentloom.testing.store_conformance`; the protocol is async-only.
 """
 
@@ -244,8 +245,8 @@ def query_matches(query: RunQuery, run: RunRecord) -> bool:
 class CheckpointStore(Protocol):
     """Durable runs. Every write is one transaction: it lands whole or not at all.
 
-    Optional capabilities (`claim_run`, `find_runs`, `load_writes`) are detected with
-    `hasattr`.
+    Optional capabilities (`claim_run`, `find_runs`, `load_writes`,
+    `queue_model_exchange`) are detected with `hasattr`.
     """
 
     async def create_run(

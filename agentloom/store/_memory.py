@@ -228,6 +228,11 @@ class MemoryStore:
 
     async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
                                     request_hash: str, response: Any) -> None:
+        self.queue_model_exchange(run_id, step_id, turn, request_hash, response)
+
+    def queue_model_exchange(self, run_id: str, step_id: str, turn: int, request_hash: str,
+                             response: Any) -> None:
+        """Written at once: nothing here is worth deferring."""
         self._check_open()
         response_json = self._serde.dumps(response)
         self._require(run_id)
@@ -235,6 +240,10 @@ class MemoryStore:
                                      request_hash=request_hash, response=None,
                                      created_at=self._now())
         self._b.exchanges[(run_id, step_id, turn, request_hash)] = (record, response_json)
+
+    async def flush_model_exchanges(self, run_id: str) -> None:
+        """Nothing is queued here."""
+        self._check_open()
 
     async def get_model_exchanges(self, run_id: str, step_id: str | None = None
                                   ) -> list[ModelExchangeRecord]:

@@ -109,8 +109,22 @@ class _PgDb:
                     if conn.closed:
                         self._conn = None
                     raise
-        async with self.transaction() as tx:
-            return [await tx.execute(sql, params) for sql, params in statements]
+        # Several statements: one transaction in pipeline mode, so BEGIN, the statements
+        # and COMMIT go out together and cost one round trip, not one each.
+        async with self._lock:
+            if self._conn is None:
+                await self.open()
+            conn = self._conn
+            try:
+                async with conn.pipeline(), conn.transaction():
+                    cursors = [await conn.execute(_translate(sql), tuple(params))
+                               for sql, params in statements]
+                return [await cur.fetchall() if cur.description is not None else []
+                        for cur in cursors]
+            except Exception:
+                if conn.closed:  # the server went away: reconnect on the next call
+                    self._conn = None
+                raise
 
     async def migration_lock(self, tx: Any) -> None:
         await tx.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")

@@ -96,10 +96,13 @@ def _encode(obj: Any) -> Any:
         for key, value in obj.items():
             if type(key) is not str and not isinstance(key, str):
                 raise StoreError(f"cannot store a dict key of type {type(key).__name__}: {key!r}")
-            out[key] = _encode(value)
+            # Most values are plain: no call for them (a step result has ~20).
+            out[key] = value if type(value) in _PLAIN else _encode(value)
         return out
     if t is list or t is tuple:
         return [_encode(v) for v in obj]
+    if t is Usage:  # in every step result and every reply
+        return _usage_to_dict(obj)
     return _encode_other(obj)
 
 
@@ -187,12 +190,16 @@ def _decode(obj: Any) -> Any:
     return {k: _decode(v) for k, v in obj.items()}
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+"""One encoder for every write: `json.dumps` with these options builds a new one per call."""
+
+
 class JsonSerializer:
     """The default serializer: compact JSON with tagged values for non-JSON types."""
 
     def dumps(self, obj: Any) -> str:
         try:
-            return json.dumps(_encode(obj), separators=(",", ":"), allow_nan=False)
+            return _JSON.encode(_encode(obj))
         except ValueError as exc:
             raise StoreError(f"cannot store a value as JSON: {exc}") from exc
 

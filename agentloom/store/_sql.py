@@ -5,7 +5,8 @@ not in what the store does. `SqlDb` hides that: `transaction()` yields something
 method, `execute(sql, params) -> rows`. Statements use `?` placeholders and `?j` for a JSON
 parameter; the PostgreSQL adapter rewrites them (`%s`, `%s::jsonb`). The writes a run
 makes at every step (a delta, a model exchange, a tool call) are single statements whose
-SQL checks the run itself, sent with `batch()`: one round trip each. Every public method
+SQL checks the run itself, sent with `batch()`: one round trip each, and a queued model
+exchange rides in the same trip as the run's next write (`_pending.py`). Every public method
 is one transaction, so a write lands whole or not at all; the seq of a checkpoint or delta
 comes from `UPDATE runs ... RETURNING latest_seq` inside it, so it is monotonic per run even
 with several writers (the row lock serialises them).
@@ -41,6 +42,7 @@ from agentloom.store._base import (
     like_pattern,
 )
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
+from agentloom.store._pending import PendingWrites, Statement
 from agentloom.store._serde import (
     JsonSerializer,
     Serializer,
@@ -99,6 +101,24 @@ class SqlStore:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self._closed = False
+        self._queued = PendingWrites(self._send)
+
+    async def _send(self, statements: list[Statement]) -> list[Rows]:
+        await self._ensure()
+        return await self._db.batch(statements)
+
+    def _carried(self, queued: list[Statement], statement: Statement) -> list[Statement]:
+        """`statement` with the run's queued statements before it, for one `batch` whose
+        last result is the statement's: on PostgreSQL folded into it as data-modifying
+        CTEs (one statement, one round trip), elsewhere run before it in its transaction."""
+        if not queued:
+            return [statement]
+        if self._db.dialect != "postgres":
+            return [*queued, statement]
+        sql, params = statement
+        ctes = ", ".join(f"q{i} AS ({q})" for i, (q, _) in enumerate(queued))
+        merged = f"WITH {ctes}, {sql[5:]}" if sql.startswith("WITH ") else f"WITH {ctes} {sql}"
+        return [(merged, [p for _, ps in queued for p in ps] + list(params))]
 
     async def __aenter__(self) -> SqlStore:
         await self._ensure()
@@ -164,19 +184,21 @@ class SqlStore:
         now = self._now()
         payload = self._dumps(checkpoint_to_payload(Checkpoint(state=state)))
         meta_json = self._dumps(meta or {})
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(
-                "INSERT INTO runs (run_id, workflow_name, workflow_hash, status, meta, "
-                "started_at, updated_at, cost_usd, latest_seq) VALUES (?, ?, ?, ?, ?j, ?, ?, "
-                "NULL, 0) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
-                (run_id, workflow_name, workflow_hash, "running", meta_json, now, now),
-            )
-            if not rows:
-                raise RunExists(run_id)
-            await tx.execute(
-                "INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES (?, 0, ?, ?j)",
-                (run_id, now, payload),
-            )
+        try:
+            # One trip for both rows; a run id already taken fails the first statement
+            # (its primary key), and the transaction leaves nothing written.
+            await self._db.batch([
+                ("INSERT INTO runs (run_id, workflow_name, workflow_hash, status, meta, "
+                 "started_at, updated_at, cost_usd, latest_seq) VALUES (?, ?, ?, ?, ?j, ?, ?, "
+                 "NULL, 0)", (run_id, workflow_name, workflow_hash, "running", meta_json, now,
+                              now)),
+                ("INSERT INTO checkpoints (run_id, seq, created_at, payload) VALUES "
+                 "(?, 0, ?, ?j)", (run_id, now, payload)),
+            ])
+        except Exception:
+            if await self.get_run(run_id) is not None:
+                raise RunExists(run_id) from None
+            raise
         run = await self.get_run(run_id)
         assert run is not None
         return run
@@ -212,19 +234,21 @@ class SqlStore:
         back to Python between them."""
         now = self._now()
         cost = str(cost_usd) if cost_usd is not None else None
+        queued = self._queued.take(run_id)  # this run's queued replies go first
         if self._db.dialect == "postgres" and not after:
             # One statement (PostgreSQL runs an UPDATE in a WITH): one round trip, where
             # a transaction of two costs four.
-            (rows,) = await self._db.batch([(
+            (rows,) = await self._db.batch(self._carried(queued, (
                 "WITH u AS (UPDATE runs SET latest_seq = latest_seq + 1, status = ?, "
                 "updated_at = ?, cost_usd = COALESCE(?, cost_usd) WHERE run_id = ? "
                 f"RETURNING run_id, latest_seq) INSERT INTO {table} (run_id, seq, "
                 "created_at, payload) SELECT run_id, latest_seq, ?, ?j FROM u RETURNING seq",
-                (status, now, cost, run_id, now, payload))])
+                (status, now, cost, run_id, now, payload))))
             if not rows:
                 raise RunNotFound(run_id)
             return int(rows[0][0])
         results = await self._db.batch([
+            *queued,
             ("UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
              "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ?", (status, now, cost, run_id)),
             (f"INSERT INTO {table} (run_id, seq, created_at, payload) SELECT run_id, "
@@ -232,9 +256,10 @@ class SqlStore:
              (now, payload, run_id)),
             *after,
         ])
-        if not results[1]:
+        inserted = results[len(queued) + 1]
+        if not inserted:
             raise RunNotFound(run_id)
-        return int(results[1][0][0])
+        return int(inserted[0][0])
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:
         await self._ensure()
@@ -305,8 +330,8 @@ class SqlStore:
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?", (run_id,))
+        (rows,) = await self._db.batch([(f"SELECT {_RUN_COLS} FROM runs WHERE run_id = ?",
+                                         (run_id,))])  # one statement: one trip
         return self._run(rows[0]) if rows else None
 
     async def list_runs(self, *, status: str | None = None, limit: int | None = 100
@@ -359,11 +384,9 @@ class SqlStore:
     async def set_status(self, run_id: str, status: RunStatus) -> None:
         check_status(status)
         await self._ensure()
-        async with self._db.transaction() as tx:
-            rows = await tx.execute(
-                "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
-                (status, self._now(), run_id),
-            )
+        *_, rows = await self._db.batch(self._carried(self._queued.take(run_id), (
+            "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
+            (status, self._now(), run_id))))
         if not rows:
             raise RunNotFound(run_id)
 
@@ -382,8 +405,10 @@ class SqlStore:
         result_json = self._dumps(result)
         args_json = self._dumps(arguments) if arguments is not None else None
         # One statement: nothing for an unknown run, and a call already done is left
-        # alone when asked back to in_flight; either way no row comes back.
-        (rows,) = await self._db.batch([(
+        # alone when asked back to in_flight; either way no row comes back. The run's
+        # queued replies go first: the reply that asked for this call is stored before
+        # the call can run.
+        *_, rows = await self._db.batch(self._carried(self._queued.take(run_id), (
             "INSERT INTO tool_calls (run_id, step_id, call_id, turn, status, idempotent, "
             "name, arguments, result, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ?j, ?j, ? "
             "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?) "
@@ -396,7 +421,7 @@ class SqlStore:
             "RETURNING run_id",
             (run_id, step_id, call_id, turn, status, bool(idempotent), name, args_json,
              result_json, self._now(), run_id),
-        )])
+        )))
         if rows:
             return
         if await self.get_run(run_id) is None:
@@ -425,23 +450,43 @@ class SqlStore:
             for r in rows
         ]
 
-    async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
-                                    request_hash: str, response: Any) -> None:
-        await self._ensure()
-        response_json = self._dumps(response)
-        (rows,) = await self._db.batch([(
+    def _exchange(self, run_id: str, step_id: str, turn: int, request_hash: str,
+                  response: Any) -> Statement:
+        return (
             "INSERT INTO model_exchanges (run_id, step_id, turn, request_hash, response, "
             "created_at) SELECT ?, ?, ?, ?, ?j, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
             "run_id = ?) ON CONFLICT (run_id, step_id, turn, request_hash) DO UPDATE SET "
             "response = excluded.response, created_at = excluded.created_at RETURNING run_id",
-            (run_id, step_id, turn, request_hash, response_json, self._now(), run_id),
-        )])
+            (run_id, step_id, turn, request_hash, self._dumps(response), self._now(), run_id),
+        )
+
+    async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
+                                    request_hash: str, response: Any) -> None:
+        await self._ensure()
+        statement = self._exchange(run_id, step_id, turn, request_hash, response)
+        *_, rows = await self._db.batch([*self._queued.take(run_id), statement])
         if not rows:
             raise RunNotFound(run_id)
+
+    def queue_model_exchange(self, run_id: str, step_id: str, turn: int, request_hash: str,
+                             response: Any) -> None:
+        """`record_model_exchange`, written with the run's next write (in its
+        transaction) instead of a trip of its own: see `_pending.py` for what holds.
+        A reply that can't be encoded raises here."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        self._queued.add(run_id, self._exchange(run_id, step_id, turn, request_hash,
+                                                response))
+
+    async def flush_model_exchanges(self, run_id: str) -> None:
+        """Write the run's queued replies now (a no-op when none is queued); raises a
+        failure of any of them."""
+        await self._queued.settle(run_id)
 
     async def get_model_exchanges(self, run_id: str, step_id: str | None = None
                                   ) -> list[ModelExchangeRecord]:
         await self._ensure()
+        await self._queued.settle(run_id)
         sql = ("SELECT run_id, step_id, turn, request_hash, response, created_at "
                "FROM model_exchanges WHERE run_id = ?")
         params: list[Any] = [run_id]
@@ -507,6 +552,9 @@ class SqlStore:
             )
 
     async def close(self) -> None:
-        self._closed = True
-        self._ready = False
-        await self._db.close()
+        try:
+            await self._queued.close()
+        finally:
+            self._closed = True
+            self._ready = False
+            await self._db.close()

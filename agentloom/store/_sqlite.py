@@ -193,8 +193,8 @@ class _SqliteDb:
             raise
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
-        args = [(sql.replace("?j", "?"), tuple(p if type(p) in _AS_IS else _param(p)
-                                               for p in params))
+        args = [(sql.replace("?j", "?"), tuple([p if type(p) in _AS_IS else _param(p)
+                                                for p in params]))
                 for sql, params in statements]
         async with self._lock:
             return await self.call(self._batch_sync, args)

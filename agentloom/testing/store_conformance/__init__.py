@@ -11,7 +11,8 @@
     assert report.ok, report.render()
 
 One module per capability (`put_get`, `list_runs`, `pending_tool_calls`, `atomic_write`,
-`resume_after_crash`, `deltas`, `prune`, `claim`, `query_runs`, `writes`); required ones
+`resume_after_crash`, `deltas`, `prune`, `claim`, `query_runs`, `writes`,
+`queued_exchanges`); required ones
 must pass, optional ones are checked when the store has their methods.
 """
 

@@ -21,20 +21,23 @@ class Capability(StrEnum):
     DELTAS = "deltas"
     QUERY = "query"
     WRITES = "writes"
+    QUEUED_EXCHANGES = "queued_exchanges"
 
 
 REQUIRED_CAPABILITIES: frozenset[Capability] = frozenset({
     Capability.PUT_GET, Capability.LIST, Capability.PENDING_TOOL_CALLS,
     Capability.ATOMIC_WRITE, Capability.RESUME_AFTER_CRASH, Capability.DELTAS,
 })
-OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({Capability.PRUNE, Capability.CLAIM,
-                                                          Capability.QUERY, Capability.WRITES})
+OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset({
+    Capability.PRUNE, Capability.CLAIM, Capability.QUERY, Capability.WRITES,
+    Capability.QUEUED_EXCHANGES})
 
 _OPTIONAL_METHODS: dict[Capability, tuple[str, ...]] = {
     Capability.PRUNE: ("prune",),
     Capability.CLAIM: ("claim_run", "release_claim"),
     Capability.QUERY: ("find_runs",),
     Capability.WRITES: ("load_writes", "load_latest_many"),
+    Capability.QUEUED_EXCHANGES: ("queue_model_exchange", "flush_model_exchanges"),
 }
 
 

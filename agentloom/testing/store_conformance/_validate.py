@@ -21,6 +21,7 @@ from agentloom.testing.store_conformance import (
     prune,
     put_get,
     query_runs,
+    queued_exchanges,
     resume_after_crash,
     writes,
 )
@@ -43,6 +44,7 @@ CHECKS: dict[Capability, list[CheckFn]] = {
     Capability.DELTAS: deltas.CHECKS,
     Capability.QUERY: query_runs.CHECKS,
     Capability.WRITES: writes.CHECKS,
+    Capability.QUEUED_EXCHANGES: queued_exchanges.CHECKS,
 }
 
 

@@ -59,12 +59,21 @@ class _JournaledClient:
         stored = d.take_exchange(key)
         if stored is not None:
             return stored
+        flush = getattr(d.store, "flush_model_exchanges", None)
+        if flush is not None:  # a reply still queued is stored before the next call
+            await flush(d.run_id)
         response = await self._inner.complete(request, **kwargs)
         redactor = getattr(d, "redactor", None)
         if redactor is not None and ctx.step_id in getattr(redactor, "secret_steps", ()):
             learn_reply(redactor, response)  # a redacted output's reply: never stored
-        await d.store.record_model_exchange(d.run_id, key[0], key[1], key[2],
-                                            d.redact(response))
+        # Queued where the store can: stored with the run's next write (before any tool
+        # call of this reply runs, and with the step's checkpoint), one trip per step.
+        queue = getattr(d.store, "queue_model_exchange", None)
+        if queue is not None:
+            queue(d.run_id, key[0], key[1], key[2], d.redact(response))
+        else:
+            await d.store.record_model_exchange(d.run_id, key[0], key[1], key[2],
+                                                d.redact(response))
         return response
 
 

@@ -169,7 +169,8 @@ class DurableRun:
         async with self._lock:
             delta = self._deltas.take(
                 run.state, status=status, paused=paused,  # type: ignore[arg-type]
-                cost_usd=self._cost_so_far(), extra=extra, redact=self._redact)
+                cost_usd=self._cost_so_far(), extra=extra,
+                redact=self._redact if self.redactor is not None else None)
             await self.store.save_delta(self.run_id, delta)
             self._deltas.commit()
         await self._renew_claim()
@@ -269,9 +270,10 @@ class DurableRun:
             for name in SECRET_STEP_FIELDS:  # a redacted output, however short
                 raw[name] = None if getattr(r, name) is None else REDACTED
             return raw
-        raw["output"] = self._redact(r.output)
-        raw["text"] = self._redact(r.text)
-        raw["reasoning_content"] = self._redact(r.reasoning_content)
+        if self.redactor is not None:
+            raw["output"] = self._redact(r.output)
+            raw["text"] = self._redact(r.text)
+            raw["reasoning_content"] = self._redact(r.reasoning_content)
         return raw
 
     async def finish(self, result: Any, paused: PauseRun | None) -> None:
@@ -318,8 +320,9 @@ class DurableRun:
         """Forget the nested records under `prefix`: what ran them has its own result."""
         for table in (self._child_results, self._child_not_taken, self._loops,
                       self._loop_usage, self._loop_nested):
-            for k in [k for k in table if k.startswith(prefix)]:
-                del table[k]
+            if table:  # mostly empty: a step of a chain has no nested records
+                for k in [k for k in table if k.startswith(prefix)]:
+                    del table[k]
         self._deltas.drop_prefix(prefix)
 
     # --- the tool loop (LoopJournal) ---------------------------------------------------
