@@ -359,16 +359,24 @@ StreamEvent: TypeAlias = (
 )
 
 
+_PART_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Part type -> its field names: a durable run converts parts at every step, and
+`dataclasses.fields` walks the class each call."""
+
+
 def part_to_dict(part: Part) -> dict[str, Any]:
     """A JSON-ready dict of a part; bytes become base64 text."""
-    import base64
-
+    names = _PART_FIELDS.get(type(part))
+    if names is None:
+        names = _PART_FIELDS[type(part)] = tuple(f.name for f in dataclasses.fields(part))
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(part):
-        value = getattr(part, f.name)
+    for name in names:
+        value = getattr(part, name)
         if isinstance(value, bytes):
+            import base64
+
             value = base64.b64encode(value).decode("ascii")
-        out[f.name] = value
+        out[name] = value
     return out
 
 

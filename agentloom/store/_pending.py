@@ -7,8 +7,9 @@ nothing that follows from the reply happens before the run's next write. So
 `queue_model_exchange` keeps the reply's statement here and the run's next write (a
 delta, a checkpoint, a tool call's write-ahead record, a status) sends it first, in the
 same transaction; a timer hands it to the store by itself if no write comes within
-`FLUSH_DELAY` seconds, the run's next model call waits for it (`settle`), and
-`close()` writes what is left.
+`FLUSH_DELAY` seconds, the run's next model call waits for it (`settle`: also
+when a write that carries it is still on its way, as when a step's checkpoint and a
+sibling step's model call overlap), and `close()` writes what is left.
 
 What holds: a queued reply is committed before the run makes its next model call,
 before any tool call runs (its write-ahead record carries the reply), and with the
@@ -48,6 +49,8 @@ class PendingWrites:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._flushes: set[asyncio.Task[None]] = set()
+        self._carrying: dict[str, list[asyncio.Future[None]]] = {}
+        """Run -> its writes on their way that carry statements `take` gave them."""
 
     def add(self, run_id: str, statement: Statement) -> None:
         queued = self._queued.get(run_id)
@@ -70,6 +73,22 @@ class PendingWrites:
             self._queued.pop(run_id, None)
             raise failed
         return self._queued.pop(run_id, None) or []
+
+    def carrying(self, run_id: str) -> asyncio.Future[None]:
+        """A write carrying what `take` gave it is on its way: `settle` waits for it
+        (call `carried` when it is done, whatever the outcome)."""
+        done = asyncio.get_running_loop().create_future()
+        self._carrying.setdefault(run_id, []).append(done)
+        return done
+
+    def carried(self, run_id: str, done: asyncio.Future[None]) -> None:
+        writes = self._carrying.get(run_id, [])
+        if done in writes:
+            writes.remove(done)
+            if not writes:
+                del self._carrying[run_id]
+        if not done.done():
+            done.set_result(None)
 
     def _due(self) -> None:
         self._timer = None
@@ -100,8 +119,12 @@ class PendingWrites:
     async def settle(self, run_id: str) -> None:
         """The run's queued statements written (or on their way from the timer, waited
         for); raises a failure of any of them."""
-        if not (self._flushes or run_id in self._queued or run_id in self._failed):
+        if not (self._flushes or run_id in self._queued or run_id in self._failed
+                or run_id in self._carrying):
             return  # the common case: a step's reply went with its checkpoint
+        carrying = self._carrying.get(run_id)
+        if carrying:  # taken by a write still on its way: stored when it is
+            await asyncio.gather(*carrying, return_exceptions=True)
         if self._flushes:
             await asyncio.gather(*self._flushes, return_exceptions=True)
         await self.flush(run_id)

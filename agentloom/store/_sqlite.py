@@ -45,8 +45,24 @@ def _corrupt(path: Path, exc: sqlite3.Error) -> StoreCorrupt | None:
 def _param(value: Any) -> Any:
     if isinstance(value, datetime):
         # Fixed-width UTC text, so string order is time order.
-        return value.astimezone(UTC).isoformat(timespec="microseconds")
+        if value.tzinfo is not UTC:
+            value = value.astimezone(UTC)
+        return value.isoformat(timespec="microseconds")
     return value
+
+
+_PLACEHOLDERS: dict[str, str] = {}
+"""SQL as written (`?j` for JSON) -> as SQLite takes it: the same few statements run at
+every step, and a lookup costs less than rewriting them."""
+
+
+def _sqlite_sql(sql: str) -> str:
+    out = _PLACEHOLDERS.get(sql)
+    if out is None:
+        if len(_PLACEHOLDERS) > 512:  # SQL built with a variable list of marks
+            _PLACEHOLDERS.clear()
+        out = _PLACEHOLDERS[sql] = sql.replace("?j", "?")
+    return out
 
 
 _AS_IS = frozenset({str, int, float, bytes, type(None)})
@@ -59,7 +75,7 @@ class _SqliteTx:
         self.began = False
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        args = (sql.replace("?j", "?"), tuple(_param(p) for p in params))
+        args = (_sqlite_sql(sql), tuple(_param(p) for p in params))
         if self.began:
             return await self._db.call(self._db.execute_sync, *args)
         # The BEGIN rides with the first statement: one trip to the worker thread less
@@ -193,7 +209,7 @@ class _SqliteDb:
             raise
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
-        args = [(sql.replace("?j", "?"), tuple([p if type(p) in _AS_IS else _param(p)
+        args = [(_sqlite_sql(sql), tuple([p if type(p) in _AS_IS else _param(p)
                                                 for p in params]))
                 for sql, params in statements]
         async with self._lock:

@@ -214,3 +214,27 @@ def test_a_store_used_from_a_second_event_loop_still_writes_queued_replies(
     assert _stored(path, "r") == [("s1", 1)]
     asyncio.run(second())
     assert _stored(path, "r") == [("s1", 1), ("s2", 1), ("s3", 1)]
+
+
+async def test_settle_waits_for_a_write_still_carrying_the_runs_reply() -> None:
+    # A step's checkpoint took the reply and is on its way when a sibling step asks the
+    # model: the call waits until that write is done, not only for replies still queued.
+    sent: list[Any] = []
+
+    async def send(statements: list[Any]) -> list[list[tuple[Any, ...]]]:
+        sent.extend(statements)
+        return [[("r",)] for _ in statements]
+
+    pending = PendingWrites(send, delay=60)
+    pending.add("r", ("INSERT reply", ()))
+    assert pending.take("r") == [("INSERT reply", ())]
+    done = pending.carrying("r")
+    waiter = asyncio.ensure_future(pending.settle("r"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert not waiter.done(), "settled while the carrying write was on its way"
+    pending.carried("r", done)
+    await asyncio.wait_for(waiter, 5)
+    await pending.settle("r")  # nothing on its way any more: returns at once
+    assert sent == []
+    await pending.close()

@@ -84,8 +84,10 @@ class _Run:
         self.handled: set[str] = set()
         """Failed steps whose on_error block handled the failure: their dependents run."""
         self.ready: deque[str] = deque(n for n, c in self.waiting.items() if c == 0)
-        self.done_q: asyncio.Queue[str] | None = None
-        """Finished step ids for the scheduler task (a durable run only, see `run`)."""
+        self.done_lock: asyncio.Lock | None = None
+        """A durable run's: one finished step is checkpointed at a time (`_complete`)."""
+        self.restored: list[str] = []
+        """Steps restored from the checkpoint resumed, for `_complete` to finish."""
         self.idle: asyncio.Future[None] | None = None
         self.tg: asyncio.TaskGroup | None = None
         self.base: contextvars.Context | None = None
@@ -196,19 +198,34 @@ class _Run:
 
     async def _schedule_durable(self) -> None:
         # Each finished step is checkpointed before its dependents start (write-ahead),
-        # one at a time, by this task.
-        self.done_q = asyncio.Queue()
-        while self.ready or self.running:
-            self._launch()
-            if not self.running:  # nothing in flight and nothing may start
-                break
-            finished = await self.done_q.get()
-            self.running -= 1
-            if finished in self.paused_nodes:
-                continue  # a paused step has not finished: nothing after it runs
-            self._after(finished)
-            assert self.durable is not None
-            await self.durable.step_done(finished)
+        # one at a time, by the step's own task (`_complete`): no trip through this
+        # task, which waits until nothing runs.
+        self.done_lock = asyncio.Lock()
+        self.idle = asyncio.get_running_loop().create_future()
+        await self._complete(None)
+        if self.running:
+            await self.idle
+
+    async def _complete(self, finished: str | None) -> None:
+        """Checkpoint `finished` (and the steps restored meanwhile), then start what they
+        released; under `done_lock`, so steps are written one at a time, in the order
+        they finished, and no dependent starts before its step's write is stored."""
+        assert self.done_lock is not None and self.durable is not None
+        async with self.done_lock:
+            todo = [finished] if finished is not None else []
+            while True:
+                for node_id in todo:
+                    self.running -= 1
+                    if node_id in self.paused_nodes:
+                        continue  # a paused step has not finished: nothing after it runs
+                    self._after(node_id)
+                    await self.durable.step_done(node_id)
+                self._launch()
+                if not self.restored:
+                    break
+                todo, self.restored = self.restored, []
+        if not self.running and self.idle is not None and not self.idle.done():
+            self.idle.set_result(None)  # nothing in flight and nothing may start
 
     def _launch(self) -> None:
         """Start ready steps, up to the concurrency limit, while the run may go on."""
@@ -235,9 +252,6 @@ class _Run:
             self.results[node_id].status = StepStatus.RUNNING
 
     def _finished(self, node_id: str) -> None:
-        if self.done_q is not None:
-            self.done_q.put_nowait(node_id)
-            return
         self.running -= 1
         if node_id not in self.paused_nodes:  # a paused step has not finished
             self._after(node_id)
@@ -281,7 +295,10 @@ class _Run:
                     self._pause(node, result, pause)
         result.duration_seconds = clock.now() - start
         self._summarize_step(node, result)
-        self._finished(node.id)
+        if self.durable is not None and self.done_lock is not None:
+            await self._complete(node.id)
+        else:
+            self._finished(node.id)
 
     async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
         execute = self.library.execute
@@ -424,8 +441,7 @@ class _Run:
         if restored.text is not None:
             self.ctx.step_text[node_id] = restored.text
         self.running += 1
-        assert self.done_q is not None  # restoring is for durable runs
-        self.done_q.put_nowait(node_id)
+        self.restored.append(node_id)  # finished by `_complete`, as if it had run
         return True
 
     def _pause(self, node: StepNode, result: StepResult, exc: PauseRun) -> None:

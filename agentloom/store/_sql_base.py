@@ -1,0 +1,176 @@
+"""The seam under both SQL backends and what every part of the SQL store shares.
+
+`SqlDb` hides how a statement runs (SQLite: a worker thread; PostgreSQL: psycopg async):
+`transaction()` yields something with one method, `execute(sql, params) -> rows`, and
+`batch()` runs statements as one transaction in one trip. Statements use `?`
+placeholders and `?j` for a JSON parameter; the PostgreSQL adapter rewrites them (`%s`,
+`%s::jsonb`). `SqlBase` opens and migrates the database on first use, converts rows and
+values, and carries a run's queued model exchanges into its next write (`_pending.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Protocol, Self
+
+from agentloom.store._base import RunRecord, StoreError
+from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
+from agentloom.store._pending import PendingWrites, Statement
+from agentloom.store._serde import JsonSerializer, Serializer
+
+Rows = list[tuple[Any, ...]]
+
+
+class SqlTx(Protocol):
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows: ...
+
+
+class SqlDb(Protocol):
+    dialect: str
+
+    async def open(self) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[SqlTx]: ...
+
+    async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
+        """Run `statements` as one transaction, in one trip where the driver allows
+        (SQLite: one hop to its thread for BEGIN, all of them and COMMIT)."""
+        ...
+
+    async def migration_lock(self, tx: SqlTx) -> None:
+        """Serialise migrations between processes (PostgreSQL: an advisory lock)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+RUN_COLS = ("run_id, workflow_name, workflow_hash, status, meta, started_at, updated_at, "
+             "cost_usd, latest_seq, claimed_by, lease_until")
+
+
+
+class SqlBase:
+    """Opening, migrating, conversions and closing, for the parts of `SqlStore`."""
+
+    def __init__(self, db: SqlDb, *, serde: Serializer | None = None,
+                 now: Callable[[], datetime] | None = None,
+                 keep_checkpoints: int | None = None) -> None:
+        if keep_checkpoints is not None and keep_checkpoints < 1:
+            raise StoreError(f"keep_checkpoints must be at least 1, got {keep_checkpoints}")
+        self._keep = keep_checkpoints
+        self._db = db
+        self._serde: Serializer = serde or JsonSerializer()
+        self._now = now or utcnow
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+        self._closed = False
+        self._queued = PendingWrites(self._send)
+
+    async def _send(self, statements: list[Statement]) -> list[Rows]:
+        await self._ensure()
+        return await self._db.batch(statements)
+
+    async def _batch_carrying(self, run_id: str, queued: list[Statement],
+                              statements: list[Statement]) -> list[Rows]:
+        """`batch(statements)`, which carries the run's `queued` replies: until it is
+        stored, the run's next model call waits for it (`PendingWrites.settle`)."""
+        if not queued:
+            return await self._db.batch(statements)
+        done = self._queued.carrying(run_id)
+        try:
+            return await self._db.batch(statements)
+        finally:
+            self._queued.carried(run_id, done)
+
+    def _carried(self, queued: list[Statement], statement: Statement) -> list[Statement]:
+        """`statement` with the run's queued statements before it, for one `batch` whose
+        last result is the statement's: on PostgreSQL folded into it as data-modifying
+        CTEs (one statement, one round trip), elsewhere run before it in its transaction."""
+        if not queued:
+            return [statement]
+        if self._db.dialect != "postgres":
+            return [*queued, statement]
+        sql, params = statement
+        ctes = ", ".join(f"q{i} AS ({q})" for i, (q, _) in enumerate(queued))
+        merged = f"WITH {ctes}, {sql[5:]}" if sql.startswith("WITH ") else f"WITH {ctes} {sql}"
+        return [(merged, [p for _, ps in queued for p in ps] + list(params))]
+
+    async def __aenter__(self) -> Self:
+        await self._ensure()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _ensure(self) -> None:
+        if self._ready:
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        async with self._ready_lock:
+            if self._ready:
+                return
+            await self._db.open()
+            async with self._db.transaction() as tx:
+                await self._db.migration_lock(tx)
+                await tx.execute(MIGRATIONS_TABLE_SQL)
+                applied = {r[0] for r in await tx.execute("SELECT name FROM agentloom_migrations")}
+                for fn in MIGRATIONS:
+                    name = migration_name(fn)
+                    if name in applied:
+                        continue
+                    for statement in fn(self._db.dialect):
+                        await tx.execute(statement)
+                    await tx.execute(
+                        "INSERT INTO agentloom_migrations (name, applied_at) VALUES (?, ?)",
+                        (name, self._now().isoformat()),
+                    )
+            self._ready = True
+
+    # --- conversions ------------------------------------------------------------------
+
+    def _dumps(self, value: Any) -> str:
+        return self._serde.dumps(value)
+
+    def _loads(self, value: Any) -> Any:
+        return None if value is None else self._serde.loads(value)
+
+    @staticmethod
+    def _dt(value: Any) -> datetime | None:
+        if value is None or isinstance(value, datetime):
+            return value
+        return datetime.fromisoformat(str(value))
+
+    def _run(self, row: tuple[Any, ...]) -> RunRecord:
+        started, updated = self._dt(row[5]), self._dt(row[6])
+        assert started is not None and updated is not None
+        return RunRecord(
+            run_id=row[0], workflow_name=row[1], workflow_hash=row[2], status=row[3],
+            meta=self._loads(row[4]) or {}, started_at=started, updated_at=updated,
+            cost_usd=Decimal(row[7]) if row[7] is not None else None, latest_seq=int(row[8]),
+            claimed_by=row[9], lease_until=self._dt(row[10]),
+        )
+
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        await self._ensure()
+        (rows,) = await self._db.batch([(f"SELECT {RUN_COLS} FROM runs WHERE run_id = ?",
+                                         (run_id,))])  # one statement: one trip
+        return self._run(rows[0]) if rows else None
+
+
+    async def close(self) -> None:
+        try:
+            await self._queued.close()
+        finally:
+            self._closed = True
+            self._ready = False
+            await self._db.close()
