@@ -122,11 +122,13 @@ class _TimerScope:
 
     async def __aenter__(self) -> None:
         deadline = self._deadline
-        deadline.check()
+        left = deadline.at - deadline.clock.now()
+        if left <= 0:
+            raise deadline.expired()  # as `check()`, without a second read of the clock
         host = self._host = asyncio.current_task()
         assert host is not None
         loop = host.get_loop()
-        self.when = loop.time() + (deadline.at - deadline.clock.now())
+        self.when = loop.time() + left
         alarm = getattr(_ALARMS, "alarm", None)
         if alarm is None or alarm.loop() is not loop:
             alarm = _ALARMS.alarm = _Alarm(loop)

@@ -134,8 +134,9 @@ class _Run:
         """A turn boundary: the deadline is checked and its warnings fired."""
         if self.deadline is not None:
             self.deadline.check()
-            self.warnings.check("deadline", self.clock.now() - self.started,
-                                self.deadline.total)
+            if self.warnings is not _NO_WARNINGS:  # nothing to warn of: no clock read
+                self.warnings.check("deadline", self.clock.now() - self.started,
+                                    self.deadline.total)
 
     def check_tokens(self, usage: Usage) -> None:
         limit = self.opts.max_total_tokens
@@ -168,7 +169,8 @@ class _Run:
     async def call_model(self, request: ModelRequest, stream: bool) -> ModelResponse:
         self.checkpoint()
         self.iterations += 1
-        self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
+        if self.warnings is not _NO_WARNINGS:
+            self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
         self._attempts_this_call = 0
         if self.solo:
             self.collector.on_request(request, self.iterations)
