@@ -76,8 +76,8 @@ from agentloom.tools.contracts import ToolBox, ToolContext
 class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""
 
-    __slots__ = ("_attempts_this_call", "attempts", "client", "clock", "collector", "deadline",
-                 "dispatch", "info", "iterations", "messages", "on_event", "opts", "request",
+    __slots__ = ("_attempts_this_call", "_dispatch", "attempts", "client", "clock", "collector",
+                 "deadline", "info", "iterations", "messages", "on_event", "opts", "request",
                  "solo", "stall", "started", "tool_seconds", "tools", "warnings")
 
     def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
@@ -100,15 +100,17 @@ class _Run:
             run_id=opts.run_id, step_id=opts.step_id,
         )
         self.collector = SummaryCollector(timeline=so.timeline)
-        self.dispatch = dispatch = Dispatch((self.collector, opts.observer))
         # Without an observer of the caller's, the per-turn callbacks go straight to the
-        # collector (ours, which doesn't raise), and the start and end of the run, which
-        # the collector ignores, are skipped.
+        # collector (ours, which doesn't raise), the start and end of the run, which the
+        # collector ignores, are skipped, and the dispatcher is made only if a rarer
+        # callback (a tool, a retry, a warning) needs it.
         self.solo = opts.observer is None
+        self._dispatch: Dispatch | None = None
         # Their callbacks hold the dispatcher, not this object: a bound method of `self`
         # would make every run a reference cycle for the garbage collector to find.
         # Without warning fractions nothing is ever fired or remembered: one serves all.
-        self.warnings = (BudgetWarnings(so.warn_at, partial(dispatch.emit, "on_budget_warning"))
+        self.warnings = (BudgetWarnings(so.warn_at,
+                                        partial(self.dispatch.emit, "on_budget_warning"))
                          if so.warn_at else _NO_WARNINGS)
         self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
@@ -123,6 +125,13 @@ class _Run:
         self.request = request
         self.messages = list(request.messages)
         self._attempts_this_call = 0
+
+    @property
+    def dispatch(self) -> Dispatch:
+        dispatch = self._dispatch
+        if dispatch is None:
+            dispatch = self._dispatch = Dispatch((self.collector, self.opts.observer))
+        return dispatch
 
     def _deadline_seconds(self) -> float | None:
         if self.opts.deadline is not None:
