@@ -14,6 +14,8 @@ import asyncio
 import contextvars
 import hashlib
 import json
+import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -97,38 +99,46 @@ class Deadline:
 
 
 class _TimerScope:
-    """The deadline scope on the system clock: `loop.call_later` cancels the host task.
+    """The deadline scope on the system clock: the event loop's alarm (one timer for
+    every scope of its loop, see `_Alarm`) cancels the host task.
 
     Same rules as the watcher: only our own cancellation becomes LoopBudgetExceeded, and
     work that finished in the tick the deadline passed keeps its result."""
 
-    __slots__ = ("_deadline", "_fired", "_handle", "_host")
+    __slots__ = ("_alarm", "_deadline", "_fired", "_host", "when")
 
     def __init__(self, deadline: Deadline) -> None:
         self._deadline = deadline
         self._fired = False
-        self._handle: asyncio.TimerHandle | None = None
+        self._alarm: _Alarm | None = None
         self._host: asyncio.Task[Any] | None = None
+        self.when = 0.0
+        """The deadline on the event loop's own clock."""
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         self._fired = True
         assert self._host is not None
         self._host.cancel()
 
     async def __aenter__(self) -> None:
         deadline = self._deadline
-        deadline.check()
+        left = deadline.at - deadline.clock.now()
+        if left <= 0:
+            raise deadline.expired()  # as `check()`, without a second read of the clock
         host = self._host = asyncio.current_task()
         assert host is not None
-        # A context of its own: a cancelled timer stays in the loop's heap (for a long
-        # deadline, minutes), and the run's context would stay alive with it.
-        self._handle = host.get_loop().call_later(
-            deadline.at - deadline.clock.now(), self._fire, context=contextvars.Context())
+        loop = host.get_loop()
+        self.when = loop.time() + left
+        alarm = getattr(_ALARMS, "alarm", None)
+        if alarm is None or alarm.loop() is not loop:
+            alarm = _ALARMS.alarm = _Alarm(loop)
+        self._alarm = alarm
+        alarm.add(self)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> bool:
-        assert self._handle is not None and self._host is not None
-        self._handle.cancel()
+        assert self._alarm is not None and self._host is not None
+        self._alarm.scopes.discard(self)
         if exc is None:
             if self._fired:
                 await _absorb_cancel(self._host)
@@ -137,6 +147,56 @@ class _TimerScope:
                 self._host.uncancel() == 0:
             raise self._deadline.expired() from exc
         return False
+
+
+class _Alarm:
+    """One timer on an event loop for all its deadline scopes, set for the earliest.
+
+    A timer per run cost more than the rest of the deadline, and a cancelled one stays in
+    the loop's heap (for a 600 s deadline, minutes) until the loop compacts it. Here a
+    scope that ends just leaves the set; the timer, when it rings, fires the scopes that
+    are due and is set again for the earliest left. It is armed in a context of its own:
+    its callback reads no context variable, and a run's context must not outlive it."""
+
+    __slots__ = ("_at", "_handle", "loop", "scopes")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = weakref.ref(loop)
+        self.scopes: set[_TimerScope] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = 0.0
+
+    def add(self, scope: _TimerScope) -> None:
+        self.scopes.add(scope)
+        handle = self._handle
+        if handle is None or scope.when < self._at:
+            if handle is not None:
+                handle.cancel()
+            self._arm(scope.when)
+
+    def _arm(self, when: float) -> None:
+        loop = self.loop()
+        assert loop is not None
+        self._at = when
+        self._handle = loop.call_at(when, self._ring, context=contextvars.Context())
+
+    def _ring(self) -> None:
+        self._handle = None
+        loop = self.loop()
+        if loop is None or not self.scopes:
+            return
+        now = loop.time()
+        due = [s for s in self.scopes if s.when <= now]
+        for scope in due:
+            self.scopes.discard(scope)
+            scope.fire()
+        if self.scopes:
+            # A scope the loop's clock resolution rang early for is due in a tick.
+            self._arm(min(s.when for s in self.scopes))
+
+
+_ALARMS = threading.local()
+"""This thread's `_Alarm`, for the loop it runs (one loop per thread at a time)."""
 
 
 async def _absorb_cancel(host: asyncio.Task[Any]) -> None:

@@ -76,9 +76,9 @@ from agentloom.tools.contracts import ToolBox, ToolContext
 class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""
 
-    __slots__ = ("_attempts_this_call", "attempts", "client", "clock", "collector", "deadline",
-                 "dispatch", "info", "iterations", "messages", "on_event", "opts", "request",
-                 "stall", "started", "tool_seconds", "tools", "warnings")
+    __slots__ = ("_attempts_this_call", "_dispatch", "attempts", "client", "clock", "collector",
+                 "deadline", "info", "iterations", "messages", "on_event", "opts", "request",
+                 "solo", "stall", "started", "tool_seconds", "tools", "warnings")
 
     def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
                  opts: LoopOptions, on_event: Any) -> None:
@@ -100,11 +100,17 @@ class _Run:
             run_id=opts.run_id, step_id=opts.step_id,
         )
         self.collector = SummaryCollector(timeline=so.timeline)
-        self.dispatch = dispatch = Dispatch((self.collector, opts.observer))
+        # Without an observer of the caller's, the per-turn callbacks go straight to the
+        # collector (ours, which doesn't raise), the start and end of the run, which the
+        # collector ignores, are skipped, and the dispatcher is made only if a rarer
+        # callback (a tool, a retry, a warning) needs it.
+        self.solo = opts.observer is None
+        self._dispatch: Dispatch | None = None
         # Their callbacks hold the dispatcher, not this object: a bound method of `self`
         # would make every run a reference cycle for the garbage collector to find.
         # Without warning fractions nothing is ever fired or remembered: one serves all.
-        self.warnings = (BudgetWarnings(so.warn_at, partial(dispatch.emit, "on_budget_warning"))
+        self.warnings = (BudgetWarnings(so.warn_at,
+                                        partial(self.dispatch.emit, "on_budget_warning"))
                          if so.warn_at else _NO_WARNINGS)
         self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
@@ -120,6 +126,13 @@ class _Run:
         self.messages = list(request.messages)
         self._attempts_this_call = 0
 
+    @property
+    def dispatch(self) -> Dispatch:
+        dispatch = self._dispatch
+        if dispatch is None:
+            dispatch = self._dispatch = Dispatch((self.collector, self.opts.observer))
+        return dispatch
+
     def _deadline_seconds(self) -> float | None:
         if self.opts.deadline is not None:
             return max(0.0, self.opts.deadline - self.clock.now())
@@ -130,8 +143,9 @@ class _Run:
         """A turn boundary: the deadline is checked and its warnings fired."""
         if self.deadline is not None:
             self.deadline.check()
-            self.warnings.check("deadline", self.clock.now() - self.started,
-                                self.deadline.total)
+            if self.warnings is not _NO_WARNINGS:  # nothing to warn of: no clock read
+                self.warnings.check("deadline", self.clock.now() - self.started,
+                                    self.deadline.total)
 
     def check_tokens(self, usage: Usage) -> None:
         limit = self.opts.max_total_tokens
@@ -144,7 +158,10 @@ class _Run:
     # --- one model call ----------------------------------------------------------------
     def _attempt(self, record: AttemptRecord) -> None:
         self.attempts.append(record)
-        self.dispatch.emit("on_attempt", record)
+        if self.solo:
+            self.collector.on_attempt(record)
+        else:
+            self.dispatch.emit("on_attempt", record)
         self._attempts_this_call += 1
 
     def retrying(self, attempt: int, error: ProviderError) -> None:
@@ -161,9 +178,13 @@ class _Run:
     async def call_model(self, request: ModelRequest, stream: bool) -> ModelResponse:
         self.checkpoint()
         self.iterations += 1
-        self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
+        if self.warnings is not _NO_WARNINGS:
+            self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
         self._attempts_this_call = 0
-        self.dispatch.emit("on_request", request, self.iterations)
+        if self.solo:
+            self.collector.on_request(request, self.iterations)
+        else:
+            self.dispatch.emit("on_request", request, self.iterations)
         t0 = self.clock.now()
         try:
             # Recording, replay and the run store key each exchange by step and turn
@@ -179,7 +200,11 @@ class _Run:
         except BaseException as exc:
             self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
             raise
-        self.dispatch.emit("on_response", response, self.iterations, self.clock.now() - t0)
+        if self.solo:
+            self.collector.on_response(response, self.iterations, self.clock.now() - t0)
+        else:
+            self.dispatch.emit("on_response", response, self.iterations,
+                               self.clock.now() - t0)
         return response
 
     # --- one tool batch ----------------------------------------------------------------
@@ -277,6 +302,8 @@ class _RetryListener:
             self.run.retrying(attempt, error)
 
 
+_ID_BYTES = bytearray()
+os.register_at_fork(after_in_child=_ID_BYTES.clear)
 _NO_EXTRAS = SummaryOptions()
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
@@ -285,8 +312,13 @@ _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
 
 def _new_id() -> str:
     """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a quarter of
-    its cost (it runs once per conversation)."""
-    raw = bytearray(os.urandom(16))
+    its cost (it runs once per conversation). The random bytes come from `os.urandom`
+    64 ids at a time (a system call per conversation was most of the cost); a forked
+    child drops the parent's unused bytes, so the two never share an id."""
+    if not _ID_BYTES:
+        _ID_BYTES.extend(os.urandom(16 * 64))
+    raw = _ID_BYTES[-16:]
+    del _ID_BYTES[-16:]
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
     return raw.hex()
@@ -339,7 +371,8 @@ async def run_loop(
     listener = _RetryListener(run)
     heard = retry_listener.set(listener)
     try:
-        run.dispatch.emit("on_conversation_start", run.info)
+        if not run.solo:
+            run.dispatch.emit("on_conversation_start", run.info)
         try:
             scope = run.deadline.scope() if run.deadline is not None else no_deadline()
             async with scope:
@@ -351,7 +384,8 @@ async def run_loop(
                 # router's CallFailed as its cause; a workflow step keeps CallFailed.
                 exc = typed_provider_error(exc)
             record = run.summarize(status_for_error(exc), error=exc)
-            run.dispatch.end(record)
+            if not run.solo:
+                run.dispatch.end(record)
             raise _with_summary(exc, record.summary, opts.wrap_errors)  # noqa: B904
         limit_error = None
         if opts.wrap_errors and result.status is ConversationStatus.ITERATION_LIMIT:
@@ -360,7 +394,8 @@ async def run_loop(
         record = run.summarize(result.status, finish_reason=result.finish_reason,
                                error=limit_error)
         result.summary = record
-        run.dispatch.end(record)
+        if not run.solo:
+            run.dispatch.end(record)
         if limit_error is not None:
             raise _with_summary(limit_error, record.summary, True)
         return result

@@ -155,15 +155,17 @@ class UsageSummary(BaseModel):
     def from_usage(cls, usage: Usage, provider_cost: Decimal | None = None) -> UsageSummary:
         """`provider_cost` is the reported part of `usage.cost_usd` (spec 002: cost_usd
         is None unless a provider reported one)."""
-        return cls(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-            cost_usd=float(provider_cost) if provider_cost is not None else None,
-            input_includes_cached=usage.input_includes_cached,
-        )
+        # The validator on a dict: as `cls(...)`, without the keyword repacking.
+        built: UsageSummary = cls.__pydantic_validator__.validate_python({
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "reasoning_tokens": usage.reasoning_tokens,
+            "cost_usd": float(provider_cost) if provider_cost is not None else None,
+            "input_includes_cached": usage.input_includes_cached,
+        })
+        return built
 
 
 def cache_hit_rate(usage: UsageSummary) -> float | None:

@@ -168,6 +168,8 @@ class Router:
         self._prices = prices
         self._checks = tuple(checks)
         self._rng = rng or _jitter_rng()
+        self._cand_prices: list[Price | None] | None = None
+        """Each candidate's price, looked up on first need: price tables don't change."""
 
     # --- the call ------------------------------------------------------------------------
 
@@ -178,11 +180,14 @@ class Router:
         on_event: EventSink | None = None,
         on_attempt: AttemptSink | None = None,
     ) -> ModelResponse:
+        prices = self._cand_prices
+        if prices is None:
+            prices = self._cand_prices = [self.price_of(c) for c in self.candidates]
         if self.budget is not None:
-            for cand in self.candidates:
+            for cand, price in zip(self.candidates, prices, strict=True):
                 if cand.unavailable is None:
                     self.budget.require_price(
-                        cand.provider, cand.model, priced=self.price_of(cand) is not None
+                        cand.provider, cand.model, priced=price is not None
                     )
         errors: list[ProviderError] = []
         refusals: set[int] = set()
@@ -193,7 +198,7 @@ class Router:
             if on_attempt is not None:
                 on_attempt(record)
 
-        for cand in self.candidates:
+        for cand, price in zip(self.candidates, prices, strict=True):
             req = self.request_for(cand, request)
             reason = self._refusal(cand, req)
             if reason is not None:
@@ -208,7 +213,7 @@ class Router:
                 refusals.add(id(err))
                 errors.append(err)
                 continue
-            response = await self._try(cand, req, on_event, report, errors)
+            response = await self._try(cand, price, req, on_event, report, errors)
             if response is not None:
                 return response
             if errors and getattr(errors[-1], "partial", False):
@@ -218,6 +223,7 @@ class Router:
     async def _try(
         self,
         cand: Candidate,
+        price: Price | None,
         req: ModelRequest,
         on_event: EventSink | None,
         report: AttemptSink,
@@ -263,7 +269,6 @@ class Router:
 
             try:
                 if self.budget is not None:
-                    price = self.price_of(cand)
                     worst = (
                         None
                         if price is None
@@ -283,7 +288,7 @@ class Router:
                     on_attempt=inner.append,
                 )
                 outcome = "success"
-                response = self._settle(cand, response, prompt_estimate + bound)
+                response = self._settle(cand, price, response, prompt_estimate + bound)
                 if reservation is not None and self.budget is not None:
                     self.budget.commit(
                         reservation,
@@ -412,16 +417,15 @@ class Router:
             )
         )
 
+    @staticmethod
     def _settle(
-        self, cand: Candidate, response: ModelResponse, reservation_tokens: int
+        cand: Candidate, price: Price | None, response: ModelResponse, reservation_tokens: int
     ) -> ModelResponse:
         """Cost from the price table unless the provider reported one; TPM refund."""
         usage = response.usage
-        if usage.cost_usd is None:
-            price = self.price_of(cand)
-            if price is not None:
-                usage = _with_cost(usage, price_usage(usage, price))
-                response = _with_usage(response, usage)
+        if usage.cost_usd is None and price is not None:
+            usage = _with_cost(usage, price_usage(usage, price))
+            response = _with_usage(response, usage)
         if cand.limiter is not None:
             cand.limiter.settle(reservation_tokens, _tokens_used(usage))
         return response

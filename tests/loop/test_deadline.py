@@ -81,3 +81,27 @@ async def test_work_in_flight_is_cancelled_at_the_deadline_not_after_it() -> Non
         async with deadline_scope(clock, deadline):
             await asyncio.gather(worker(), worker())
     assert cleaned_at == [deadline, deadline]
+
+
+async def test_system_clock_scopes_share_one_alarm_and_each_fires_at_its_own_time() -> None:
+    # On the system clock every scope of a loop hangs on one timer, set for the earliest
+    # deadline: an earlier scope re-arms it, a later one is left alone when an earlier
+    # one fires, and one that ended in time leaves nothing to fire. Bodies wait forever,
+    # so only a deadline (or the test's own cancel) ends them: no timing is asserted.
+    from agentloom._clock import SYSTEM_CLOCK
+
+    async def body(seconds: float) -> None:
+        async with deadline_scope(SYSTEM_CLOCK, SYSTEM_CLOCK.now() + seconds):
+            await asyncio.Event().wait()
+
+    async with deadline_scope(SYSTEM_CLOCK, SYSTEM_CLOCK.now() + 0.01):
+        pass  # ended in time: its deadline passes below with nothing to cancel
+    late = asyncio.create_task(body(600))
+    await asyncio.sleep(0)
+    for _ in range(2):  # the second time, after the alarm has rung once
+        with pytest.raises(DeadlineExceeded):
+            await body(0.02)
+        assert not late.done()
+    late.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await late
