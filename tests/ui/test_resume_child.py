@@ -7,7 +7,9 @@ import asyncio
 import json
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentloom.store import FINISHED_STATUSES, SqliteStore
 from tests.ui.harness import cli_env, fake_openai, run_cli, ui_process
@@ -30,6 +32,21 @@ async def _status(db: Path, run_id: str) -> str:
         return record.status
 
 
+@dataclass
+class _Answer:
+    status: int
+    body: Any
+
+
+def _approve(base: str, run_id: str) -> _Answer:
+    """POST the UI's approve decision for `run_id`, as the run page's button does."""
+    request = urllib.request.Request(
+        f"{base}/api/runs/{run_id}/decision", data=json.dumps({"action": "approve"}).encode(),
+        headers={"Content-Type": "application/json", "X-AgentLoom-Request": "1"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return _Answer(answer.status, json.load(answer))
+
+
 def test_the_run_goes_on_after_the_ui_stops(tmp_path: Path) -> None:
     (tmp_path / "flow.yaml").write_text(GATE_FIRST)
     db = tmp_path / ".agentloom" / "runs.db"
@@ -38,13 +55,9 @@ def test_the_run_goes_on_after_the_ui_stops(tmp_path: Path) -> None:
         done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g1")
         assert done.returncode == 3 and "paused" in done.stderr, done.stderr
         with ui_process(env, tmp_path) as ui:
-            request = urllib.request.Request(
-                f"{ui.base}/api/runs/g1/decision", data=json.dumps({"action": "approve"})
-                .encode(), headers={"Content-Type": "application/json",
-                                    "X-AgentLoom-Request": "1"})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 202
-                assert json.load(answer)["accepted"] is True
+            answer = _approve(ui.base, "g1")
+            assert answer.status == 202
+            assert answer.body["accepted"] is True
         # The UI is gone; the resume it started holds the run and is still at work (the
         # model takes 1.5 s to answer).
         deadline = time.monotonic() + 60  # a bound on the wait, not a sleep
@@ -63,12 +76,8 @@ def test_a_terminal_resume_is_refused_while_the_ui_resumes_the_run(tmp_path: Pat
         done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g2")
         assert done.returncode == 3 and "paused" in done.stderr, done.stderr
         with ui_process(env, tmp_path) as ui:
-            request = urllib.request.Request(
-                f"{ui.base}/api/runs/g2/decision", data=json.dumps({"action": "approve"})
-                .encode(), headers={"Content-Type": "application/json",
-                                    "X-AgentLoom-Request": "1"})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 202  # answered once the UI's child holds the run
+            answer = _approve(ui.base, "g2")
+            assert answer.status == 202  # answered once the UI's child holds the run
             terminal = run_cli(env, tmp_path, "resume", "g2", "--approve")
             # Refused either way: held by the UI's resume, or (on a very slow machine)
             # already finished by it.
@@ -108,12 +117,8 @@ def test_a_run_the_ui_resumes_links_its_next_gate_to_the_ui(tmp_path: Path) -> N
         done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g3")
         assert done.returncode == 3 and "paused" in done.stderr, done.stderr
         with ui_process(env, tmp_path) as ui:
-            request = urllib.request.Request(
-                f"{ui.base}/api/runs/g3/decision", data=json.dumps({"action": "approve"})
-                .encode(), headers={"Content-Type": "application/json",
-                                    "X-AgentLoom-Request": "1"})
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                assert answer.status == 202
+            answer = _approve(ui.base, "g3")
+            assert answer.status == 202
             deadline = time.monotonic() + 60  # a bound on the wait, not a sleep
             while not receiver.posts and time.monotonic() < deadline:
                 time.sleep(0.05)
