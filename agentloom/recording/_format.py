@@ -25,8 +25,6 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,6 +32,7 @@ from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import message_to_dict
+from agentloom.recording._context import CallContext
 from agentloom.recording._reasoning import strip_reasoning
 from agentloom.recording._redact_stream import redact_stream
 from agentloom.redact import Redactor
@@ -48,35 +47,6 @@ VOLATILE_FIELDS: frozenset[str] = frozenset({"user", "metadata", "request_id", "
 """Top-level body fields left out of the hash: they vary between runs, not in meaning."""
 
 ReplayMode = Literal["strict", "lenient"]
-
-
-# --- which call is this? -----------------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class CallContext:
-    step_id: str | None = None
-    turn: int | None = None
-    attempt: int | None = None
-    """Set by retry code if it knows; else the recorder counts attempts itself."""
-
-
-current_call_context: ContextVar[CallContext | None] = ContextVar(
-    "agentloom_call_context", default=None
-)
-
-
-@contextlib.contextmanager
-def call_context(*, step_id: str | None, turn: int | None = None,
-                 attempt: int | None = None) -> Iterator[CallContext]:
-    """Tag the model calls made inside the block (and tasks started in it) with a step id
-    and loop turn, for recording, replay and the run store."""
-    ctx = CallContext(step_id=step_id, turn=turn, attempt=attempt)
-    token = current_call_context.set(ctx)
-    try:
-        yield ctx
-    finally:
-        current_call_context.reset(token)
 
 
 # --- canonical requests ------------------------------------------------------------------

@@ -18,10 +18,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.recording._context import CallContext, current_call_context
 from agentloom.recording._format import (
-    CallContext,
     Recorder,
-    current_call_context,
     encode_bytes,
     redact_json_text,
     request_hash,

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.recording._context import current_call_context
 from agentloom.recording._format import (
     Matcher,
     Recording,
     ReplayMode,
-    current_call_context,
     decode_bytes,
 )
 from agentloom.redact import Redactor

@@ -29,12 +29,11 @@ from agentloom.messages import (
     message_to_dict,
 )
 from agentloom.providers import AttemptRecord
+from agentloom.recording._context import CallContext, current_call_context
 from agentloom.recording._format import (
     FORMAT,
-    CallContext,
     RecordingError,
     canonical_json,
-    current_call_context,
     describe_call,
 )
 
