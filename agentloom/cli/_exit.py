@@ -4,7 +4,6 @@ commands import them without importing the command line's entry point)."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 
@@ -42,6 +41,7 @@ class _Parser(argparse.ArgumentParser):
         found = _CHOICE.search(message)
         if found is not None:  # a misspelt command or choice: the closest one, if any
             choices = [c.strip(" '") for c in found.group(2).split(",")]
+            import difflib  # on an error only (its import is ~2 M instructions)
             close = difflib.get_close_matches(found.group(1), choices, n=1)
             if close:
                 message += f"; did you mean {close[0]!r}?"

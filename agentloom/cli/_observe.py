@@ -19,7 +19,6 @@ import queue
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -70,12 +69,15 @@ class TraceFile:
         self._thread.join()
 
 
-@dataclass(slots=True)
 class CliObservers:
     """What `agentloom run` observes a run with, and what to close after it."""
 
-    run: RunObservers | None = None
-    _closers: list[Any] = field(default_factory=list)
+    # A plain class: a generated dataclass costs its `exec`s on every start of the CLI.
+    __slots__ = ("_closers", "run")
+
+    def __init__(self) -> None:
+        self.run: RunObservers | None = None
+        self._closers: list[Any] = []
 
     def close_later(self, close: Any) -> None:
         """Call `close()` when these observers close (last added, first closed)."""

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloom.cli._common import (
@@ -44,19 +43,22 @@ if TYPE_CHECKING:
     from agentloom.workflow.durable.run import DurableRun
 
 
-@dataclass(slots=True, kw_only=True)
 class _Session:
     """What one `agentloom run` sets up around the workflow, passed explicitly (the
     parsed arguments stay what the command line said)."""
 
-    redactor: Redactor
-    observers: Any = None
-    """The run's RunObservers (trace file, OTel), or None."""
-    recording: Recording | None = None
-    """The loaded `--replay` file."""
-    resumed: DurableRun | None = None
-    """The durable run `agentloom resume` prepared."""
-    durable: DurableRun | None = None
+    # A plain class: a generated dataclass costs its `exec`s on every start of the CLI.
+    __slots__ = ("durable", "observers", "recording", "redactor", "resumed")
+
+    def __init__(self, *, redactor: Redactor, resumed: DurableRun | None = None) -> None:
+        self.redactor = redactor
+        self.observers: Any = None
+        """The run's RunObservers (trace file, OTel), or None."""
+        self.recording: Recording | None = None
+        """The loaded `--replay` file."""
+        self.resumed = resumed
+        """The durable run `agentloom resume` prepared."""
+        self.durable: DurableRun | None = None
 
 
 @loading

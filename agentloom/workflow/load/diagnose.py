@@ -7,7 +7,6 @@ unknown field gets the closest real field name of the model that refused it.
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from typing import Any
@@ -47,6 +46,7 @@ def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
         message = f"unknown field {key!r} in {parent_where}"
         if parent_model is not None:
             names = _field_names(parent_model)
+            import difflib  # on an error only (its import is ~2 M instructions)
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             if close:
                 message += f"; did you mean {close[0]!r}?"
@@ -64,6 +64,7 @@ def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
             message = f"{where}: missing 'type' (one of {types_})"
         else:
             message = f"{where}: unknown step type {given!r}; expected one of {types_}"
+            import difflib  # on an error only (its import is ~2 M instructions)
             close = difflib.get_close_matches(str(given), list(STEP_TYPES), n=1)
             if close:
                 message += f"; did you mean {close[0]!r}?"

@@ -10,7 +10,6 @@ imports no step module: `agentloom.workflow.load_workflow` hands it the step typ
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path as FsPath
@@ -297,6 +296,7 @@ class Checker:
                     self.err(f"step {sid!r} depends on itself",
                              self.line_in_step(i, ("depends_on", j)), f"steps[{i}].depends_on")
                 elif dep not in known:
+                    import difflib  # on an error only (its import is ~2 M instructions)
                     hint = difflib.get_close_matches(dep, sorted(known), n=1)
                     extra = f"; did you mean {hint[0]!r}?" if hint else ""
                     self.err(f"step {sid!r} depends on unknown step {dep!r}{extra}",
@@ -425,6 +425,7 @@ class Checker:
             self.library.prepare(node, pc, self.function_args)
             for ref_step, field_path in _step_refs(node.prepared):
                 if ref_step not in ids:
+                    import difflib  # on an error only (its import is ~2 M instructions)
                     hint = difflib.get_close_matches(ref_step, sorted(ids), n=1)
                     extra = f"; did you mean {hint[0]!r}?" if hint else ""
                     pc.report(f"{{steps.{ref_step}.output}} names unknown step "

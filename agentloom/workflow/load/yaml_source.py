@@ -14,7 +14,6 @@ past MAX_NODES, instead of passing `validate` and exploding later in a deep copy
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +33,19 @@ _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
          (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 
 
-@dataclass(slots=True)
 class Marks:
     """Lines (1-based) of containers, their keys and their items."""
 
-    start: dict[int, int] = field(default_factory=dict)
-    keys: dict[int, dict[Any, int]] = field(default_factory=dict)
-    items: dict[int, list[int]] = field(default_factory=dict)
-    keep: list[Any] = field(default_factory=list)
-    """Keeps every marked container alive, so an id is never reused while we hold marks."""
+    # A plain class: a generated dataclass costs its `exec`s on every start of the CLI.
+    __slots__ = ("items", "keep", "keys", "start")
+
+    def __init__(self) -> None:
+        self.start: dict[int, int] = {}
+        self.keys: dict[int, dict[Any, int]] = {}
+        self.items: dict[int, list[int]] = {}
+        self.keep: list[Any] = []
+        """Keeps every marked container alive, so an id is never reused while we hold
+        marks."""
 
     def line_of(self, container: Any, key: Any = None) -> int | None:
         cid = id(container)

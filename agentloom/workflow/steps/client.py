@@ -12,7 +12,6 @@ profile or a fallback provider nobody declared at the field's line.
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
     known = known_providers(declared)
     if step.profile is not None and step.profile not in profiles:
         names = sorted(map(str, profiles))
+        import difflib  # on an error only (its import is ~2 M instructions)
         close = difflib.get_close_matches(step.profile, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         pc.report(f"unknown profile {step.profile!r} (profiles: "
@@ -50,6 +50,7 @@ def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
     for i, entry in enumerate(step.fallback or ()):
         provider = entry.get("provider") if isinstance(entry, dict) else None
         if isinstance(provider, str) and provider not in known:
+            import difflib  # on an error only (its import is ~2 M instructions)
             close = difflib.get_close_matches(provider, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             pc.report(f"unknown provider {provider!r}{hint} (declare it under `providers:`)",

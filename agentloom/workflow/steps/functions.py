@@ -14,7 +14,6 @@ check them against the real registry (Python tools and MCP tools are known only 
 from __future__ import annotations
 
 import contextvars
-import difflib
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -275,6 +274,7 @@ def _check_refs(checker: Checker, definition: WorkflowDefinition, tooling: Tooli
                        f"mcp_servers: {', '.join(sorted(servers)) or 'none'})")
         elif ref.kind in ("tools", "tool_name") and ref.name not in known \
                 and server not in servers:
+            import difflib  # on an error only (its import is ~2 M instructions)
             close = difflib.get_close_matches(ref.name, sorted({*known, *servers}), n=1)
             if close:
                 checker.warnings.append(
@@ -336,6 +336,7 @@ def _where(function: str | None, step_id: str) -> str:
 
 
 def _hint(name: str, options: Any) -> str:
+    import difflib  # on an error only (its import is ~2 M instructions)
     close = difflib.get_close_matches(name, sorted(options), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
