@@ -7,119 +7,37 @@ or checkpoint can be turned back into objects with a dictionary lookup (`part_fr
 
 `None` in a usage field means the provider did not report it, never zero.
 
-They are real dataclasses (`dataclasses.fields`, `replace` and `asdict` work on them), but
-their methods are written out below instead of generated: generating them runs `exec`
-once per method and class, which cost most of this module's import time on every start
-of the CLI. `_Record` supplies the frozen, slotted, field-wise equality and hashing that
-`@dataclass(frozen=True, slots=True)` would, and `_record` checks that each hand-written
-`__init__` names exactly the class's fields.
+They are real dataclasses (`dataclasses.fields`, `replace` and `asdict` work on them) whose
+methods are written out below instead of generated at import (`agentloom._record`: a
+generated dataclass costs ~4 M instructions of every start of the CLI).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import field
 from decimal import Decimal
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias
 
-_T = TypeVar("_T")
-_set = object.__setattr__
-
-
-class _Factory:
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_FACTORY: Any = _Factory()
-"""Default of a field with a default factory: "not given", as the generated __init__ has."""
-
-
-class _Record:
-    """Frozen, slotted value behaviour shared by every type of this module."""
-
-    __slots__ = ()
-    if TYPE_CHECKING:
-        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
-    _names: tuple[str, ...] = ()
-    _key: Callable[[Any], Any] = staticmethod(lambda self: ())
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            key = self._key
-            result: bool = key(self) == key(other)
-            return result
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key(self))
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._names)
-        return f"{self.__class__.__qualname__}({body})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __getstate__(self) -> list[Any]:
-        return [getattr(self, n) for n in self._names]
-
-    def __setstate__(self, state: list[Any]) -> None:
-        for name, value in zip(self._names, state, strict=True):
-            _set(self, name, value)
-
-
-if TYPE_CHECKING:
-    from typing import dataclass_transform
-
-    # What the type checker sees: a frozen keyword-only dataclass.
-    @dataclass_transform(kw_only_default=True, frozen_default=True)
-    def _record(cls: type[_T]) -> type[_T]: ...
-
-else:
-
-    def _record(cls: type[_T]) -> type[_T]:
-        cls = dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)(cls)
-        fields = dataclasses.fields(cls)
-        names = tuple(f.name for f in fields)
-        defaults = cls.__init__.__kwdefaults__ or {}
-        expected = {f.name: _FACTORY if f.default is dataclasses.MISSING else f.default
-                    for f in fields
-                    if f.default is not dataclasses.MISSING
-                    or f.default_factory is not dataclasses.MISSING}
-        params = cls.__init__.__code__.co_varnames[1:len(names) + 1]
-        if params != names or defaults != expected:  # pragma: no cover - fails at import
-            raise TypeError(f"{cls.__name__}.__init__ does not match its fields")
-        cls._names = names
-        # attrgetter is no descriptor, so it stays unbound on instances; one name gives a
-        # bare value, so a lone field is wrapped (as a static method) into a tuple.
-        get = attrgetter(*names)
-        cls._key = get if len(names) > 1 else staticmethod(lambda obj: (get(obj),))
-        return cls
-
+from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
 
-@_record
-class TextPart(_Record):
+@frozen_record
+class TextPart(FrozenRecord):
     """Plain text of a message or a reply."""
 
     text: str
     kind: Literal["text"] = "text"
 
     def __init__(self, *, text: str, kind: Literal["text"] = "text") -> None:
-        _set(self, "text", text)
-        _set(self, "kind", kind)
+        set_field(self, "text", text)
+        set_field(self, "kind", kind)
 
 
-@_record
-class ImagePart(_Record):
+@frozen_record
+class ImagePart(FrozenRecord):
     """An image given as bytes (`data`) or, for providers that fetch it themselves, a `url`."""
 
     media_type: str = "image/png"
@@ -131,14 +49,14 @@ class ImagePart(_Record):
         self, *, media_type: str = "image/png", data: bytes | None = None, url: str | None = None,
         kind: Literal["image"] = "image",
     ) -> None:
-        _set(self, "media_type", media_type)
-        _set(self, "data", data)
-        _set(self, "url", url)
-        _set(self, "kind", kind)
+        set_field(self, "media_type", media_type)
+        set_field(self, "data", data)
+        set_field(self, "url", url)
+        set_field(self, "kind", kind)
 
 
-@_record
-class DocumentPart(_Record):
+@frozen_record
+class DocumentPart(FrozenRecord):
     """A document, such as a PDF; bytes only."""
 
     media_type: str = "application/pdf"
@@ -150,14 +68,14 @@ class DocumentPart(_Record):
         self, *, media_type: str = "application/pdf", data: bytes | None = None,
         url: str | None = None, kind: Literal["document"] = "document",
     ) -> None:
-        _set(self, "media_type", media_type)
-        _set(self, "data", data)
-        _set(self, "url", url)
-        _set(self, "kind", kind)
+        set_field(self, "media_type", media_type)
+        set_field(self, "data", data)
+        set_field(self, "url", url)
+        set_field(self, "kind", kind)
 
 
-@_record
-class AudioPart(_Record):
+@frozen_record
+class AudioPart(FrozenRecord):
     """Audio given as bytes."""
 
     media_type: str = "audio/wav"
@@ -168,13 +86,13 @@ class AudioPart(_Record):
         self, *, media_type: str = "audio/wav", data: bytes | None = None,
         kind: Literal["audio"] = "audio",
     ) -> None:
-        _set(self, "media_type", media_type)
-        _set(self, "data", data)
-        _set(self, "kind", kind)
+        set_field(self, "media_type", media_type)
+        set_field(self, "data", data)
+        set_field(self, "kind", kind)
 
 
-@_record
-class ToolCallPart(_Record):
+@frozen_record
+class ToolCallPart(FrozenRecord):
     """A call the model asked for. `arguments` is the raw JSON text the model wrote: it may
     not parse, and that is the tool loop's business, not the decoder's."""
 
@@ -186,14 +104,14 @@ class ToolCallPart(_Record):
     def __init__(
         self, *, id: str, name: str, arguments: str, kind: Literal["tool_call"] = "tool_call",
     ) -> None:
-        _set(self, "id", id)
-        _set(self, "name", name)
-        _set(self, "arguments", arguments)
-        _set(self, "kind", kind)
+        set_field(self, "id", id)
+        set_field(self, "name", name)
+        set_field(self, "arguments", arguments)
+        set_field(self, "kind", kind)
 
 
-@_record
-class ToolResultPart(_Record):
+@frozen_record
+class ToolResultPart(FrozenRecord):
     """What a tool returned for the call `call_id`;
     `is_error` marks a failure the model should see."""
 
@@ -207,15 +125,15 @@ class ToolResultPart(_Record):
         self, *, call_id: str, name: str, content: str, is_error: bool = False,
         kind: Literal["tool_result"] = "tool_result",
     ) -> None:
-        _set(self, "call_id", call_id)
-        _set(self, "name", name)
-        _set(self, "content", content)
-        _set(self, "is_error", is_error)
-        _set(self, "kind", kind)
+        set_field(self, "call_id", call_id)
+        set_field(self, "name", name)
+        set_field(self, "content", content)
+        set_field(self, "is_error", is_error)
+        set_field(self, "kind", kind)
 
 
-@_record
-class ReasoningPart(_Record):
+@frozen_record
+class ReasoningPart(FrozenRecord):
     """Reasoning text. Anthropic signs its thinking blocks; the signature must go back
     unchanged on the next turn of a tool loop, so it is kept here. `redacted` holds an
     opaque redacted-thinking payload when the provider sends one instead of text."""
@@ -229,14 +147,14 @@ class ReasoningPart(_Record):
         self, *, text: str, signature: str | None = None, redacted: str | None = None,
         kind: Literal["reasoning"] = "reasoning",
     ) -> None:
-        _set(self, "text", text)
-        _set(self, "signature", signature)
-        _set(self, "redacted", redacted)
-        _set(self, "kind", kind)
+        set_field(self, "text", text)
+        set_field(self, "signature", signature)
+        set_field(self, "redacted", redacted)
+        set_field(self, "kind", kind)
 
 
-@_record
-class VendorPart(_Record):
+@frozen_record
+class VendorPart(FrozenRecord):
     """A block only its provider understands (a server-side tool call or its result, an
     OpenAI reasoning item), kept as the provider gave it and sent back unchanged to that
     provider on the next turn; other providers leave it out. `data` is the wire object."""
@@ -248,9 +166,9 @@ class VendorPart(_Record):
     def __init__(
         self, *, provider: str, data: dict[str, Any], kind: Literal["vendor"] = "vendor",
     ) -> None:
-        _set(self, "provider", provider)
-        _set(self, "data", data)
-        _set(self, "kind", kind)
+        set_field(self, "provider", provider)
+        set_field(self, "data", data)
+        set_field(self, "kind", kind)
 
 
 Part: TypeAlias = (
@@ -271,8 +189,8 @@ _PART_TYPES: dict[str, type[Any]] = {
 }
 
 
-@_record
-class Message(_Record):
+@frozen_record
+class Message(FrozenRecord):
     """One turn of a conversation: who speaks (`role`) and what they said (`parts`)."""
 
     role: Role
@@ -283,9 +201,9 @@ class Message(_Record):
     def __init__(
         self, *, role: Role, parts: tuple[Part, ...] = (), name: str | None = None,
     ) -> None:
-        _set(self, "role", role)
-        _set(self, "parts", parts)
-        _set(self, "name", name)
+        set_field(self, "role", role)
+        set_field(self, "parts", parts)
+        set_field(self, "name", name)
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -316,8 +234,8 @@ def _add(a: int | None, b: int | None) -> int | None:
     return a + b
 
 
-@_record
-class Usage(_Record):
+@frozen_record
+class Usage(FrozenRecord):
     """Token counts of one or more calls. None means "not reported", never zero.
 
     `input_includes_cached` says how to read `input_tokens`: OpenAI and Gemini count cached
@@ -340,14 +258,14 @@ class Usage(_Record):
         reasoning_tokens: int | None = None, cost_usd: Decimal | None = None,
         input_includes_cached: bool | None = None, cost_estimated: bool = False,
     ) -> None:
-        _set(self, "input_tokens", input_tokens)
-        _set(self, "output_tokens", output_tokens)
-        _set(self, "cache_read_tokens", cache_read_tokens)
-        _set(self, "cache_write_tokens", cache_write_tokens)
-        _set(self, "reasoning_tokens", reasoning_tokens)
-        _set(self, "cost_usd", cost_usd)
-        _set(self, "input_includes_cached", input_includes_cached)
-        _set(self, "cost_estimated", cost_estimated)
+        set_field(self, "input_tokens", input_tokens)
+        set_field(self, "output_tokens", output_tokens)
+        set_field(self, "cache_read_tokens", cache_read_tokens)
+        set_field(self, "cache_write_tokens", cache_write_tokens)
+        set_field(self, "reasoning_tokens", reasoning_tokens)
+        set_field(self, "cost_usd", cost_usd)
+        set_field(self, "input_includes_cached", input_includes_cached)
+        set_field(self, "cost_estimated", cost_estimated)
 
     def __add__(self, other: Usage) -> Usage:
         cost: Decimal | None
@@ -387,8 +305,8 @@ def _no_parameters() -> dict[str, Any]:
     return {"type": "object", "properties": {}}
 
 
-@_record
-class ToolSpec(_Record):
+@frozen_record
+class ToolSpec(FrozenRecord):
     """What the model sees of a tool: its name, description and JSON Schema parameters."""
 
     name: str
@@ -396,28 +314,28 @@ class ToolSpec(_Record):
     parameters: dict[str, Any] = field(default_factory=lambda: _no_parameters())
 
     def __init__(
-        self, *, name: str, description: str = "", parameters: dict[str, Any] = _FACTORY,
+        self, *, name: str, description: str = "", parameters: dict[str, Any] = FACTORY,
     ) -> None:
-        _set(self, "name", name)
-        _set(self, "description", description)
-        _set(self, "parameters", _no_parameters() if parameters is _FACTORY else parameters)
+        set_field(self, "name", name)
+        set_field(self, "description", description)
+        set_field(self, "parameters", _no_parameters() if parameters is FACTORY else parameters)
 
 
-@_record
-class NamedToolChoice(_Record):
+@frozen_record
+class NamedToolChoice(FrozenRecord):
     """Forces the model to call the tool `name`."""
 
     name: str
 
     def __init__(self, *, name: str) -> None:
-        _set(self, "name", name)
+        set_field(self, "name", name)
 
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedToolChoice
 
 
-@_record
-class ReasoningConfig(_Record):
+@frozen_record
+class ReasoningConfig(FrozenRecord):
     """The step's `thinking` block (spec 000, Reasoning)."""
 
     enabled: bool = False
@@ -429,14 +347,14 @@ class ReasoningConfig(_Record):
         self, *, enabled: bool = False, budget_tokens: int | None = None,
         level: Literal["low", "medium", "high"] | None = None, capture: bool = True,
     ) -> None:
-        _set(self, "enabled", enabled)
-        _set(self, "budget_tokens", budget_tokens)
-        _set(self, "level", level)
-        _set(self, "capture", capture)
+        set_field(self, "enabled", enabled)
+        set_field(self, "budget_tokens", budget_tokens)
+        set_field(self, "level", level)
+        set_field(self, "capture", capture)
 
 
-@_record
-class ResponseFormat(_Record):
+@frozen_record
+class ResponseFormat(FrozenRecord):
     """A JSON shape for the reply. `schema` None with kind json_object asks for any object."""
 
     kind: Literal["json_object", "json_schema"] = "json_object"
@@ -450,15 +368,15 @@ class ResponseFormat(_Record):
         schema: dict[str, Any] | None = None, name: str = "response", strict: bool = True,
         description: str | None = None,
     ) -> None:
-        _set(self, "kind", kind)
-        _set(self, "schema", schema)
-        _set(self, "name", name)
-        _set(self, "strict", strict)
-        _set(self, "description", description)
+        set_field(self, "kind", kind)
+        set_field(self, "schema", schema)
+        set_field(self, "name", name)
+        set_field(self, "strict", strict)
+        set_field(self, "description", description)
 
 
-@_record
-class ModelRequest(_Record):
+@frozen_record
+class ModelRequest(FrozenRecord):
     """One call to a model, before any provider has seen it."""
 
     model: str
@@ -488,31 +406,31 @@ class ModelRequest(_Record):
         max_tokens: int | None = None, tools: tuple[ToolSpec, ...] = (),
         tool_choice: ToolChoice = "auto", reasoning: ReasoningConfig | None = None,
         response_format: ResponseFormat | None = None, stream: bool = False,
-        vendor_tools: tuple[dict[str, Any], ...] = (), extra: dict[str, Any] = _FACTORY,
-        headers: dict[str, str] = _FACTORY, prefill: str | None = None,
+        vendor_tools: tuple[dict[str, Any], ...] = (), extra: dict[str, Any] = FACTORY,
+        headers: dict[str, str] = FACTORY, prefill: str | None = None,
         cache: Literal["auto"] | None = None,
     ) -> None:
-        _set(self, "model", model)
-        _set(self, "messages", messages)
-        _set(self, "temperature", temperature)
-        _set(self, "max_tokens", max_tokens)
-        _set(self, "tools", tools)
-        _set(self, "tool_choice", tool_choice)
-        _set(self, "reasoning", reasoning)
-        _set(self, "response_format", response_format)
-        _set(self, "stream", stream)
-        _set(self, "vendor_tools", vendor_tools)
-        _set(self, "extra", {} if extra is _FACTORY else extra)
-        _set(self, "headers", {} if headers is _FACTORY else headers)
-        _set(self, "prefill", prefill)
-        _set(self, "cache", cache)
+        set_field(self, "model", model)
+        set_field(self, "messages", messages)
+        set_field(self, "temperature", temperature)
+        set_field(self, "max_tokens", max_tokens)
+        set_field(self, "tools", tools)
+        set_field(self, "tool_choice", tool_choice)
+        set_field(self, "reasoning", reasoning)
+        set_field(self, "response_format", response_format)
+        set_field(self, "stream", stream)
+        set_field(self, "vendor_tools", vendor_tools)
+        set_field(self, "extra", {} if extra is FACTORY else extra)
+        set_field(self, "headers", {} if headers is FACTORY else headers)
+        set_field(self, "prefill", prefill)
+        set_field(self, "cache", cache)
 
     def replace(self, **changes: Any) -> ModelRequest:
         return dataclasses.replace(self, **changes)
 
 
-@_record
-class ModelResponse(_Record):
+@frozen_record
+class ModelResponse(FrozenRecord):
     """A finished reply. `finish_reason` is the provider's own word (`stop`, `end_turn`,
     `STOP`, ...), not a normalised one."""
 
@@ -529,13 +447,13 @@ class ModelResponse(_Record):
         self, *, parts: tuple[Part, ...], usage: Usage, finish_reason: str | None, model: str,
         provider: str, response_id: str | None = None, time_to_first_token: float | None = None,
     ) -> None:
-        _set(self, "parts", parts)
-        _set(self, "usage", usage)
-        _set(self, "finish_reason", finish_reason)
-        _set(self, "model", model)
-        _set(self, "provider", provider)
-        _set(self, "response_id", response_id)
-        _set(self, "time_to_first_token", time_to_first_token)
+        set_field(self, "parts", parts)
+        set_field(self, "usage", usage)
+        set_field(self, "finish_reason", finish_reason)
+        set_field(self, "model", model)
+        set_field(self, "provider", provider)
+        set_field(self, "response_id", response_id)
+        set_field(self, "time_to_first_token", time_to_first_token)
 
     @property
     def text(self) -> str:
@@ -557,20 +475,20 @@ class ModelResponse(_Record):
 # --- stream events -----------------------------------------------------------------------
 
 
-@_record
-class TextDelta(_Record):
+@frozen_record
+class TextDelta(FrozenRecord):
     """A piece of the reply's text."""
 
     text: str
     kind: Literal["text_delta"] = "text_delta"
 
     def __init__(self, *, text: str, kind: Literal["text_delta"] = "text_delta") -> None:
-        _set(self, "text", text)
-        _set(self, "kind", kind)
+        set_field(self, "text", text)
+        set_field(self, "kind", kind)
 
 
-@_record
-class ReasoningDelta(_Record):
+@frozen_record
+class ReasoningDelta(FrozenRecord):
     """A piece of reasoning text, or its signature or redacted payload."""
 
     text: str = ""
@@ -582,14 +500,14 @@ class ReasoningDelta(_Record):
         self, *, text: str = "", signature: str | None = None, redacted: str | None = None,
         kind: Literal["reasoning_delta"] = "reasoning_delta",
     ) -> None:
-        _set(self, "text", text)
-        _set(self, "signature", signature)
-        _set(self, "redacted", redacted)
-        _set(self, "kind", kind)
+        set_field(self, "text", text)
+        set_field(self, "signature", signature)
+        set_field(self, "redacted", redacted)
+        set_field(self, "kind", kind)
 
 
-@_record
-class ToolCallDelta(_Record):
+@frozen_record
+class ToolCallDelta(FrozenRecord):
     """A piece of a tool call. `index` ties pieces of one call together; `id` and `name`
     come with the first piece, `arguments` is appended."""
 
@@ -603,27 +521,27 @@ class ToolCallDelta(_Record):
         self, *, index: int, id: str | None = None, name: str | None = None, arguments: str = "",
         kind: Literal["tool_call_delta"] = "tool_call_delta",
     ) -> None:
-        _set(self, "index", index)
-        _set(self, "id", id)
-        _set(self, "name", name)
-        _set(self, "arguments", arguments)
-        _set(self, "kind", kind)
+        set_field(self, "index", index)
+        set_field(self, "id", id)
+        set_field(self, "name", name)
+        set_field(self, "arguments", arguments)
+        set_field(self, "kind", kind)
 
 
-@_record
-class UsageEvent(_Record):
+@frozen_record
+class UsageEvent(FrozenRecord):
     """Usage so far. Later events override earlier fields that they report (not None)."""
 
     usage: Usage
     kind: Literal["usage"] = "usage"
 
     def __init__(self, *, usage: Usage, kind: Literal["usage"] = "usage") -> None:
-        _set(self, "usage", usage)
-        _set(self, "kind", kind)
+        set_field(self, "usage", usage)
+        set_field(self, "kind", kind)
 
 
-@_record
-class FinishEvent(_Record):
+@frozen_record
+class FinishEvent(FrozenRecord):
     """The end of a streamed reply: the provider's finish reason and ids."""
 
     finish_reason: str | None
@@ -635,22 +553,22 @@ class FinishEvent(_Record):
         self, *, finish_reason: str | None, model: str | None = None,
         response_id: str | None = None, kind: Literal["finish"] = "finish",
     ) -> None:
-        _set(self, "finish_reason", finish_reason)
-        _set(self, "model", model)
-        _set(self, "response_id", response_id)
-        _set(self, "kind", kind)
+        set_field(self, "finish_reason", finish_reason)
+        set_field(self, "model", model)
+        set_field(self, "response_id", response_id)
+        set_field(self, "kind", kind)
 
 
-@_record
-class VendorEvent(_Record):
+@frozen_record
+class VendorEvent(FrozenRecord):
     """A whole vendor block, once the stream has finished it (see `VendorPart`)."""
 
     part: VendorPart
     kind: Literal["vendor_event"] = "vendor_event"
 
     def __init__(self, *, part: VendorPart, kind: Literal["vendor_event"] = "vendor_event") -> None:
-        _set(self, "part", part)
-        _set(self, "kind", kind)
+        set_field(self, "part", part)
+        set_field(self, "kind", kind)
 
 
 StreamEvent: TypeAlias = (

@@ -1,0 +1,99 @@
+"""Frozen, slotted, keyword-only dataclasses whose methods are written in the source.
+
+`@dataclass(frozen=True, slots=True)` writes each class's `__init__`, `__repr__`,
+`__eq__`, `__hash__`, `__setattr__` and `__delattr__` as text and compiles it at import:
+about 4 M instructions per class, paid on every start of the CLI. A class here subclasses
+`FrozenRecord` (equality, hashing, repr, immutability and pickling by field, as the
+generated methods behave) and writes its own `__init__` with `set_field`; `frozen_record`
+makes it a real dataclass (`dataclasses.fields`, `replace`, `asdict` work) without
+generating anything, and checks at import that the `__init__` names exactly the class's
+fields, in order, with their defaults (`FACTORY` for a field with a default factory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import FrozenInstanceError, dataclass
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+_T = TypeVar("_T")
+
+set_field = object.__setattr__
+"""What a `FrozenRecord`'s `__init__` sets its fields with (the frozen dataclass's way)."""
+
+
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+FACTORY: Any = _Factory()
+"""Default of a field with a default factory: "not given", as the generated __init__ has."""
+
+
+class FrozenRecord:
+    """Frozen, slotted value behaviour: what `@dataclass(frozen=True, slots=True)` gives."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    _names: tuple[str, ...] = ()
+    _key: Callable[[Any], Any] = staticmethod(lambda self: ())
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            key = self._key
+            result: bool = key(self) == key(other)
+            return result
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key(self))
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._names)
+        return f"{self.__class__.__qualname__}({body})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> list[Any]:
+        return [getattr(self, n) for n in self._names]
+
+    def __setstate__(self, state: list[Any]) -> None:
+        for name, value in zip(self._names, state, strict=True):
+            set_field(self, name, value)
+
+
+if TYPE_CHECKING:
+    from typing import dataclass_transform
+
+    # What the type checker sees: a frozen keyword-only dataclass.
+    @dataclass_transform(kw_only_default=True, frozen_default=True)
+    def frozen_record(cls: type[_T]) -> type[_T]: ...
+
+else:
+
+    def frozen_record(cls: type[_T]) -> type[_T]:
+        cls = dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)(cls)
+        fields = dataclasses.fields(cls)
+        names = tuple(f.name for f in fields)
+        defaults = cls.__init__.__kwdefaults__ or {}
+        expected = {f.name: FACTORY if f.default is dataclasses.MISSING else f.default
+                    for f in fields
+                    if f.default is not dataclasses.MISSING
+                    or f.default_factory is not dataclasses.MISSING}
+        params = cls.__init__.__code__.co_varnames[1:len(names) + 1]
+        if params != names or defaults != expected:  # pragma: no cover - fails at import
+            raise TypeError(f"{cls.__name__}.__init__ does not match its fields")
+        cls._names = names
+        # attrgetter is no descriptor, so it stays unbound on instances; one name gives a
+        # bare value, so a lone field is wrapped (as a static method) into a tuple.
+        get = attrgetter(*names)
+        cls._key = get if len(names) > 1 else staticmethod(lambda obj: (get(obj),))
+        return cls
