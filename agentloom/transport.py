@@ -13,9 +13,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class HttpTimeout:
+
+@frozen_record
+class HttpTimeout(FrozenRecord):
     """Per-phase limits in seconds; None disables one. `read` is the idle limit (no byte
     for that long, a stream included); `total` bounds the whole exchange, body included,
     so a reply that trickles forever still ends.
@@ -29,7 +31,11 @@ class HttpTimeout:
     read: float | None = 300.0
     total: float | None = 1800.0
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, connect: float | None = 10.0, read: float | None = 300.0,
+                 total: float | None = 1800.0) -> None:
+        set_field(self, "connect", connect)
+        set_field(self, "read", read)
+        set_field(self, "total", total)
         for name in ("connect", "read", "total"):
             value = getattr(self, name)
             if value is not None and value <= 0:

@@ -11,25 +11,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError
 
 _SEPARATORS = ("-", ":", "@")
 _FIELDS = ("input", "cached_input", "cache_write", "output")
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class Price:
+@frozen_record
+class Price(FrozenRecord):
     """USD per 1M tokens. A missing `cached_input`/`cache_write` is billed as `input`."""
 
     input: Decimal
     output: Decimal
     cached_input: Decimal | None = None
     cache_write: Decimal | None = None
+
+    def __init__(self, *, input: Decimal, output: Decimal, cached_input: Decimal | None = None,
+                 cache_write: Decimal | None = None) -> None:
+        set_field(self, "input", input)
+        set_field(self, "output", output)
+        set_field(self, "cached_input", cached_input)
+        set_field(self, "cache_write", cache_write)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, where: str = "price") -> Price:
