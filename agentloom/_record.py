@@ -71,25 +71,44 @@ class FrozenRecord:
 
 
 if TYPE_CHECKING:
-    from typing import dataclass_transform
+    from typing import dataclass_transform, overload
 
-    # What the type checker sees: a frozen keyword-only dataclass.
+    # What the type checker sees: a frozen (by default keyword-only) dataclass.
+    @overload
     @dataclass_transform(kw_only_default=True, frozen_default=True)
-    def frozen_record(cls: type[_T]) -> type[_T]: ...
+    def frozen_record(cls: type[_T], /) -> type[_T]: ...
+
+    @overload
+    def frozen_record(*, kw_only: bool = True) -> Callable[[type[_T]], type[_T]]: ...
+
+    def frozen_record(cls: type[_T] | None = None, /, *, kw_only: bool = True) -> Any: ...
 
 else:
 
-    def frozen_record(cls: type[_T]) -> type[_T]:
-        cls = dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)(cls)
+    def frozen_record(cls=None, /, *, kw_only=True):
+        """`@frozen_record` (keyword-only fields) or `@frozen_record(kw_only=False)`."""
+        if cls is None:
+            return lambda cls: _make(cls, kw_only)
+        return _make(cls, kw_only)
+
+    def _make(cls, kw_only):
+        cls = dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)(cls)
         fields = dataclasses.fields(cls)
         names = tuple(f.name for f in fields)
-        defaults = cls.__init__.__kwdefaults__ or {}
+        code = cls.__init__.__code__
+        params = code.co_varnames[1:len(names) + 1]
+        if kw_only:
+            given = cls.__init__.__kwdefaults__ or {}
+            shape = (code.co_argcount, code.co_kwonlyargcount) == (1, len(names))
+        else:
+            values = cls.__init__.__defaults__ or ()
+            given = dict(zip(params[len(params) - len(values):], values, strict=True))
+            shape = (code.co_argcount, code.co_kwonlyargcount) == (1 + len(names), 0)
         expected = {f.name: FACTORY if f.default is dataclasses.MISSING else f.default
                     for f in fields
                     if f.default is not dataclasses.MISSING
                     or f.default_factory is not dataclasses.MISSING}
-        params = cls.__init__.__code__.co_varnames[1:len(names) + 1]
-        if params != names or defaults != expected:  # pragma: no cover - fails at import
+        if params != names or given != expected or not shape:  # pragma: no cover
             raise TypeError(f"{cls.__name__}.__init__ does not match its fields")
         cls._names = names
         # attrgetter is no descriptor, so it stays unbound on instances; one name gives a

@@ -10,15 +10,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+
+from agentloom._record import FrozenRecord, frozen_record, set_field
 
 
-@dataclass(slots=True, frozen=True)
-class CallContext:
+@frozen_record(kw_only=False)
+class CallContext(FrozenRecord):
+    """The step, loop turn and attempt a model call belongs to (None: not known)."""
+
     step_id: str | None = None
     turn: int | None = None
     attempt: int | None = None
     """Set by retry code if it knows; else the recorder counts attempts itself."""
+
+    def __init__(self, step_id: str | None = None, turn: int | None = None,
+                 attempt: int | None = None) -> None:
+        set_field(self, "step_id", step_id)
+        set_field(self, "turn", turn)
+        set_field(self, "attempt", attempt)
 
 
 current_call_context: ContextVar[CallContext | None] = ContextVar(

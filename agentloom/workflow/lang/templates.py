@@ -10,32 +10,41 @@ dicts and lists as JSON, and a value that itself contains braces is never parsed
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import TemplateError
 from agentloom.workflow.lang.paths import MISSING, Path, PathError, format_path, lookup, parse_path
 
 
-@dataclass(slots=True, frozen=True)
-class Ref:
+@frozen_record(kw_only=False)
+class Ref(FrozenRecord):
     """One `{...}` of a template: a root (`state` or `steps`) and a path below it."""
 
     root: str
     path: Path
     source: str
 
+    def __init__(self, root: str, path: Path, source: str) -> None:
+        set_field(self, "root", root)
+        set_field(self, "path", path)
+        set_field(self, "source", source)
+
     @property
     def step_id(self) -> str | None:
         return str(self.path[0]) if self.root == "steps" else None
 
 
-@dataclass(slots=True, frozen=True)
-class Template:
+@frozen_record(kw_only=False)
+class Template(FrozenRecord):
     """A compiled template. `parts` alternates literal text and `Ref`s."""
 
     parts: tuple[str | Ref, ...]
     source: str
+
+    def __init__(self, parts: tuple[str | Ref, ...], source: str) -> None:
+        set_field(self, "parts", parts)
+        set_field(self, "source", source)
 
     @property
     def refs(self) -> tuple[Ref, ...]:
