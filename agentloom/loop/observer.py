@@ -17,10 +17,10 @@ import logging
 import sys
 from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.providers import AttemptRecord
 
@@ -38,8 +38,8 @@ class SummarySource(Protocol):
     def summary(self) -> ConversationSummary: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConversationInfo:
+@frozen_record
+class ConversationInfo(FrozenRecord):
     """Who a callback is about: the ids and limits of one conversation."""
 
     conversation_id: str
@@ -55,6 +55,23 @@ class ConversationInfo:
     """The workflow run this conversation belongs to (None for an Agent run)."""
     step_id: str | None = None
     """The workflow step that runs this conversation (None for an Agent run)."""
+
+    def __init__(
+        self, *, conversation_id: str, correlation_id: str | None = None,
+        parent_id: str | None = None, agent_name: str | None = None, model: str | None = None,
+        iteration_limit: int | None = None, deadline_seconds: float | None = None,
+        started_at: datetime | None = None, run_id: str | None = None, step_id: str | None = None,
+    ) -> None:
+        set_field(self, "conversation_id", conversation_id)
+        set_field(self, "correlation_id", correlation_id)
+        set_field(self, "parent_id", parent_id)
+        set_field(self, "agent_name", agent_name)
+        set_field(self, "model", model)
+        set_field(self, "iteration_limit", iteration_limit)
+        set_field(self, "deadline_seconds", deadline_seconds)
+        set_field(self, "started_at", started_at)
+        set_field(self, "run_id", run_id)
+        set_field(self, "step_id", step_id)
 
 
 _CURRENT: ContextVar[ConversationInfo | None] = ContextVar("agentloom_conversation",

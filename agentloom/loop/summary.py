@@ -10,13 +10,13 @@ unknown, never zero: a usage field no turn reported stays None.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.messages import Usage
 
 
@@ -108,8 +108,8 @@ def status_for_finish(finish_reason: str | None) -> ConversationStatus:
     return ConversationStatus.COMPLETED
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryOptions:
+@frozen_record
+class SummaryOptions(FrozenRecord):
     """Extra reporting, off by default. Invalid values raise ValueError at construction.
 
         SummaryOptions(timeline=True)           # one TurnRecord per model call
@@ -122,6 +122,15 @@ class SummaryOptions:
     """Identical tool calls (same name, same arguments) that flag a run as stalled."""
     warn_at: tuple[float, ...] = ()
     """Fractions of the iteration limit and of the deadline that fire on_budget_warning."""
+
+    def __init__(
+        self, *, timeline: bool = False, stall_threshold: int | None = None,
+        warn_at: tuple[float, ...] = (),
+    ) -> None:
+        set_field(self, "timeline", timeline)
+        set_field(self, "stall_threshold", stall_threshold)
+        set_field(self, "warn_at", warn_at)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         st = self.stall_threshold

@@ -10,17 +10,18 @@ Routing, retries, fallback, recording and the agent loop all see only `ModelClie
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Protocol
 
+from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent
 from agentloom.transport import HttpRequest, HttpTimeout
 
 ReasoningStyle = Literal["effort", "budget", "thinking_config", "think", "none"]
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class Capabilities:
+@frozen_record
+class Capabilities(FrozenRecord):
     """Per-model facts a request is checked against before anything is sent."""
 
     tools: bool = True
@@ -34,9 +35,25 @@ class Capabilities:
     speaker_names: bool = False
     """True where the wire format has a `name` on messages (OpenAI)."""
 
+    def __init__(
+        self, *, tools: bool = True, forced_tool_choice: bool = True,
+        native_json_schema: bool = True, image: bool = True, image_url: bool = False,
+        pdf: bool = False, audio_types: frozenset[str] = frozenset(),
+        reasoning: ReasoningStyle = "none", speaker_names: bool = False,
+    ) -> None:
+        set_field(self, "tools", tools)
+        set_field(self, "forced_tool_choice", forced_tool_choice)
+        set_field(self, "native_json_schema", native_json_schema)
+        set_field(self, "image", image)
+        set_field(self, "image_url", image_url)
+        set_field(self, "pdf", pdf)
+        set_field(self, "audio_types", audio_types)
+        set_field(self, "reasoning", reasoning)
+        set_field(self, "speaker_names", speaker_names)
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class Endpoint:
+
+@frozen_record
+class Endpoint(FrozenRecord):
     """Where a provider lives and how to authenticate: data, not code.
 
     `name` is the provider's configured name (`openai`, `generic_openai`, `my_vllm`, ...);
@@ -59,6 +76,23 @@ class Endpoint:
     """For the OpenAI protocol: `responses` or `chat_completions`, for every model or per
     model (`{"gpt-5": "responses"}`); None: the Responses API for OpenAI's reasoning models
     at OpenAI itself, chat completions for the rest."""
+
+    def __init__(
+        self, *, name: str, protocol: str, base_url: str, api_key: str | None = None,
+        api_key_env: str | None = None, headers: dict[str, str] = FACTORY,
+        models: tuple[str, ...] | None = None, timeout: HttpTimeout = FACTORY,
+        max_reply_bytes: int | None = None, api: str | dict[str, str] | None = None,
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "protocol", protocol)
+        set_field(self, "base_url", base_url)
+        set_field(self, "api_key", api_key)
+        set_field(self, "api_key_env", api_key_env)
+        set_field(self, "headers", {} if headers is FACTORY else headers)
+        set_field(self, "models", models)
+        set_field(self, "timeout", HttpTimeout() if timeout is FACTORY else timeout)
+        set_field(self, "max_reply_bytes", max_reply_bytes)
+        set_field(self, "api", api)
 
 
 class StreamDecoder(Protocol):
@@ -87,8 +121,8 @@ class WireProtocol(Protocol):
     def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder: ...
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class AttemptRecord:
+@frozen_record
+class AttemptRecord(FrozenRecord):
     """One attempt at a call, content-free: for summaries' failed_attempts and timelines."""
 
     provider: str
@@ -102,6 +136,22 @@ class AttemptRecord:
     phase: str | None = None
     request_sent: bool | None = None
     error_type: str | None = None
+
+    def __init__(
+        self, *, provider: str, model: str, attempt: int, ok: bool, duration_seconds: float,
+        wait_before_seconds: float = 0.0, status: int | None = None, phase: str | None = None,
+        request_sent: bool | None = None, error_type: str | None = None,
+    ) -> None:
+        set_field(self, "provider", provider)
+        set_field(self, "model", model)
+        set_field(self, "attempt", attempt)
+        set_field(self, "ok", ok)
+        set_field(self, "duration_seconds", duration_seconds)
+        set_field(self, "wait_before_seconds", wait_before_seconds)
+        set_field(self, "status", status)
+        set_field(self, "phase", phase)
+        set_field(self, "request_sent", request_sent)
+        set_field(self, "error_type", error_type)
 
 
 EventSink = Callable[[StreamEvent], None]

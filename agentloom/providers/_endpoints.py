@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError
 from agentloom.providers._base import Endpoint
 from agentloom.providers.profiles import APIS
 
 
-@dataclass(slots=True, frozen=True)
-class _Preset:
+@frozen_record(kw_only=False)
+class _Preset(FrozenRecord):
     protocol: str
     base_url: str | None
     key_env: str | None
+
+    def __init__(self, protocol: str, base_url: str | None, key_env: str | None) -> None:
+        set_field(self, "protocol", protocol)
+        set_field(self, "base_url", base_url)
+        set_field(self, "key_env", key_env)
 
 
 _PRESETS: dict[str, _Preset] = {

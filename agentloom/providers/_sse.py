@@ -9,16 +9,22 @@ are tested without sockets and shared by every streaming wire protocol.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+
+from agentloom._record import FrozenRecord, frozen_record, set_field
 
 
-@dataclass(slots=True, frozen=True)
-class SSEEvent:
+@frozen_record(kw_only=False)
+class SSEEvent(FrozenRecord):
     """One dispatched event. `event` is "message" when the stream named none."""
 
     event: str
     data: str
     id: str | None = None
+
+    def __init__(self, event: str, data: str, id: str | None = None) -> None:
+        set_field(self, "event", event)
+        set_field(self, "data", data)
+        set_field(self, "id", id)
 
 
 class SSEParser:

@@ -10,23 +10,32 @@ State is read through public methods only, and `snapshot()` feeds run summaries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom._record import FrozenRecord, frozen_record, set_field
 
 BreakerState = Literal["closed", "open", "half_open"]
 Outcome = Literal["success", "failure", "ignored"]
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class BreakerSettings:
+@frozen_record
+class BreakerSettings(FrozenRecord):
     """BreakerSettings()                                   # 5 failures, 30 s, 1 probe
     BreakerSettings(failure_threshold=None)             # never opens"""
 
     failure_threshold: int | None = 5
     recovery_seconds: float = 30.0
     half_open_max: int = 1
+
+    def __init__(
+        self, *, failure_threshold: int | None = 5, recovery_seconds: float = 30.0,
+        half_open_max: int = 1,
+    ) -> None:
+        set_field(self, "failure_threshold", failure_threshold)
+        set_field(self, "recovery_seconds", recovery_seconds)
+        set_field(self, "half_open_max", half_open_max)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.failure_threshold is not None and self.failure_threshold < 1:

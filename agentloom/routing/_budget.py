@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import BudgetExceeded, ConfigError, PriceUnknown
 from agentloom.messages import (
     AudioPart,
@@ -65,11 +65,16 @@ def output_bound(request: ModelRequest, default: int = DEFAULT_OUTPUT_CEILING) -
     return bound
 
 
-@dataclass(slots=True, frozen=True)
-class Reservation:
+@frozen_record(kw_only=False)
+class Reservation(FrozenRecord):
     id: int
     cost: Decimal | None
     tokens: int | None
+
+    def __init__(self, id: int, cost: Decimal | None, tokens: int | None) -> None:
+        set_field(self, "id", id)
+        set_field(self, "cost", cost)
+        set_field(self, "tokens", tokens)
 
 
 class RunBudget:

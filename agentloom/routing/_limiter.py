@@ -10,18 +10,23 @@ default limit turns a 70-way fan-out into a 10-second wait for no reason.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom._record import FrozenRecord, frozen_record, set_field
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class RateLimit:
+@frozen_record
+class RateLimit(FrozenRecord):
     """RateLimit(rpm=500)                 # requests per minute
     RateLimit(rpm=500, tpm=200_000)    # and tokens per minute (prompt estimate + max_tokens)"""
 
     rpm: float | None = None
     tpm: float | None = None
+
+    def __init__(self, *, rpm: float | None = None, tpm: float | None = None) -> None:
+        set_field(self, "rpm", rpm)
+        set_field(self, "tpm", tpm)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for name in ("rpm", "tpm"):

@@ -11,10 +11,11 @@ the workflow's business: they are carried here as given.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
+from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError
 from agentloom.pricing import Price
 from agentloom.routing._breaker import BreakerSettings
@@ -61,8 +62,8 @@ _RETRY_FIELDS = frozenset(
 )
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class FallbackEntry:
+@frozen_record
+class FallbackEntry(FrozenRecord):
     """One link of a fallback chain: its own provider, model and settings."""
 
     provider: str | None = None
@@ -73,6 +74,19 @@ class FallbackEntry:
     pricing: Price | None = None
     max_tokens: int | None = None
     retry: RetryPolicy | None = None
+
+    def __init__(
+        self, *, provider: str | None = None, model: str, headers: Mapping[str, str] = FACTORY,
+        params: Mapping[str, Any] = FACTORY, pricing: Price | None = None,
+        max_tokens: int | None = None, retry: RetryPolicy | None = None,
+    ) -> None:
+        set_field(self, "provider", provider)
+        set_field(self, "model", model)
+        set_field(self, "headers", {} if headers is FACTORY else headers)
+        set_field(self, "params", {} if params is FACTORY else params)
+        set_field(self, "pricing", pricing)
+        set_field(self, "max_tokens", max_tokens)
+        set_field(self, "retry", retry)
 
     @classmethod
     def from_dict(
@@ -102,8 +116,8 @@ class FallbackEntry:
         )
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class Profile:
+@frozen_record
+class Profile(FrozenRecord):
     """A named model setup (spec 004). A step's own fields win over its profile's."""
 
     name: str
@@ -126,6 +140,31 @@ class Profile:
     it: the `total` of the call's `HttpTimeout`, the one limit every call has."""
     cache: str | None = None
     """`auto`: prompt caching for the steps and agents that use this profile."""
+
+    def __init__(
+        self, *, name: str, provider: str | None = None, model: str | None = None,
+        base_url: str | None = None, api_key_env: str | None = None,
+        headers: Mapping[str, str] = FACTORY, params: Mapping[str, Any] = FACTORY,
+        pricing: Price | None = None, max_tokens: int | None = None,
+        retry: RetryPolicy | None = None, max_tools: int | None = None,
+        tool_error_prompt: str | None = None, fallback: tuple[FallbackEntry, ...] = (),
+        timeout: float = DEFAULT_PROFILE_TIMEOUT, cache: str | None = None,
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "provider", provider)
+        set_field(self, "model", model)
+        set_field(self, "base_url", base_url)
+        set_field(self, "api_key_env", api_key_env)
+        set_field(self, "headers", {} if headers is FACTORY else headers)
+        set_field(self, "params", {} if params is FACTORY else params)
+        set_field(self, "pricing", pricing)
+        set_field(self, "max_tokens", max_tokens)
+        set_field(self, "retry", retry)
+        set_field(self, "max_tools", max_tools)
+        set_field(self, "tool_error_prompt", tool_error_prompt)
+        set_field(self, "fallback", fallback)
+        set_field(self, "timeout", timeout)
+        set_field(self, "cache", cache)
 
     @classmethod
     def from_dict(

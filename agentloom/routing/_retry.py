@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ProviderError, ReplyTooLarge
 
 DEFAULT_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _NO_STATUS_PHASES = frozenset({"connect", "tls", "proxy", "send", "read", "body"})
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class RetryPolicy:
+@frozen_record
+class RetryPolicy(FrozenRecord):
     """How one candidate (provider + model) is retried.
 
     RetryPolicy()                          # 2 retries: 0.5 s, 1 s (each ±25 %)
@@ -44,6 +45,21 @@ class RetryPolicy:
     retryable_status_codes: frozenset[int] = field(default=DEFAULT_RETRYABLE_STATUS)
     max_retry_after: float = 60.0
     """The longest `Retry-After` honoured; a longer one ends this candidate's retries."""
+
+    def __init__(
+        self, *, max_retries: int = 2, backoff_base: float = 0.5, backoff_multiplier: float = 2.0,
+        backoff_max: float = 30.0, jitter: float = 0.25,
+        retryable_status_codes: frozenset[int] = DEFAULT_RETRYABLE_STATUS,
+        max_retry_after: float = 60.0,
+    ) -> None:
+        set_field(self, "max_retries", max_retries)
+        set_field(self, "backoff_base", backoff_base)
+        set_field(self, "backoff_multiplier", backoff_multiplier)
+        set_field(self, "backoff_max", backoff_max)
+        set_field(self, "jitter", jitter)
+        set_field(self, "retryable_status_codes", retryable_status_codes)
+        set_field(self, "max_retry_after", max_retry_after)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
 from agentloom.errors import AgentLoomError, ProviderError
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent, Usage
 from agentloom.pricing import Price, PriceTable, price_usage
@@ -44,8 +45,8 @@ CheckHook = Callable[[ModelRequest, Capabilities], "str | None"]
 """Returns why a provider cannot take a request, or None if it can."""
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class Candidate:
+@frozen_record
+class Candidate(FrozenRecord):
     """One provider + model to try, with its own settings."""
 
     provider: str
@@ -69,6 +70,28 @@ class Candidate:
     """Why this candidate can't be used at all (a fallback provider whose key isn't set):
     it is then skipped like a provider that can't take the request. It matters only when
     the chain reaches it, so a working primary never trips over it."""
+
+    def __init__(
+        self, *, provider: str, model: str, client: ModelClient, protocol: str | None = None,
+        retry: RetryPolicy | None = None, capabilities: Capabilities | None = None,
+        params: Mapping[str, Any] = FACTORY, headers: Mapping[str, str] = FACTORY,
+        max_tokens: int | None = None, price: Price | None = None,
+        breaker: CircuitBreaker | None = None, limiter: RateLimiter | None = None,
+        unavailable: str | None = None,
+    ) -> None:
+        set_field(self, "provider", provider)
+        set_field(self, "model", model)
+        set_field(self, "client", client)
+        set_field(self, "protocol", protocol)
+        set_field(self, "retry", retry)
+        set_field(self, "capabilities", capabilities)
+        set_field(self, "params", {} if params is FACTORY else params)
+        set_field(self, "headers", {} if headers is FACTORY else headers)
+        set_field(self, "max_tokens", max_tokens)
+        set_field(self, "price", price)
+        set_field(self, "breaker", breaker)
+        set_field(self, "limiter", limiter)
+        set_field(self, "unavailable", unavailable)
 
 
 class CallFailed(ProviderError):

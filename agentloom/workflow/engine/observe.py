@@ -13,10 +13,10 @@ dispatched the same way, so an observer without them is simply not told. Nested 
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom._lazy import lazy_getattr
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.loop.observer import Dispatch, MultiObserver
 from agentloom.workflow.engine.secrets import SecretLearner, secret_step_redactor
 from agentloom.workflow.engine.summaries import SummaryCatcher
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from agentloom.workflow.engine.result import RunResult
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunInfo:
+@frozen_record
+class RunInfo(FrozenRecord):
     """Which run a run-level callback is about."""
 
     run_id: str
@@ -37,6 +37,15 @@ class RunInfo:
     """The run that started this one (a subworkflow or `map` child), else None."""
     steps: tuple[tuple[str, str], ...] = ()
     """(step id, step type) of every step, in file order."""
+
+    def __init__(
+        self, *, run_id: str, workflow: str, parent_run_id: str | None = None,
+        steps: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        set_field(self, "run_id", run_id)
+        set_field(self, "workflow", workflow)
+        set_field(self, "parent_run_id", parent_run_id)
+        set_field(self, "steps", steps)
 
 
 class RunObserver(Protocol):

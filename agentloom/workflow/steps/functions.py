@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom import tools as toolkit
 from agentloom._clock import SYSTEM_CLOCK
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError, TemplateError, ToolError, WorkflowError
 from agentloom.tools import check_parameters
 from agentloom.workflow.engine.nested import NESTED_USAGE, rolled_usage
@@ -44,8 +45,8 @@ _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("agentloom_function
                                                              default=0)
 
 
-@dataclass(slots=True, frozen=True)
-class ToolRef:
+@frozen_record(kw_only=False)
+class ToolRef(FrozenRecord):
     """A tool name a step declares, where it is written."""
 
     step_id: str
@@ -59,9 +60,21 @@ class ToolRef:
     parameters: Any = None
     """The JSON Schema the step declares for the tool, if any."""
 
+    def __init__(
+        self, step_id: str, name: str, kind: str, line: int | None, field: str,
+        function: str | None = None, parameters: Any = None,
+    ) -> None:
+        set_field(self, "step_id", step_id)
+        set_field(self, "name", name)
+        set_field(self, "kind", kind)
+        set_field(self, "line", line)
+        set_field(self, "field", field)
+        set_field(self, "function", function)
+        set_field(self, "parameters", parameters)
 
-@dataclass(slots=True, frozen=True)
-class FunctionDef:
+
+@frozen_record(kw_only=False)
+class FunctionDef(FrozenRecord):
     name: str
     description: str
     args: dict[str, Any]
@@ -69,6 +82,16 @@ class FunctionDef:
     body: Workflow | None
     """The steps, as a workflow; None for a function that only returns a template."""
     returns: Template
+
+    def __init__(
+        self, name: str, description: str, args: dict[str, Any], body: Workflow | None,
+        returns: Template,
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "description", description)
+        set_field(self, "args", args)
+        set_field(self, "body", body)
+        set_field(self, "returns", returns)
 
 
 @dataclass(slots=True)

@@ -10,9 +10,9 @@ and state writes belong to the engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError
 from agentloom.loop.request import build_request
 from agentloom.messages import (
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from agentloom.workflow.load.workflow import StepNode
 
 
-@dataclass(slots=True, frozen=True)
-class Prepared:
+@frozen_record(kw_only=False)
+class Prepared(FrozenRecord):
     prompt: Template | None
     system_prompt: Template | None
     attachments: tuple[Template, ...]
@@ -50,6 +50,20 @@ class Prepared:
     reasoning: ReasoningConfig | None
     structured: OutputPlan | None = None
     conversation: StatePath | None = None
+
+    def __init__(
+        self, prompt: Template | None, system_prompt: Template | None,
+        attachments: tuple[Template, ...], tool_choice: ToolChoice,
+        reasoning: ReasoningConfig | None, structured: OutputPlan | None = None,
+        conversation: StatePath | None = None,
+    ) -> None:
+        set_field(self, "prompt", prompt)
+        set_field(self, "system_prompt", system_prompt)
+        set_field(self, "attachments", attachments)
+        set_field(self, "tool_choice", tool_choice)
+        set_field(self, "reasoning", reasoning)
+        set_field(self, "structured", structured)
+        set_field(self, "conversation", conversation)
 
     def templates(self) -> Iterator[tuple[tuple[str | int, ...], Template]]:
         if self.prompt is not None:
