@@ -1,13 +1,15 @@
-"""Frozen, slotted, keyword-only dataclasses whose methods are written in the source.
+"""Slotted dataclasses whose methods are written in the source, frozen or not.
 
 `@dataclass(frozen=True, slots=True)` writes each class's `__init__`, `__repr__`,
 `__eq__`, `__hash__`, `__setattr__` and `__delattr__` as text and compiles it at import:
-about 4 M instructions per class, paid on every start of the CLI. A class here subclasses
-`FrozenRecord` (equality, hashing, repr, immutability and pickling by field, as the
-generated methods behave) and writes its own `__init__` with `set_field`; `frozen_record`
-makes it a real dataclass (`dataclasses.fields`, `replace`, `asdict` work) without
-generating anything, and checks at import that the `__init__` names exactly the class's
-fields, in order, with their defaults (`FACTORY` for a field with a default factory).
+about 4 M instructions per class (a mutable one ~2.4 M), paid on every start of the CLI.
+A class here subclasses `FrozenRecord` (equality, hashing, repr, immutability and pickling
+by field, as the generated methods behave) or `Record` (equality and repr, unhashable:
+a mutable dataclass) and writes its own `__init__` (with `set_field` when frozen);
+`frozen_record` / `record` make it a real dataclass (`dataclasses.fields`, `replace`,
+`asdict` work) without generating anything, and check at import that the `__init__`
+names exactly the class's fields, in order, with their defaults (`FACTORY` for a field
+with a default factory).
 """
 
 from __future__ import annotations
@@ -33,14 +35,17 @@ FACTORY: Any = _Factory()
 """Default of a field with a default factory: "not given", as the generated __init__ has."""
 
 
-class FrozenRecord:
-    """Frozen, slotted value behaviour: what `@dataclass(frozen=True, slots=True)` gives."""
+class Record:
+    """Slotted value behaviour: what `@dataclass(slots=True)` gives (unhashable)."""
 
     __slots__ = ()
     if TYPE_CHECKING:
         __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
     _names: tuple[str, ...] = ()
+    _shown: tuple[str, ...] = ()
+    """The fields in the repr (`field(repr=False)` leaves one out)."""
     _key: Callable[[Any], Any] = staticmethod(lambda self: ())
+    """The values compared and hashed (`field(compare=False)` leaves one out)."""
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
@@ -49,12 +54,20 @@ class FrozenRecord:
             return result
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self._key(self))
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._names)
+        body = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._shown)
         return f"{self.__class__.__qualname__}({body})"
+
+
+class FrozenRecord(Record):
+    """Frozen, slotted value behaviour: what `@dataclass(frozen=True, slots=True)` gives."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]  # Record's None: unhashable
+        return hash(self._key(self))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -83,6 +96,15 @@ if TYPE_CHECKING:
 
     def frozen_record(cls: type[_T] | None = None, /, *, kw_only: bool = True) -> Any: ...
 
+    @overload
+    @dataclass_transform(kw_only_default=True)
+    def record(cls: type[_T], /) -> type[_T]: ...
+
+    @overload
+    def record(*, kw_only: bool = True) -> Callable[[type[_T]], type[_T]]: ...
+
+    def record(cls: type[_T] | None = None, /, *, kw_only: bool = True) -> Any: ...
+
 else:
 
     def frozen_record(cls=None, /, *, kw_only=True):
@@ -90,6 +112,8 @@ else:
         if cls is None:
             return lambda cls: _make(cls, kw_only)
         return _make(cls, kw_only)
+
+    record = frozen_record  # the base class (`Record` or `FrozenRecord`) makes the difference
 
     def _make(cls, kw_only):
         cls = dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)(cls)
@@ -111,8 +135,15 @@ else:
         if params != names or given != expected or not shape:  # pragma: no cover
             raise TypeError(f"{cls.__name__}.__init__ does not match its fields")
         cls._names = names
+        cls._shown = tuple(f.name for f in fields if f.repr)
+        compared = tuple(f.name for f in fields if f.compare)
         # attrgetter is no descriptor, so it stays unbound on instances; one name gives a
-        # bare value, so a lone field is wrapped (as a static method) into a tuple.
-        get = attrgetter(*names)
-        cls._key = get if len(names) > 1 else staticmethod(lambda obj: (get(obj),))
+        # bare value (and none is an error), so those are wrapped (as static methods).
+        if len(compared) > 1:
+            cls._key = attrgetter(*compared)
+        elif compared:
+            get = attrgetter(*compared)
+            cls._key = staticmethod(lambda obj: (get(obj),))
+        else:
+            cls._key = staticmethod(lambda obj: ())
         return cls

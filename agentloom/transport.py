@@ -10,10 +10,10 @@ each a class that wraps another transport. No I/O here.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol, runtime_checkable
 
-from agentloom._record import FrozenRecord, frozen_record, set_field
+from agentloom._record import FACTORY, FrozenRecord, Record, frozen_record, record, set_field
 
 
 @frozen_record
@@ -42,8 +42,8 @@ class HttpTimeout(FrozenRecord):
                 raise ValueError(f"HttpTimeout.{name} must be positive or None, got {value}")
 
 
-@dataclass(slots=True, kw_only=True)
-class HttpRequest:
+@record
+class HttpRequest(Record):
     method: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
@@ -54,6 +54,19 @@ class HttpRequest:
     max_bytes: int | None = None
     """The most body bytes (after decompression, a whole stream included) to accept;
     None: the transport's own cap. Past it the transport raises BodyTooLarge."""
+
+    def __init__(
+        self, *, method: str, url: str, headers: dict[str, str] = FACTORY,
+        body: bytes | None = None, timeout: HttpTimeout | None = None, stream: bool = False,
+        max_bytes: int | None = None,
+    ) -> None:
+        self.method = method
+        self.url = url
+        self.headers = {} if headers is FACTORY else headers
+        self.body = body
+        self.timeout = timeout
+        self.stream = stream
+        self.max_bytes = max_bytes
 
 
 class HttpResponse(Protocol):
@@ -98,8 +111,8 @@ class BodyTooLarge(TransportError):
                          request_sent=True)
 
 
-@dataclass(slots=True, kw_only=True)
-class BufferedResponse:
+@record
+class BufferedResponse(Record):
     """A response held in memory: what MockTransport, replay and tests return."""
 
     status: int
@@ -107,6 +120,15 @@ class BufferedResponse:
     body: bytes = b""
     chunks: list[bytes] | None = None
     """If set, `aiter_bytes` yields these pieces (for stream tests); else `body` whole."""
+
+    def __init__(
+        self, *, status: int, headers: dict[str, str] = FACTORY, body: bytes = b"",
+        chunks: list[bytes] | None = None,
+    ) -> None:
+        self.status = status
+        self.headers = {} if headers is FACTORY else headers
+        self.body = body
+        self.chunks = chunks
 
     async def read(self) -> bytes:
         if self.chunks is not None:

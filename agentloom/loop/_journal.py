@@ -10,19 +10,25 @@ paused run, and after every tool turn `on_turn` is awaited, before the next mode
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from agentloom._record import FACTORY, Record, record
 from agentloom.messages import Message, Usage
 
 
-@dataclass(slots=True, kw_only=True)
-class LoopRestore:
+@record
+class LoopRestore(Record):
     """A saved loop: its conversation so far and the model calls already made."""
 
     messages: list[Message]
     turn: int
     usage: Usage = field(default_factory=Usage)
+
+    def __init__(self, *, messages: list[Message], turn: int, usage: Usage = FACTORY) -> None:
+        self.messages = messages
+        self.turn = turn
+        self.usage = Usage() if usage is FACTORY else usage
 
 
 class LoopJournal(Protocol):

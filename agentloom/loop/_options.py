@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from agentloom._clock import Clock
+from agentloom._record import FACTORY, Record, record
 from agentloom.loop._contracts import OutputValidator
 from agentloom.loop._journal import LoopJournal
 from agentloom.loop.collector import SummaryRecord
@@ -22,8 +23,8 @@ MAX_TOKENS_CEILING = 64_000
 with LoopBudgetExceeded("max_tokens") (status token_limit)."""
 
 
-@dataclass(slots=True, kw_only=True)
-class LoopOptions:
+@record
+class LoopOptions(Record):
     max_iterations: int = 5
     """Model calls at most, the answering one included (`max_tool_iterations`)."""
     tool_concurrency: int = 8
@@ -58,9 +59,41 @@ class LoopOptions:
     """Durability: each tool turn is saved through it and a saved loop restored from it.
     None uses `current_journal` (set by a durable workflow run) when `step_id` is set."""
 
+    def __init__(
+        self, *, max_iterations: int = 5, tool_concurrency: int = 8,
+        validator: OutputValidator | None = None, max_reasks: int = 0, run_id: str | None = None,
+        step_id: str | None = None, speaker: str | None = None, clock: Clock | None = None,
+        deadline: float | None = None, deadline_seconds: float | None = None,
+        max_total_tokens: int | None = None, stream_with_tools: bool = False,
+        observer: object | None = None, summary_options: SummaryOptions | None = None,
+        conversation_id: str | None = None, correlation_id: str | None = None,
+        parent_id: str | None = None, agent_name: str | None = None, wrap_errors: bool = False,
+        journal: LoopJournal | None = None,
+    ) -> None:
+        self.max_iterations = max_iterations
+        self.tool_concurrency = tool_concurrency
+        self.validator = validator
+        self.max_reasks = max_reasks
+        self.run_id = run_id
+        self.step_id = step_id
+        self.speaker = speaker
+        self.clock = clock
+        self.deadline = deadline
+        self.deadline_seconds = deadline_seconds
+        self.max_total_tokens = max_total_tokens
+        self.stream_with_tools = stream_with_tools
+        self.observer = observer
+        self.summary_options = summary_options
+        self.conversation_id = conversation_id
+        self.correlation_id = correlation_id
+        self.parent_id = parent_id
+        self.agent_name = agent_name
+        self.wrap_errors = wrap_errors
+        self.journal = journal
 
-@dataclass(slots=True, kw_only=True)
-class LoopResult:
+
+@record
+class LoopResult(Record):
     response: ModelResponse
     """The last reply."""
     text: str
@@ -74,6 +107,24 @@ class LoopResult:
     attempts: list[AttemptRecord] = field(default_factory=list)
     status: ConversationStatus = ConversationStatus.COMPLETED
     _summary: ConversationSummary | SummaryRecord | None = field(default=None, repr=False)
+
+    def __init__(
+        self, *, response: ModelResponse, text: str, finish_reason: str | None, usage: Usage,
+        iterations: int, new_messages: tuple[Message, ...], output: Any = None,
+        attempts: list[AttemptRecord] = FACTORY,
+        status: ConversationStatus = ConversationStatus.COMPLETED,
+        _summary: ConversationSummary | SummaryRecord | None = None,
+    ) -> None:
+        self.response = response
+        self.text = text
+        self.finish_reason = finish_reason
+        self.usage = usage
+        self.iterations = iterations
+        self.new_messages = new_messages
+        self.output = output
+        self.attempts = [] if attempts is FACTORY else attempts
+        self.status = status
+        self._summary = _summary
 
     @property
     def summary(self) -> ConversationSummary | None:

@@ -8,10 +8,11 @@ collector serves one conversation, so concurrent runs never share counters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
+from agentloom._record import FACTORY, Record, record
 from agentloom.errors import AgentLoopError, ProviderError, provider_error_class
 from agentloom.loop.observer import ConversationInfo, NullObserver
 from agentloom.loop.summary import (
@@ -29,8 +30,8 @@ from agentloom.providers import AttemptRecord
 _NO_USAGE = Usage()
 
 
-@dataclass(slots=True)
-class _Turn:
+@record(kw_only=False)
+class _Turn(Record):
     index: int
     duration: float = 0.0
     stop_reason: str | None = None
@@ -40,6 +41,21 @@ class _Turn:
     tool_errors: list[str] = field(default_factory=list)
     discarded: bool = False
     error_type: str | None = None
+
+    def __init__(
+        self, index: int, duration: float = 0.0, stop_reason: str | None = None,
+        usage: Usage | None = None, attempts: int = 0, tools: list[str] = FACTORY,
+        tool_errors: list[str] = FACTORY, discarded: bool = False, error_type: str | None = None,
+    ) -> None:
+        self.index = index
+        self.duration = duration
+        self.stop_reason = stop_reason
+        self.usage = usage
+        self.attempts = attempts
+        self.tools = [] if tools is FACTORY else tools
+        self.tool_errors = [] if tool_errors is FACTORY else tool_errors
+        self.discarded = discarded
+        self.error_type = error_type
 
 
 class SummaryCollector(NullObserver):

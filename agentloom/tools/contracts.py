@@ -7,20 +7,29 @@ only calls them. No I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentloom._record import Record, record
 from agentloom.messages import ToolCallPart, ToolResultPart, ToolSpec
 
 
-@dataclass(slots=True, kw_only=True)
-class ToolContext:
+@record
+class ToolContext(Record):
     """What a tool call knows about where it runs. `run_id`/`step_id` key durable state."""
 
     run_id: str | None = None
     step_id: str | None = None
     turn: int = 0
     extra: dict[str, Any] | None = None
+
+    def __init__(
+        self, *, run_id: str | None = None, step_id: str | None = None, turn: int = 0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        self.turn = turn
+        self.extra = extra
 
 
 class ToolBox(Protocol):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
+from agentloom._record import FACTORY, Record, record
 from agentloom.messages import Usage
 
 
@@ -39,8 +40,8 @@ class StepStatus(enum.StrEnum):
     """The step the run is waiting on (an approval_gate or ask); the others stay pending."""
 
 
-@dataclass(slots=True, kw_only=True)
-class StepOutcome:
+@record
+class StepOutcome(Record):
     """What a step module returns; the engine turns it into a StepResult and state."""
 
     value: Any = None
@@ -60,9 +61,29 @@ class StepOutcome:
     """A router's chosen target (None: no branch taken)."""
     not_taken: tuple[str, ...] = ()
 
+    def __init__(
+        self, *, value: Any = None, text: str | None = None, usage: Usage | None = None,
+        model: str | None = None, provider: str | None = None, finish_reason: str | None = None,
+        time_to_first_token: float | None = None, reasoning_content: str | None = None,
+        iterations: int | None = None, structured_output: str | None = None,
+        chosen: str | None = None, not_taken: tuple[str, ...] = (),
+    ) -> None:
+        self.value = value
+        self.text = text
+        self.usage = usage
+        self.model = model
+        self.provider = provider
+        self.finish_reason = finish_reason
+        self.time_to_first_token = time_to_first_token
+        self.reasoning_content = reasoning_content
+        self.iterations = iterations
+        self.structured_output = structured_output
+        self.chosen = chosen
+        self.not_taken = not_taken
 
-@dataclass(slots=True, kw_only=True)
-class StepResult:
+
+@record
+class StepResult(Record):
     id: str
     type: str
     status: StepStatus = StepStatus.PENDING
@@ -89,6 +110,38 @@ class StepResult:
     """How the step's response schema reached the model: `native` (the provider's JSON
     schema mode), `prompted` (in the system prompt) or `tool` (a forced tool call)."""
     _summary: Any = field(default=None, repr=False)
+
+    def __init__(
+        self, *, id: str, type: str, status: StepStatus = StepStatus.PENDING, output: Any = None,
+        text: str | None = None, error: str | None = None, error_type: str | None = None,
+        reason: str | None = None, attempts: int = 0, usage: Usage | None = None,
+        model: str | None = None, provider: str | None = None, finish_reason: str | None = None,
+        time_to_first_token: float | None = None, reasoning_content: str | None = None,
+        iterations: int | None = None, started_at: float | None = None,
+        duration_seconds: float | None = None, fallback_used: bool | None = None,
+        structured_output: str | None = None, _summary: Any = None,
+    ) -> None:
+        self.id = id
+        self.type = type
+        self.status = status
+        self.output = output
+        self.text = text
+        self.error = error
+        self.error_type = error_type
+        self.reason = reason
+        self.attempts = attempts
+        self.usage = usage
+        self.model = model
+        self.provider = provider
+        self.finish_reason = finish_reason
+        self.time_to_first_token = time_to_first_token
+        self.reasoning_content = reasoning_content
+        self.iterations = iterations
+        self.started_at = started_at
+        self.duration_seconds = duration_seconds
+        self.fallback_used = fallback_used
+        self.structured_output = structured_output
+        self._summary = _summary
 
     @property
     def summary(self) -> Any:
@@ -138,8 +191,8 @@ class StepResult:
         }
 
 
-@dataclass(slots=True, kw_only=True)
-class RunResult:
+@record
+class RunResult(Record):
     workflow: str
     run_id: str
     status: RunStatus
@@ -155,6 +208,24 @@ class RunResult:
     """Each endpoint's circuit breaker state at the end of the run (None: no runtime)."""
     budget: dict[str, Any] | None = None
     """The run budget's caps and what was spent (None: no budget set)."""
+
+    def __init__(
+        self, *, workflow: str, run_id: str, status: RunStatus, steps: dict[str, StepResult],
+        state: dict[str, Any], duration_seconds: float, error: str | None = None,
+        final_outputs: dict[str, Any] = FACTORY, pause: Any = None,
+        breakers: dict[str, Any] | None = None, budget: dict[str, Any] | None = None,
+    ) -> None:
+        self.workflow = workflow
+        self.run_id = run_id
+        self.status = status
+        self.steps = steps
+        self.state = state
+        self.duration_seconds = duration_seconds
+        self.error = error
+        self.final_outputs = {} if final_outputs is FACTORY else final_outputs
+        self.pause = pause
+        self.breakers = breakers
+        self.budget = budget
 
     @property
     def summary(self) -> dict[str, Any]:

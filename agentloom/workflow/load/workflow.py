@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentloom._record import FACTORY, Record, record
 from agentloom.workflow.lang.paths import Path
 
 if TYPE_CHECKING:
@@ -67,8 +68,8 @@ def choose_model(own: str | None, profile: str | None, profiles: Mapping[str, An
     return default or None
 
 
-@dataclass(slots=True)
-class StepNode:
+@record(kw_only=False)
+class StepNode(Record):
     id: str
     type: str
     step: StepBase
@@ -84,6 +85,23 @@ class StepNode:
     memo: dict[str, Any] = field(default_factory=dict)
     """What a step type derives from its fields once, not per run (its client key, its
     tool declarations), each entry checked against the `config` it was derived under."""
+
+    def __init__(
+        self, id: str, type: str, step: StepBase, line: int | None, deps: tuple[str, ...],
+        dependents: list[str] = FACTORY, prepared: Any = None, output_path: Path | None = None,
+        policy: Any = None, handler: Any = None, memo: dict[str, Any] = FACTORY,
+    ) -> None:
+        self.id = id
+        self.type = type
+        self.step = step
+        self.line = line
+        self.deps = deps
+        self.dependents = [] if dependents is FACTORY else dependents
+        self.prepared = prepared
+        self.output_path = output_path
+        self.policy = policy
+        self.handler = handler
+        self.memo = {} if memo is FACTORY else memo
 
 
 @dataclass(slots=True)

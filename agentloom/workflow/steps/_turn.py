@@ -16,10 +16,11 @@ commits the step's `output` right after, and a step that raises writes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentloom import conversation as conversations
+from agentloom._record import Record, record
 from agentloom.errors import ConfigError, StructuredOutputError
 from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import FinishEvent, Message, ModelRequest, StreamEvent, TextDelta, Usage
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
     from agentloom.workflow.lang.paths import Path
 
 
-@dataclass(slots=True, kw_only=True)
-class Turn:
+@record
+class Turn(Record):
     """One turn, with its texts rendered and its settings resolved."""
 
     step_id: str
@@ -61,6 +62,30 @@ class Turn:
     """`request` already holds the plain messages (and the tool box's specs)."""
     agent: Agent | None = None
     """An `agent` step's Agent: it builds the turn's request and runs its loop."""
+
+    def __init__(
+        self, *, step_id: str, request: ModelRequest, system_prompt: str | None = None,
+        prompt: str | None = None, media: tuple[Any, ...] = (), conversation: Path | None = None,
+        speaker: str | None = None, structured: OutputPlan | None = None,
+        toolbox: ToolBox | None = None, max_iterations: int = 5, max_reasks: int = 0,
+        agent_name: str | None = None, capture_reasoning: bool = True,
+        messages_ready: bool = False, agent: Agent | None = None,
+    ) -> None:
+        self.step_id = step_id
+        self.request = request
+        self.system_prompt = system_prompt
+        self.prompt = prompt
+        self.media = media
+        self.conversation = conversation
+        self.speaker = speaker
+        self.structured = structured
+        self.toolbox = toolbox
+        self.max_iterations = max_iterations
+        self.max_reasks = max_reasks
+        self.agent_name = agent_name
+        self.capture_reasoning = capture_reasoning
+        self.messages_ready = messages_ready
+        self.agent = agent
 
 
 def conversation_path(key: str) -> Path:

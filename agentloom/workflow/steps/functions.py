@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from agentloom import tools as toolkit
 from agentloom._clock import SYSTEM_CLOCK
-from agentloom._record import FrozenRecord, frozen_record, set_field
+from agentloom._record import FACTORY, FrozenRecord, Record, frozen_record, record, set_field
 from agentloom.errors import ConfigError, TemplateError, ToolError, WorkflowError
 from agentloom.tools import check_parameters
 from agentloom.workflow.engine.nested import NESTED_USAGE, rolled_usage
@@ -94,10 +94,16 @@ class FunctionDef(FrozenRecord):
         set_field(self, "returns", returns)
 
 
-@dataclass(slots=True)
-class Tooling:
+@record(kw_only=False)
+class Tooling(Record):
     functions: dict[str, FunctionDef] = field(default_factory=dict)
     refs: list[ToolRef] = field(default_factory=list)
+
+    def __init__(
+        self, functions: dict[str, FunctionDef] = FACTORY, refs: list[ToolRef] = FACTORY,
+    ) -> None:
+        self.functions = {} if functions is FACTORY else functions
+        self.refs = [] if refs is FACTORY else refs
 
 
 # -- load time ----------------------------------------------------------------------------
