@@ -119,20 +119,22 @@ else:
         cls = dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)(cls)
         fields = dataclasses.fields(cls)
         names = tuple(f.name for f in fields)
+        # A `field(init=False)` is no parameter: `__post_init__` sets it, as generated.
+        taken = tuple(f.name for f in fields if f.init)
         code = cls.__init__.__code__
-        params = code.co_varnames[1:len(names) + 1]
+        params = code.co_varnames[1:len(taken) + 1]
         if kw_only:
             given = cls.__init__.__kwdefaults__ or {}
-            shape = (code.co_argcount, code.co_kwonlyargcount) == (1, len(names))
+            shape = (code.co_argcount, code.co_kwonlyargcount) == (1, len(taken))
         else:
             values = cls.__init__.__defaults__ or ()
             given = dict(zip(params[len(params) - len(values):], values, strict=True))
-            shape = (code.co_argcount, code.co_kwonlyargcount) == (1 + len(names), 0)
+            shape = (code.co_argcount, code.co_kwonlyargcount) == (1 + len(taken), 0)
         expected = {f.name: FACTORY if f.default is dataclasses.MISSING else f.default
                     for f in fields
-                    if f.default is not dataclasses.MISSING
-                    or f.default_factory is not dataclasses.MISSING}
-        if params != names or given != expected or not shape:  # pragma: no cover
+                    if f.init and (f.default is not dataclasses.MISSING
+                                   or f.default_factory is not dataclasses.MISSING)}
+        if params != taken or given != expected or not shape:  # pragma: no cover
             raise TypeError(f"{cls.__name__}.__init__ does not match its fields")
         cls._names = names
         cls._shown = tuple(f.name for f in fields if f.repr)

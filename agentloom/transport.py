@@ -44,6 +44,8 @@ class HttpTimeout(FrozenRecord):
 
 @record
 class HttpRequest(Record):
+    """One HTTP request, as a provider builds it and a transport sends it."""
+
     method: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)

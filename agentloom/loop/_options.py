@@ -25,6 +25,8 @@ with LoopBudgetExceeded("max_tokens") (status token_limit)."""
 
 @record
 class LoopOptions(Record):
+    """What one run of the tool loop may do: its limits, validator, ids and observers."""
+
     max_iterations: int = 5
     """Model calls at most, the answering one included (`max_tool_iterations`)."""
     tool_concurrency: int = 8
@@ -94,6 +96,8 @@ class LoopOptions(Record):
 
 @record
 class LoopResult(Record):
+    """What the tool loop returns: the last reply, its text and usage, and the messages it added."""
+
     response: ModelResponse
     """The last reply."""
     text: str

@@ -32,6 +32,8 @@ _NO_USAGE = Usage()
 
 @record(kw_only=False)
 class _Turn(Record):
+    """One model call of a conversation, as its summary counts it."""
+
     index: int
     duration: float = 0.0
     stop_reason: str | None = None

@@ -20,6 +20,8 @@ from agentloom.providers.profiles import APIS
 
 @frozen_record(kw_only=False)
 class _Preset(FrozenRecord):
+    """A vendor's protocol, default base URL and the environment variable of its key."""
+
     protocol: str
     base_url: str | None
     key_env: str | None

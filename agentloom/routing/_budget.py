@@ -67,6 +67,8 @@ def output_bound(request: ModelRequest, default: int = DEFAULT_OUTPUT_CEILING) -
 
 @frozen_record(kw_only=False)
 class Reservation(FrozenRecord):
+    """What one call in flight holds against the run's budget until it ends."""
+
     id: int
     cost: Decimal | None
     tokens: int | None

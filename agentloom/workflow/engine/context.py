@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom import tools
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom._record import FACTORY, Record, record
 from agentloom.messages import StreamEvent
 from agentloom.workflow.lang.templates import Scope
 
@@ -75,8 +76,10 @@ CURRENT_RUN: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
 nested run shares its caller's observers and a function's body its caller's budget."""
 
 
-@dataclass(slots=True, kw_only=True)
-class RunContext:
+@record
+class RunContext(Record):
+    """What the steps of one running workflow share: the run, its state, clients and tools."""
+
     workflow: Workflow
     run_id: str
     state: dict[str, Any]
@@ -106,6 +109,36 @@ class RunContext:
     instead of building a new one per step (`steps.client.client_for`)."""
     _policy: Any = None
     _parent_sandbox: Any = None
+
+    def __init__(
+        self, *, workflow: Workflow, run_id: str, state: dict[str, Any], clients: ClientFactory,
+        tools: ToolSource | None = None, clock: Clock = SYSTEM_CLOCK,
+        on_event: StepEventSink | None = None, transport: Any = None,
+        step_text: dict[str, str] = FACTORY, budget: Any = None,
+        summaries: dict[str, list[Any]] = FACTORY, primaries: dict[str, tuple[str, str]] = FACTORY,
+        observers: Any = None, durable: DurableHooks | None = None,
+        runner: ChildRunner | None = None, client_cache: dict[Any, ModelClient] = FACTORY,
+        _policy: Any = None, _parent_sandbox: Any = None,
+    ) -> None:
+        self.workflow = workflow
+        self.run_id = run_id
+        self.state = state
+        self.clients = clients
+        self.tools = tools
+        self.clock = clock
+        self.on_event = on_event
+        self.transport = transport
+        self.step_text = {} if step_text is FACTORY else step_text
+        self.budget = budget
+        self.summaries = {} if summaries is FACTORY else summaries
+        self.primaries = {} if primaries is FACTORY else primaries
+        self.observers = observers
+        self.durable = durable
+        self.runner = runner
+        self.client_cache = {} if client_cache is FACTORY else client_cache
+        self._policy = _policy
+        self._parent_sandbox = _parent_sandbox
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.state, self.step_text)

@@ -84,6 +84,8 @@ class StepOutcome(Record):
 
 @record
 class StepResult(Record):
+    """How one step ended: its status, output, error and usage."""
+
     id: str
     type: str
     status: StepStatus = StepStatus.PENDING
@@ -193,6 +195,8 @@ class StepResult(Record):
 
 @record
 class RunResult(Record):
+    """How a workflow run ended: its status, each step's result, the state and the outputs."""
+
     workflow: str
     run_id: str
     status: RunStatus

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,6 +70,8 @@ def choose_model(own: str | None, profile: str | None, profiles: Mapping[str, An
 
 @record(kw_only=False)
 class StepNode(Record):
+    """One step of a loaded workflow: its model, its dependencies and what loading prepared."""
+
     id: str
     type: str
     step: StepBase
@@ -104,8 +106,10 @@ class StepNode(Record):
         self.memo = {} if memo is FACTORY else memo
 
 
-@dataclass(slots=True)
-class Workflow:
+@record(kw_only=False)
+class Workflow(Record):
+    """A loaded and checked workflow: its definition and its steps as a graph."""
+
     definition: WorkflowDefinition
     nodes: dict[str, StepNode]
     """In file order."""
@@ -123,6 +127,22 @@ class Workflow:
     models: dict[str, str | None] = field(init=False)
     """Step id -> the model name it asks for (`choose_model`), chosen once here (and
     again for the copy `with_overrides` makes): steps read it, they don't choose."""
+
+    def __init__(
+        self, definition: WorkflowDefinition, nodes: dict[str, StepNode], file: str | None = None,
+        base_dir: FsPath = FACTORY, warnings: list[str] = FACTORY,
+        functions: dict[str, Any] = FACTORY, tool_refs: list[Any] = FACTORY,
+        library: StepLibrary | None = None,
+    ) -> None:
+        self.definition = definition
+        self.nodes = nodes
+        self.file = file
+        self.base_dir = FsPath() if base_dir is FACTORY else base_dir
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.functions = {} if functions is FACTORY else functions
+        self.tool_refs = [] if tool_refs is FACTORY else tool_refs
+        self.library = library
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         definition = self.definition

@@ -75,6 +75,8 @@ class ToolRef(FrozenRecord):
 
 @frozen_record(kw_only=False)
 class FunctionDef(FrozenRecord):
+    """A workflow function as loaded: its arguments, its steps and its return template."""
+
     name: str
     description: str
     args: dict[str, Any]
@@ -96,6 +98,8 @@ class FunctionDef(FrozenRecord):
 
 @record(kw_only=False)
 class Tooling(Record):
+    """The workflow functions and tool references of a file, checked at load."""
+
     functions: dict[str, FunctionDef] = field(default_factory=dict)
     refs: list[ToolRef] = field(default_factory=list)
 

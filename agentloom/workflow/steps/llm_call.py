@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 @frozen_record(kw_only=False)
 class Prepared(FrozenRecord):
+    """An llm_call step as loading compiled it: its templates, tool choice and reasoning."""
+
     prompt: Template | None
     system_prompt: Template | None
     attachments: tuple[Template, ...]
