@@ -439,14 +439,6 @@ async def _drive(run: _Run) -> LoopResult:
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
     stream = request.stream and (opts.stream_with_tools or not request.tools)
 
-    def result(response: ModelResponse, text: str, finish: str | None, output: Any,
-               status: ConversationStatus) -> LoopResult:
-        return LoopResult(
-            response=response, text=text, finish_reason=finish, usage=usage,
-            iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
-            attempts=run.attempts, status=status,
-        )
-
     # The first call of a fresh run sends the request exactly as given: no copy to build.
     as_given = (saved is None and stream == request.stream
                 and type(request.messages) is tuple)
@@ -469,8 +461,9 @@ async def _drive(run: _Run) -> LoopResult:
             run.collector.discard_turn()
             request = _grown(request, response)
             if run.iterations >= opts.max_iterations:
-                return result(response, "", FINISH_MAX_ITERATIONS_NO_ANSWER, "",
-                              ConversationStatus.ITERATION_LIMIT)
+                return _result(run, start, usage, response, "",
+                               FINISH_MAX_ITERATIONS_NO_ANSWER, "",
+                               ConversationStatus.ITERATION_LIMIT)
             continue
         messages.append(response.to_message(name=opts.speaker))
         calls = response.tool_calls
@@ -485,8 +478,8 @@ async def _drive(run: _Run) -> LoopResult:
                     run.record_calls(calls)
                 finish = (FINISH_MAX_ITERATIONS if response.text.strip()
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
-                return result(response, response.text, finish, response.text,
-                              ConversationStatus.ITERATION_LIMIT)
+                return _result(run, start, usage, response, response.text, finish,
+                               response.text, ConversationStatus.ITERATION_LIMIT)
             results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
             if journal is not None and opts.step_id is not None:
@@ -509,8 +502,19 @@ async def _drive(run: _Run) -> LoopResult:
                     "Reply again with only the corrected JSON."
                 ))
                 continue
-        return result(response, text, response.finish_reason, output,
-                      status_for_finish(response.finish_reason))
+        return _result(run, start, usage, response, text, response.finish_reason, output,
+                       status_for_finish(response.finish_reason))
+
+
+def _result(run: _Run, start: int, usage: Usage, response: ModelResponse, text: str,
+            finish: str | None, output: Any, status: ConversationStatus) -> LoopResult:
+    # A module function, not a closure in `_drive`: a closure would make four cells and
+    # a function per run, alive (and walked by the garbage collector) the whole run.
+    return LoopResult(
+        response=response, text=text, finish_reason=finish, usage=usage,
+        iterations=run.iterations, new_messages=tuple(run.messages[start:]), output=output,
+        attempts=run.attempts, status=status,
+    )
 
 
 def _unusable_truncation(response: ModelResponse) -> bool:
