@@ -33,7 +33,7 @@ from agentloom.errors import (
     StructuredOutputError,
     typed_provider_error,
 )
-from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
+from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, absorb_cancel
 from agentloom.loop._journal import current_journal
 from agentloom.loop._options import (
     DEFAULT_MAX_TOKENS,
@@ -374,8 +374,23 @@ async def run_loop(
         if not run.solo:
             run.dispatch.emit("on_conversation_start", run.info)
         try:
-            scope = run.deadline.scope() if run.deadline is not None else no_deadline()
-            async with scope:
+            deadline = run.deadline
+            timer = deadline.timer() if deadline is not None else None
+            if timer is not None:
+                # The system clock's scope, entered and left in line: `async with`
+                # would make two coroutines per run and keep a bound method alive.
+                timer.enter()
+                try:
+                    result = await _drive(run)
+                except BaseException as exc:
+                    timer.leave(exc)  # raises the budget error for its own cancellation
+                    raise
+                if timer.leave(None):
+                    await absorb_cancel(timer.host())
+            elif deadline is not None:
+                async with deadline.scope():
+                    result = await _drive(run)
+            else:
                 result = await _drive(run)
         except BaseException as exc:
             if opts.wrap_errors and isinstance(exc, ProviderError) and not isinstance(

@@ -340,7 +340,8 @@ class Agent:
 
     async def _run(self, transcript: Transcript, ids: dict[str, str | None] | None,
                    feed: EventFeed | None = None) -> ConversationResult:
-        await self._res.enter()
+        if not self._res.entered():
+            await self._res.enter()
         transcript = self._messages(transcript)
         if not transcript or transcript[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
