@@ -189,8 +189,10 @@ class _Run:
         try:
             # Recording, replay and the run store key each exchange by step and turn
             # (`recording.call_context`, without its generator on this path).
+            step_id = self.opts.step_id
             token = current_call_context.set(
-                CallContext(step_id=self.opts.step_id, turn=self.iterations))
+                _FIRST_TURN if step_id is None and self.iterations == 1
+                else CallContext(step_id=step_id, turn=self.iterations))
             try:
                 response = await self.client.complete(
                     request, on_event=self._sink if stream else None,
@@ -308,6 +310,8 @@ _NO_EXTRAS = SummaryOptions()
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
+_FIRST_TURN = CallContext(step_id=None, turn=1)
+"""The first call of a run outside a workflow step (frozen, so one serves every run)."""
 
 
 def _new_id() -> str:

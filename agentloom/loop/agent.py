@@ -343,14 +343,15 @@ class Agent:
         if not self._res.entered():
             await self._res.enter()
         transcript = self._messages(transcript)
-        if not transcript or transcript[-1].role not in ("user", "tool"):
+        messages = transcript.messages
+        if not messages or messages[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
         if feed is None:
-            result = await self._loop(self.request(transcript.messages), ids=ids)
+            result = await self._loop(self.request(messages), ids=ids)
         else:
             observer = feed if self.observer is None else MultiObserver(self.observer, feed)
             result = await self._loop(
-                self.request(transcript.messages, stream=True), ids=ids, observer=observer,
+                self.request(messages, stream=True), ids=ids, observer=observer,
                 on_event=feed.sink, stream_tools=True)
         return ConversationResult(transcript=transcript.append(*result.new_messages),
                                   summary=result.summary_source(), output=result.output)
