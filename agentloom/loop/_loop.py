@@ -372,8 +372,16 @@ async def run_loop(
         request = request.replace(tools=tools.specs)
     run = _Run(client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
-    listener = _RetryListener(run)
-    heard = retry_listener.set(listener)
+    listener: _RetryListener | None = None
+    heard = None
+    if not run.solo:
+        listener = _RetryListener(run)
+        heard = retry_listener.set(listener)
+    elif retry_listener.get() is not None:
+        # Without an observer of the caller's nobody hears a retry (the collector counts
+        # attempts, not notices), so a plain run sets no listener; it only hides an
+        # enclosing run's, which must not hear this run's retries.
+        heard = retry_listener.set(None)
     try:
         if not run.solo:
             run.dispatch.emit("on_conversation_start", run.info)
@@ -419,8 +427,10 @@ async def run_loop(
             raise _with_summary(limit_error, record.summary, True)
         return result
     finally:
-        retry_listener.reset(heard)
-        listener.run = None
+        if heard is not None:
+            retry_listener.reset(heard)
+        if listener is not None:
+            listener.run = None
         unbind_conversation(token)
 
 
