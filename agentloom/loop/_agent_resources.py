@@ -61,6 +61,12 @@ class AgentResources:
     def owns_anything(self) -> bool:
         return bool(self.runtime is not None or self.transports or self.plan.sources)
 
+    def entered(self) -> bool:
+        """Nothing for `enter()` to do on the running loop: a run needn't await it."""
+        if not self.owns_anything:
+            return True
+        return self._loop is asyncio.get_running_loop() and not self.pending
+
     async def enter(self) -> None:
         """Bind to the running loop (first use, or the old loop has ended) and start the
         MCP servers not started yet. RuntimeError on a second live loop. An Agent that

@@ -58,9 +58,13 @@ class Deadline:
         On the system clock a timer handle on the event loop cancels this task: no task,
         no extra loop iterations per run. Any other clock gets a watcher task that sleeps
         on it, so a fake clock (which jumps when every task waits) cancels the same way."""
-        if type(self.clock) is SystemClock:
-            return _TimerScope(self)
-        return self._watched()
+        timer = self.timer()
+        return timer if timer is not None else self._watched()
+
+    def timer(self) -> _TimerScope | None:
+        """The scope on the system clock, to enter and leave without an await
+        (`enter()`, `leave(exc)`); None for any other clock (use `scope()`)."""
+        return _TimerScope(self) if type(self.clock) is SystemClock else None
 
     def expired(self) -> Exception:
         """The error an expiry raises (built, not raised)."""
@@ -93,7 +97,7 @@ class Deadline:
             raise
         else:
             if fired:
-                await _absorb_cancel(host)
+                await absorb_cancel(host)
         finally:
             watcher.cancel()
 
@@ -121,6 +125,20 @@ class _TimerScope:
         self._host.cancel()
 
     async def __aenter__(self) -> None:
+        self.enter()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool:
+        if self.leave(exc):
+            await absorb_cancel(self.host())
+        return False
+
+    def host(self) -> asyncio.Task[Any]:
+        assert self._host is not None
+        return self._host
+
+    def enter(self) -> None:
+        """Arm the scope for the current task (raises at once if the deadline passed)."""
         deadline = self._deadline
         left = deadline.at - deadline.clock.now()
         if left <= 0:
@@ -135,14 +153,14 @@ class _TimerScope:
         self._alarm = alarm
         alarm.add(self)
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> bool:
+    def leave(self, exc: BaseException | None) -> bool:
+        """End the scope, the work inside having raised `exc` (None: it returned). Our
+        own cancellation is raised as the budget error; True means the work returned in
+        the tick the deadline passed, and the caller must `absorb_cancel(host())`."""
         assert self._alarm is not None and self._host is not None
         self._alarm.scopes.discard(self)
         if exc is None:
-            if self._fired:
-                await _absorb_cancel(self._host)
-            return False
+            return self._fired
         if isinstance(exc, asyncio.CancelledError) and self._fired and \
                 self._host.uncancel() == 0:
             raise self._deadline.expired() from exc
@@ -199,7 +217,7 @@ _ALARMS = threading.local()
 """This thread's `_Alarm`, for the loop it runs (one loop per thread at a time)."""
 
 
-async def _absorb_cancel(host: asyncio.Task[Any]) -> None:
+async def absorb_cancel(host: asyncio.Task[Any]) -> None:
     """The work finished in the same tick the deadline passed: keep its result and absorb
     the cancellation that was requested but not yet delivered."""
     try:

@@ -33,7 +33,7 @@ from agentloom.errors import (
     StructuredOutputError,
     typed_provider_error,
 )
-from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, no_deadline
+from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, absorb_cancel
 from agentloom.loop._journal import current_journal
 from agentloom.loop._options import (
     DEFAULT_MAX_TOKENS,
@@ -189,8 +189,10 @@ class _Run:
         try:
             # Recording, replay and the run store key each exchange by step and turn
             # (`recording.call_context`, without its generator on this path).
+            step_id = self.opts.step_id
             token = current_call_context.set(
-                CallContext(step_id=self.opts.step_id, turn=self.iterations))
+                _FIRST_TURN if step_id is None and self.iterations == 1
+                else CallContext(step_id=step_id, turn=self.iterations))
             try:
                 response = await self.client.complete(
                     request, on_event=self._sink if stream else None,
@@ -308,6 +310,8 @@ _NO_EXTRAS = SummaryOptions()
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
+_FIRST_TURN = CallContext(step_id=None, turn=1)
+"""The first call of a run outside a workflow step (frozen, so one serves every run)."""
 
 
 def _new_id() -> str:
@@ -368,14 +372,37 @@ async def run_loop(
         request = request.replace(tools=tools.specs)
     run = _Run(client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
-    listener = _RetryListener(run)
-    heard = retry_listener.set(listener)
+    listener: _RetryListener | None = None
+    heard = None
+    if not run.solo:
+        listener = _RetryListener(run)
+        heard = retry_listener.set(listener)
+    elif retry_listener.get() is not None:
+        # Without an observer of the caller's nobody hears a retry (the collector counts
+        # attempts, not notices), so a plain run sets no listener; it only hides an
+        # enclosing run's, which must not hear this run's retries.
+        heard = retry_listener.set(None)
     try:
         if not run.solo:
             run.dispatch.emit("on_conversation_start", run.info)
         try:
-            scope = run.deadline.scope() if run.deadline is not None else no_deadline()
-            async with scope:
+            deadline = run.deadline
+            timer = deadline.timer() if deadline is not None else None
+            if timer is not None:
+                # The system clock's scope, entered and left in line: `async with`
+                # would make two coroutines per run and keep a bound method alive.
+                timer.enter()
+                try:
+                    result = await _drive(run)
+                except BaseException as exc:
+                    timer.leave(exc)  # raises the budget error for its own cancellation
+                    raise
+                if timer.leave(None):
+                    await absorb_cancel(timer.host())
+            elif deadline is not None:
+                async with deadline.scope():
+                    result = await _drive(run)
+            else:
                 result = await _drive(run)
         except BaseException as exc:
             if opts.wrap_errors and isinstance(exc, ProviderError) and not isinstance(
@@ -400,8 +427,10 @@ async def run_loop(
             raise _with_summary(limit_error, record.summary, True)
         return result
     finally:
-        retry_listener.reset(heard)
-        listener.run = None
+        if heard is not None:
+            retry_listener.reset(heard)
+        if listener is not None:
+            listener.run = None
         unbind_conversation(token)
 
 
@@ -439,14 +468,6 @@ async def _drive(run: _Run) -> LoopResult:
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
     stream = request.stream and (opts.stream_with_tools or not request.tools)
 
-    def result(response: ModelResponse, text: str, finish: str | None, output: Any,
-               status: ConversationStatus) -> LoopResult:
-        return LoopResult(
-            response=response, text=text, finish_reason=finish, usage=usage,
-            iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
-            attempts=run.attempts, status=status,
-        )
-
     # The first call of a fresh run sends the request exactly as given: no copy to build.
     as_given = (saved is None and stream == request.stream
                 and type(request.messages) is tuple)
@@ -469,8 +490,9 @@ async def _drive(run: _Run) -> LoopResult:
             run.collector.discard_turn()
             request = _grown(request, response)
             if run.iterations >= opts.max_iterations:
-                return result(response, "", FINISH_MAX_ITERATIONS_NO_ANSWER, "",
-                              ConversationStatus.ITERATION_LIMIT)
+                return _result(run, start, usage, response, "",
+                               FINISH_MAX_ITERATIONS_NO_ANSWER, "",
+                               ConversationStatus.ITERATION_LIMIT)
             continue
         messages.append(response.to_message(name=opts.speaker))
         calls = response.tool_calls
@@ -485,8 +507,8 @@ async def _drive(run: _Run) -> LoopResult:
                     run.record_calls(calls)
                 finish = (FINISH_MAX_ITERATIONS if response.text.strip()
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
-                return result(response, response.text, finish, response.text,
-                              ConversationStatus.ITERATION_LIMIT)
+                return _result(run, start, usage, response, response.text, finish,
+                               response.text, ConversationStatus.ITERATION_LIMIT)
             results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
             if journal is not None and opts.step_id is not None:
@@ -509,8 +531,19 @@ async def _drive(run: _Run) -> LoopResult:
                     "Reply again with only the corrected JSON."
                 ))
                 continue
-        return result(response, text, response.finish_reason, output,
-                      status_for_finish(response.finish_reason))
+        return _result(run, start, usage, response, text, response.finish_reason, output,
+                       status_for_finish(response.finish_reason))
+
+
+def _result(run: _Run, start: int, usage: Usage, response: ModelResponse, text: str,
+            finish: str | None, output: Any, status: ConversationStatus) -> LoopResult:
+    # A module function, not a closure in `_drive`: a closure would make four cells and
+    # a function per run, alive (and walked by the garbage collector) the whole run.
+    return LoopResult(
+        response=response, text=text, finish_reason=finish, usage=usage,
+        iterations=run.iterations, new_messages=tuple(run.messages[start:]), output=output,
+        attempts=run.attempts, status=status,
+    )
 
 
 def _unusable_truncation(response: ModelResponse) -> bool:

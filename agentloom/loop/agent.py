@@ -65,7 +65,7 @@ from agentloom.structured import OutputPlan, output_spec, plan_output
 from agentloom.tools.contracts import ToolBox
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable, Iterator
+    from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 
     from agentloom.structured import ResponseSchemaSpec
     from agentloom.tools import SandboxPolicy
@@ -252,7 +252,7 @@ class Agent:
                                 on_event=on_event, agent_mode=agent_mode, ids=ids,
                                 stream_tools=stream_tools)
 
-    async def _loop(
+    def _loop(
         self, request: ModelRequest, *, client: ModelClient | None = None,
         max_reasks: int | None = None, run_id: str | None = None,
         step_id: str | None = None, speaker: str | None = None,
@@ -260,14 +260,16 @@ class Agent:
         on_event: Callable[[StreamEvent], None] | None = None,
         agent_mode: bool = True, ids: Mapping[str, str | None] | None = None,
         stream_tools: bool = False,
-    ) -> LoopResult:
-        """`arun_loop` once the Agent's resources are entered."""
+    ) -> Coroutine[Any, Any, LoopResult]:
+        """`arun_loop` once the Agent's resources are entered: the loop's coroutine to
+        await (handed back, not awaited here, so that a run keeps one coroutine frame
+        fewer alive while it waits on the model)."""
         output = self._output
         plain = (ids is None and max_reasks is None and run_id is None and step_id is None
                  and speaker is None and observer is None and agent_mode and not stream_tools)
         if plain and self._plain_options is not None:
-            return await run_loop(client or self.client, request, tools=self._res.toolbox,
-                                  on_event=on_event, options=self._plain_options)
+            return run_loop(client or self.client, request, tools=self._res.toolbox,
+                            on_event=on_event, options=self._plain_options)
         ids = ids or {}
         options = LoopOptions(
             max_iterations=self.max_iterations, tool_concurrency=self.tool_concurrency,
@@ -286,8 +288,8 @@ class Agent:
         )
         if plain:
             self._plain_options = options
-        return await run_loop(client or self.client, request, tools=self._res.toolbox,
-                              on_event=on_event, options=options)
+        return run_loop(client or self.client, request, tools=self._res.toolbox,
+                        on_event=on_event, options=options)
 
     # --- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Agent:
@@ -338,16 +340,18 @@ class Agent:
 
     async def _run(self, transcript: Transcript, ids: dict[str, str | None] | None,
                    feed: EventFeed | None = None) -> ConversationResult:
-        await self._res.enter()
+        if not self._res.entered():
+            await self._res.enter()
         transcript = self._messages(transcript)
-        if not transcript or transcript[-1].role not in ("user", "tool"):
+        messages = transcript.messages
+        if not messages or messages[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
         if feed is None:
-            result = await self._loop(self.request(transcript.messages), ids=ids)
+            result = await self._loop(self.request(messages), ids=ids)
         else:
             observer = feed if self.observer is None else MultiObserver(self.observer, feed)
             result = await self._loop(
-                self.request(transcript.messages, stream=True), ids=ids, observer=observer,
+                self.request(messages, stream=True), ids=ids, observer=observer,
                 on_event=feed.sink, stream_tools=True)
         return ConversationResult(transcript=transcript.append(*result.new_messages),
                                   summary=result.summary_source(), output=result.output)

@@ -20,14 +20,16 @@ from agentloom.loop.summary import (
     ConversationSummary,
     FailedAttempt,
     TurnRecord,
-    UsageSummary,
     cache_hit_rate,
     normalized_stop_reason,
+    usage_fields,
 )
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
 from agentloom.providers import AttemptRecord
 
 _NO_USAGE = Usage()
+_NONE_YET: list[Any] = []
+"""Shared by every collector for a list it has not needed yet: never appended to."""
 
 
 @record(kw_only=False)
@@ -78,23 +80,27 @@ class SummaryCollector(NullObserver):
         self.tool_calls: dict[str, int] = {}
         self.tool_errors: dict[str, int] = {}
         self.failed_attempts: list[FailedAttempt] = []
-        self._call_attempts: list[AttemptRecord] = []
-        """Attempts of the model call in flight (or the last one)."""
+        self._call_attempts: list[AttemptRecord] = _NONE_YET
+        """Attempts of the model call in flight (or the last one); the shared empty
+        list until the first attempt (a list per run less for the collector to walk)."""
         self.finish_reason: str | None = None
-        self._turns: list[_Turn] = []
-        """One per model call, kept only for a timeline."""
+        self._turns: list[_Turn] = [] if timeline else _NONE_YET
+        """One per model call, kept only for a timeline (never appended to without)."""
         self._call_failed = False
         """The model call in flight (or the last one) raised."""
 
     # --- model calls ---------------------------------------------------------------
     def on_request(self, request: ModelRequest, iteration: int) -> None:
-        self._call_attempts = []
+        self._call_attempts = _NONE_YET
         self._call_failed = False
         if self._timeline:
             self._turns.append(_Turn(index=iteration))
 
     def on_attempt(self, record: AttemptRecord) -> None:
-        self._call_attempts.append(record)
+        if self._call_attempts is _NONE_YET:
+            self._call_attempts = [record]
+        else:
+            self._call_attempts.append(record)
         self.retry_wait_seconds += record.wait_before_seconds
         if len(self._call_attempts) > 1:
             self.provider_retries += 1
@@ -230,7 +236,7 @@ class SummaryCollector(NullObserver):
 
     def build_summary(self, r: SummaryRecord) -> ConversationSummary:
         info = r.info
-        usage = UsageSummary.from_usage(self.usage, self.provider_cost)
+        usage = self.usage
         fields: dict[str, Any] = r.error_fields or {}
         finish_reason = r.finish_reason
         # The model's validator on a dict: the same validation, values and fields set as
@@ -252,7 +258,8 @@ class SummaryCollector(NullObserver):
             "tool_calls": self.tool_calls,  # validation copies both dicts
             "tool_errors": self.tool_errors,
             "provider_retries": self.provider_retries,
-            "usage": usage,
+            # Validated in the same call as the summary (as `UsageSummary.from_usage`).
+            "usage": usage_fields(usage, self.provider_cost),
             "estimated_cost_usd": (float(self.estimated_cost)
                                    if self.estimated_cost is not None else None),
             "finish_reason": finish_reason if finish_reason is not None else self.finish_reason,
@@ -260,7 +267,7 @@ class SummaryCollector(NullObserver):
             "retry_wait_seconds": self.retry_wait_seconds,
             "tool_seconds": r.tool_seconds,
             "tool_duration_seconds": self.tool_duration_seconds,
-            "cache_hit_rate": cache_hit_rate(usage),
+            "cache_hit_rate": cache_hit_rate(usage),  # the same token fields as above
             "failed_attempts": tuple(self.failed_attempts),
             "max_repeated_tool_calls": r.max_repeated_tool_calls,
             "stalled": r.stalled,

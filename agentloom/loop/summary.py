@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -165,19 +166,26 @@ class UsageSummary(BaseModel):
         """`provider_cost` is the reported part of `usage.cost_usd` (spec 002: cost_usd
         is None unless a provider reported one)."""
         # The validator on a dict: as `cls(...)`, without the keyword repacking.
-        built: UsageSummary = cls.__pydantic_validator__.validate_python({
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens,
-            "reasoning_tokens": usage.reasoning_tokens,
-            "cost_usd": float(provider_cost) if provider_cost is not None else None,
-            "input_includes_cached": usage.input_includes_cached,
-        })
+        built: UsageSummary = cls.__pydantic_validator__.validate_python(
+            usage_fields(usage, provider_cost))
         return built
 
 
-def cache_hit_rate(usage: UsageSummary) -> float | None:
+def usage_fields(usage: Usage, provider_cost: Decimal | None = None) -> dict[str, Any]:
+    """The fields of `UsageSummary.from_usage(usage, provider_cost)`, to validate (the
+    summary validates them with its own fields, in one call)."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "cost_usd": float(provider_cost) if provider_cost is not None else None,
+        "input_includes_cached": usage.input_includes_cached,
+    }
+
+
+def cache_hit_rate(usage: UsageSummary | Usage) -> float | None:
     """Share of prompt tokens served from cache; None when no cache tokens were reported.
 
     OpenAI-style providers count cached tokens inside input_tokens; Anthropic-style ones
