@@ -103,7 +103,24 @@ def _encode(obj: Any) -> Any:
         return [_encode(v) for v in obj]
     if t is Usage:  # in every step result and every reply
         return _usage_to_dict(obj)
+    if t is ModelResponse:  # every model exchange
+        return _response_to_dict(obj)
     return _encode_other(obj)
+
+
+def _response_to_dict(obj: ModelResponse) -> dict[str, Any]:
+    return {
+        _TAG: "model_response",
+        "v": {
+            "parts": [part_to_dict(p) for p in obj.parts],
+            "usage": _usage_to_dict(obj.usage),
+            "finish_reason": obj.finish_reason,
+            "model": obj.model,
+            "provider": obj.provider,
+            "response_id": obj.response_id,
+            "time_to_first_token": obj.time_to_first_token,
+        },
+    }
 
 
 def _encode_other(obj: Any) -> Any:
@@ -131,18 +148,7 @@ def _encode_other(obj: Any) -> Any:
     if isinstance(obj, Usage):
         return _usage_to_dict(obj)
     if isinstance(obj, ModelResponse):
-        return {
-            _TAG: "model_response",
-            "v": {
-                "parts": [part_to_dict(p) for p in obj.parts],
-                "usage": _usage_to_dict(obj.usage),
-                "finish_reason": obj.finish_reason,
-                "model": obj.model,
-                "provider": obj.provider,
-                "response_id": obj.response_id,
-                "time_to_first_token": obj.time_to_first_token,
-            },
-        }
+        return _response_to_dict(obj)
     kind = getattr(obj, "kind", None)
     if dataclasses.is_dataclass(obj) and isinstance(kind, str) and kind in _PART_KINDS:
         return {_TAG: "part", "v": part_to_dict(obj)}  # type: ignore[arg-type]

@@ -203,36 +203,48 @@ class _SqliteDb:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "read-only" in str(exc):
-                raise StoreConfigError(f"the run store at {self.path} is not writable: {exc}"
-                                       ) from exc
+            self._raise_readonly(exc)
             raise
+
+    def _raise_readonly(self, exc: sqlite3.OperationalError) -> None:
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            raise StoreConfigError(f"the run store at {self.path} is not writable: {exc}"
+                                   ) from exc
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
         args = [(_sqlite_sql(sql), tuple([p if type(p) in _AS_IS else _param(p)
                                                 for p in params]))
                 for sql, params in statements]
+        if not self._lock.locked():
+            # No transaction is open, and the job is queued before this coroutine can
+            # yield: whatever `transaction()` starts next queues after it, and the worker
+            # runs its jobs in order. So the lock would only cost its own bookkeeping.
+            return await self.call(self._batch_sync, args)
         async with self._lock:
             return await self.call(self._batch_sync, args)
 
     def _batch_sync(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[Rows]:
+        conn = self._conn
+        assert conn is not None
+        if conn.in_transaction:  # left open by a cancelled caller: undo it first
+            conn.execute("ROLLBACK")
         if len(statements) == 1:
             # One statement is atomic on its own: in autocommit mode SQLite wraps it in
             # its own transaction, and a write statement takes the write lock before it
             # reads (the busy timeout applies), so BEGIN IMMEDIATE and COMMIT would be two
             # more calls into SQLite for nothing.
-            assert self._conn is not None
-            self._rollback_if_open()  # left open by a cancelled caller: undo it first
             return [self.execute_sync(*statements[0])]
         # BEGIN, the statements and COMMIT in one hop to this thread: it finishes whole
         # (or rolls back) even if the caller is cancelled meanwhile.
-        self._begin()
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            out = [self.execute_sync(sql, params) for sql, params in statements]
-        except BaseException:
+            out = [conn.execute(sql, params).fetchall() for sql, params in statements]
+            conn.execute("COMMIT")
+        except BaseException as exc:
             self._rollback_if_open()
+            if isinstance(exc, sqlite3.OperationalError):
+                self._raise_readonly(exc)
             raise
-        self._commit()
         return out
 
     def begin_and_execute(self, sql: str, params: tuple[Any, ...]) -> Rows:
