@@ -13,8 +13,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import json.encoder
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
+from json.encoder import encode_basestring_ascii
 from typing import Any, Protocol
 
 from agentloom.messages import (
@@ -199,14 +202,28 @@ def _decode(obj: Any) -> Any:
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 """One encoder for every write: `json.dumps` with these options builds a new one per call."""
 
+_MAKE_C_ENCODER: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER = None if _MAKE_C_ENCODER is None else _MAKE_C_ENCODER(
+    None, _JSON.default, encode_basestring_ascii, None, ":", ",", False, False, False)
+"""`_JSON`'s C encoder, made once: `encode` makes one per call. Without the circular check
+(`markers=None`): it encodes what `_encode` returns, whose containers are new (a cycle
+fails that walk first); a cycle inside a message part, which the walk leaves as it is,
+ends in a RecursionError, refused as any value JSON can't hold."""
+
+
+def _to_json(value: Any) -> str:
+    if _C_ENCODER is None:  # an interpreter without the C accelerator
+        return _JSON.encode(value)
+    return "".join(_C_ENCODER(value, 0))
+
 
 class JsonSerializer:
     """The default serializer: compact JSON with tagged values for non-JSON types."""
 
     def dumps(self, obj: Any) -> str:
         try:
-            return _JSON.encode(_encode(obj))
-        except ValueError as exc:
+            return _to_json(_encode(obj))
+        except (ValueError, RecursionError) as exc:
             raise StoreError(f"cannot store a value as JSON: {exc}") from exc
 
     def loads(self, data: str) -> Any:
