@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentloom.messages import ModelResponse, TextPart, ToolCallPart, Usage
+from agentloom.messages import ModelResponse, TextPart, Usage, VendorPart
 from agentloom.store import JsonSerializer, StoreError
 
 _REFERENCE = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
@@ -40,7 +40,8 @@ def test_what_json_cannot_hold_is_refused_by_name() -> None:
     with pytest.raises(StoreError, match="dict key of type int"):
         serde.dumps({"x": {1: "a"}})
     looped: dict[str, Any] = {}
-    looped["self"] = looped  # inside a part, which the walk hands to the encoder as it is
-    part = ToolCallPart(id="c1", name="t", arguments=looped)
+    looped["self"] = looped  # a reply's part, which the walk hands to the encoder as it is
+    reply = ModelResponse(parts=(VendorPart(provider="x", data=looped),), usage=Usage(),
+                          finish_reason=None, model="m", provider="x")
     with pytest.raises(StoreError, match="cannot store a value as JSON"):
-        serde.dumps({"p": part})
+        serde.dumps({"r": reply})
