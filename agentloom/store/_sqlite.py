@@ -2,7 +2,8 @@
 
 sqlite3 blocks, so every statement runs on one worker thread that owns the connection
 (no blocking I/O on the event loop, and sqlite3's same-thread rule holds); a result comes
-back through `call_soon_threadsafe`, which costs less than an executor's futures. An
+back through a queue and a pipe the event loop reads (`_Wakeup`; `call_soon_threadsafe`
+where a loop can't read one), which costs less than an executor's futures. An
 asyncio lock keeps one transaction at a time; writes use `BEGIN IMMEDIATE` so a second
 process waits on the busy timeout instead of failing halfway. WAL mode lets readers run
 beside a writer, and a committed transaction survives `kill -9` of the process.
