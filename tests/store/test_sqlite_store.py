@@ -181,3 +181,27 @@ def test_a_store_used_from_several_event_loops_answers_each_and_leaves_no_pipe(
         if thread.name == "agentloom-sqlite":
             thread.join(5)
     assert _open_fds() <= before
+
+
+class _NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop that can't watch a file descriptor, as Windows' proactor loop can't."""
+
+    def add_reader(self, *args: object, **kwargs: object) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_that_cannot_read_a_pipe_gets_its_results_all_the_same(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "runs.db")
+
+    async def use() -> list[str]:
+        await store.create_run("r1", "flow", "h", {})
+        runs = [r.run_id for r in await store.list_runs()]
+        await store.close()
+        return runs
+
+    loop = _NoReaderLoop()
+    try:
+        assert loop.run_until_complete(use()) == ["r1"]
+    finally:
+        loop.close()
