@@ -87,14 +87,21 @@ class DeltaBuilder:
         """Step -> the live messages its stored loop holds (the objects, not copies)."""
         self._extra: dict[str, Any] = {}
         self._pending: _Taken | None = None
+        self._nesting = False
+        """Whether a nested key (`parent/step`) was ever told: until then no prefix has
+        anything to drop (a chain's steps are all top-level)."""
 
     # --- what happened since the last write -----------------------------------------
 
     def step_result(self, key: str, raw: Any) -> None:
+        if "/" in key:
+            self._nesting = True
         self._results[key] = raw
         self._results_removed.discard(key)
 
     def loop_turn(self, step_id: str, turn: int, messages: list[Any]) -> None:
+        if "/" in step_id:
+            self._nesting = True
         self._turns[step_id] = (turn, list(messages))
         self._loops_removed.discard(step_id)
 
@@ -106,6 +113,8 @@ class DeltaBuilder:
 
     def drop_prefix(self, prefix: str) -> None:
         """Forget the results and loops of the nested runs under `prefix`."""
+        if not self._nesting:
+            return
         for key in [k for k in self._results if k.startswith(prefix)]:
             del self._results[key]
         taken = self._pending.results if self._pending is not None else {}
@@ -184,6 +193,7 @@ class DeltaBuilder:
             self._remember(key, value)
         self._results, self._results_removed, self._turns = {}, set(), {}
         self._nested = {k for k in results if "/" in k}
+        self._nesting = self._nesting or bool(self._nested) or any("/" in k for k in loops or ())
         self._loops_removed = set()
         self._messages = {k: list(v) for k, v in (loops or {}).items()}
         self._extra = dict(extra or {})

@@ -49,8 +49,10 @@ class PendingWrites:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._flushes: set[asyncio.Task[None]] = set()
-        self._carrying: dict[str, list[asyncio.Future[None]]] = {}
-        """Run -> its writes on their way that carry statements `take` gave them."""
+        self._carrying: dict[str, int] = {}
+        """Run -> how many of its writes on their way carry statements `take` gave them."""
+        self._waiting: dict[str, list[asyncio.Future[None]]] = {}
+        """Run -> `settle` calls waiting for those writes (made only when one waits)."""
 
     def add(self, run_id: str, statement: Statement) -> None:
         queued = self._queued.get(run_id)
@@ -74,21 +76,21 @@ class PendingWrites:
             raise failed
         return self._queued.pop(run_id, None) or []
 
-    def carrying(self, run_id: str) -> asyncio.Future[None]:
+    def carrying(self, run_id: str) -> int:
         """A write carrying what `take` gave it is on its way: `settle` waits for it
-        (call `carried` when it is done, whatever the outcome)."""
-        done = asyncio.get_running_loop().create_future()
-        self._carrying.setdefault(run_id, []).append(done)
-        return done
+        (call `carried` when it is done, whatever the outcome). Returns how many of the
+        run's writes are on their way now; a counter, not a future per write."""
+        n = self._carrying[run_id] = self._carrying.get(run_id, 0) + 1
+        return n
 
-    def carried(self, run_id: str, done: asyncio.Future[None]) -> None:
-        writes = self._carrying.get(run_id, [])
-        if done in writes:
-            writes.remove(done)
-            if not writes:
-                del self._carrying[run_id]
-        if not done.done():
-            done.set_result(None)
+    def carried(self, run_id: str, _token: object = None) -> None:
+        left = self._carrying.pop(run_id, 1) - 1
+        if left > 0:
+            self._carrying[run_id] = left
+            return
+        for waiter in self._waiting.pop(run_id, ()):
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _due(self) -> None:
         self._timer = None
@@ -122,9 +124,10 @@ class PendingWrites:
         if not (self._flushes or run_id in self._queued or run_id in self._failed
                 or run_id in self._carrying):
             return  # the common case: a step's reply went with its checkpoint
-        carrying = self._carrying.get(run_id)
-        if carrying:  # taken by a write still on its way: stored when it is
-            await asyncio.gather(*carrying, return_exceptions=True)
+        if run_id in self._carrying:  # taken by a write still on its way: stored when it is
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(run_id, []).append(waiter)
+            await waiter
         if self._flushes:
             await asyncio.gather(*self._flushes, return_exceptions=True)
         await self.flush(run_id)

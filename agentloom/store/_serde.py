@@ -13,8 +13,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import json.encoder
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
+from json.encoder import encode_basestring_ascii
 from typing import Any, Protocol
 
 from agentloom.messages import (
@@ -103,7 +106,24 @@ def _encode(obj: Any) -> Any:
         return [_encode(v) for v in obj]
     if t is Usage:  # in every step result and every reply
         return _usage_to_dict(obj)
+    if t is ModelResponse:  # every model exchange
+        return _response_to_dict(obj)
     return _encode_other(obj)
+
+
+def _response_to_dict(obj: ModelResponse) -> dict[str, Any]:
+    return {
+        _TAG: "model_response",
+        "v": {
+            "parts": [part_to_dict(p) for p in obj.parts],
+            "usage": _usage_to_dict(obj.usage),
+            "finish_reason": obj.finish_reason,
+            "model": obj.model,
+            "provider": obj.provider,
+            "response_id": obj.response_id,
+            "time_to_first_token": obj.time_to_first_token,
+        },
+    }
 
 
 def _encode_other(obj: Any) -> Any:
@@ -131,18 +151,7 @@ def _encode_other(obj: Any) -> Any:
     if isinstance(obj, Usage):
         return _usage_to_dict(obj)
     if isinstance(obj, ModelResponse):
-        return {
-            _TAG: "model_response",
-            "v": {
-                "parts": [part_to_dict(p) for p in obj.parts],
-                "usage": _usage_to_dict(obj.usage),
-                "finish_reason": obj.finish_reason,
-                "model": obj.model,
-                "provider": obj.provider,
-                "response_id": obj.response_id,
-                "time_to_first_token": obj.time_to_first_token,
-            },
-        }
+        return _response_to_dict(obj)
     kind = getattr(obj, "kind", None)
     if dataclasses.is_dataclass(obj) and isinstance(kind, str) and kind in _PART_KINDS:
         return {_TAG: "part", "v": part_to_dict(obj)}  # type: ignore[arg-type]
@@ -193,14 +202,28 @@ def _decode(obj: Any) -> Any:
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 """One encoder for every write: `json.dumps` with these options builds a new one per call."""
 
+_MAKE_C_ENCODER: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER = None if _MAKE_C_ENCODER is None else _MAKE_C_ENCODER(
+    None, _JSON.default, encode_basestring_ascii, None, ":", ",", False, False, False)
+"""`_JSON`'s C encoder, made once: `encode` makes one per call. Without the circular check
+(`markers=None`): it encodes what `_encode` returns, whose containers are new (a cycle
+fails that walk first); a cycle inside a message part, which the walk leaves as it is,
+ends in a RecursionError, refused as any value JSON can't hold."""
+
+
+def _to_json(value: Any) -> str:
+    if _C_ENCODER is None:  # an interpreter without the C accelerator
+        return _JSON.encode(value)
+    return "".join(_C_ENCODER(value, 0))
+
 
 class JsonSerializer:
     """The default serializer: compact JSON with tagged values for non-JSON types."""
 
     def dumps(self, obj: Any) -> str:
         try:
-            return _JSON.encode(_encode(obj))
-        except ValueError as exc:
+            return _to_json(_encode(obj))
+        except (ValueError, RecursionError) as exc:
             raise StoreError(f"cannot store a value as JSON: {exc}") from exc
 
     def loads(self, data: str) -> Any:

@@ -98,7 +98,8 @@ class SqlStore(SqlJournal):
 
     async def save_delta(self, run_id: str, delta: CheckpointDelta) -> int:
         check_status(delta.status)
-        await self._ensure()
+        if not self._ready:
+            await self._ensure()
         payload = self._dumps(delta_to_payload(delta))  # fails before any write
         return await self._append("checkpoint_deltas", run_id, delta.status, delta.cost_usd,
                                   payload)
@@ -127,9 +128,10 @@ class SqlStore(SqlJournal):
             *queued,
             ("UPDATE runs SET latest_seq = latest_seq + 1, status = ?, updated_at = ?, "
              "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ?", (status, now, cost, run_id)),
+            # Stamped with the time the UPDATE just wrote: one timestamp to convert.
             (f"INSERT INTO {table} (run_id, seq, created_at, payload) SELECT run_id, "
-             "latest_seq, ?, ?j FROM runs WHERE run_id = ? RETURNING seq",
-             (now, payload, run_id)),
+             "latest_seq, updated_at, ?j FROM runs WHERE run_id = ? RETURNING seq",
+             (payload, run_id)),
             *after,
         ])
         inserted = results[len(queued) + 1]

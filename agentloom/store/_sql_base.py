@@ -84,11 +84,11 @@ class SqlBase:
         stored, the run's next model call waits for it (`PendingWrites.settle`)."""
         if not queued:
             return await self._db.batch(statements)
-        done = self._queued.carrying(run_id)
+        self._queued.carrying(run_id)
         try:
             return await self._db.batch(statements)
         finally:
-            self._queued.carried(run_id, done)
+            self._queued.carried(run_id)
 
     def _carried(self, queued: list[Statement], statement: Statement) -> list[Statement]:
         """`statement` with the run's queued statements before it, for one `batch` whose

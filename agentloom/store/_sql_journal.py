@@ -32,7 +32,8 @@ class SqlJournal(SqlBase):
                                idempotent: bool = False, name: str | None = None,
                                arguments: Any = None) -> None:
         check_tool_status(status)
-        await self._ensure()
+        if not self._ready:
+            await self._ensure()
         result_json = self._dumps(result)
         args_json = self._dumps(arguments) if arguments is not None else None
         # One statement: nothing for an unknown run, and a call already done is left

@@ -2,7 +2,8 @@
 
 sqlite3 blocks, so every statement runs on one worker thread that owns the connection
 (no blocking I/O on the event loop, and sqlite3's same-thread rule holds); a result comes
-back through `call_soon_threadsafe`, which costs less than an executor's futures. An
+back through a queue and a pipe the event loop reads (`_Wakeup`; `call_soon_threadsafe`
+where a loop can't read one), which costs less than an executor's futures. An
 asyncio lock keeps one transaction at a time; writes use `BEGIN IMMEDIATE` so a second
 process waits on the busy timeout instead of failing halfway. WAL mode lets readers run
 beside a writer, and a committed transaction survives `kill -9` of the process.
@@ -11,6 +12,8 @@ beside a writer, and a committed transaction survives `kill -9` of the process.
 from __future__ import annotations
 
 import asyncio
+import collections
+import os
 import queue
 import sqlite3
 import threading
@@ -93,11 +96,63 @@ def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) 
         fut.set_result(result)
 
 
+class _Wakeup:
+    """How the worker hands results to one event loop: a queue and a pipe the loop reads.
+    Cheaper than `call_soon_threadsafe`, whose self-pipe read ends in a BlockingIOError
+    every time and which makes a handle per result."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.done: collections.deque[tuple[asyncio.Future[Any], Any, BaseException | None]] \
+            = collections.deque()
+        self._r, self._w = os.pipe()
+        try:
+            os.set_blocking(self._r, False)
+            os.set_blocking(self._w, False)
+            loop.add_reader(self._r, self._drain)
+        except BaseException:  # a loop without readers (Windows' proactor)
+            self.close()
+            raise
+
+    def post(self, fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        """(worker thread) Hand a result to the loop and wake it."""
+        self.done.append((fut, result, error))
+        try:
+            os.write(self._w, b"\0")
+        except BlockingIOError:  # the pipe is full: the loop has a wake-up coming
+            pass
+
+    def _drain(self) -> None:
+        try:
+            os.read(self._r, 4096)
+        except BlockingIOError:
+            pass
+        done = self.done
+        while done:
+            _settle(*done.popleft())
+
+    def detach(self) -> None:
+        """Stop reading (the worker closes the pipe when it ends)."""
+        if not self.loop.is_closed():
+            try:
+                self.loop.remove_reader(self._r)
+            except RuntimeError:  # a loop running in another thread now: its own business
+                pass
+
+    def close(self) -> None:
+        os.close(self._r)
+        os.close(self._w)
+
+
 class _Worker:
     """The store's thread: runs calls in the order they come, one at a time."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._wakeup: _Wakeup | None = None
+        """The wake-up of the loop that used the store last (the usual one)."""
+        self._wakeups: dict[asyncio.AbstractEventLoop, _Wakeup] = {}
+        self._plain_loops = False
         # A daemon: a store nobody closed must not keep the process alive (an idle
         # worker waits on its queue; a write cut short is what SQLite survives anyway).
         self._thread = threading.Thread(target=self._serve, name="agentloom-sqlite",
@@ -107,25 +162,53 @@ class _Worker:
     def submit(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        self._jobs.put((loop, fut, fn, args))
+        wakeup = self._wakeup
+        if wakeup is None or wakeup.loop is not loop:
+            wakeup = self._wakeup_for(loop)
+        self._jobs.put((wakeup or loop, fut, fn, args))
         return fut
 
+    def _wakeup_for(self, loop: asyncio.AbstractEventLoop) -> _Wakeup | None:
+        """`loop`'s wake-up pipe (a store outlives event loops, and each keeps its own
+        until the store closes), or None where the loop can't read one."""
+        if self._plain_loops:
+            return None
+        wakeup = self._wakeups.get(loop)
+        if wakeup is None:
+            try:
+                wakeup = self._wakeups[loop] = _Wakeup(loop)
+            except (NotImplementedError, OSError):
+                self._plain_loops = True
+                return None
+        self._wakeup = wakeup
+        return wakeup
+
     def _serve(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            loop, fut, fn, args = job
-            try:
-                result, error = fn(*args), None
-            except BaseException as exc:  # handed to the caller, whatever it is
-                result, error = None, exc
-            try:
-                loop.call_soon_threadsafe(_settle, fut, result, error)
-            except RuntimeError:  # that loop is closed: nobody waits for this
-                pass
+        try:
+            while True:
+                job = self._jobs.get()
+                if job is None:
+                    return
+                to, fut, fn, args = job
+                try:
+                    result, error = fn(*args), None
+                except BaseException as exc:  # handed to the caller, whatever it is
+                    result, error = None, exc
+                if type(to) is _Wakeup:
+                    to.post(fut, result, error)
+                    continue
+                try:
+                    to.call_soon_threadsafe(_settle, fut, result, error)
+                except RuntimeError:  # that loop is closed: nobody waits for this
+                    pass
+        finally:  # no job can post any more: the pipes can go
+            for wakeup in list(self._wakeups.values()):
+                wakeup.close()
 
     def stop(self) -> None:
+        for wakeup in self._wakeups.values():
+            wakeup.detach()
+        self._wakeup = None
         self._jobs.put(None)
 
 
@@ -203,36 +286,48 @@ class _SqliteDb:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "read-only" in str(exc):
-                raise StoreConfigError(f"the run store at {self.path} is not writable: {exc}"
-                                       ) from exc
+            self._raise_readonly(exc)
             raise
+
+    def _raise_readonly(self, exc: sqlite3.OperationalError) -> None:
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            raise StoreConfigError(f"the run store at {self.path} is not writable: {exc}"
+                                   ) from exc
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
         args = [(_sqlite_sql(sql), tuple([p if type(p) in _AS_IS else _param(p)
                                                 for p in params]))
                 for sql, params in statements]
+        if not self._lock.locked():
+            # No transaction is open, and the job is queued before this coroutine can
+            # yield: whatever `transaction()` starts next queues after it, and the worker
+            # runs its jobs in order. So the lock would only cost its own bookkeeping.
+            return await self.call(self._batch_sync, args)
         async with self._lock:
             return await self.call(self._batch_sync, args)
 
     def _batch_sync(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[Rows]:
+        conn = self._conn
+        assert conn is not None
+        if conn.in_transaction:  # left open by a cancelled caller: undo it first
+            conn.execute("ROLLBACK")
         if len(statements) == 1:
             # One statement is atomic on its own: in autocommit mode SQLite wraps it in
             # its own transaction, and a write statement takes the write lock before it
             # reads (the busy timeout applies), so BEGIN IMMEDIATE and COMMIT would be two
             # more calls into SQLite for nothing.
-            assert self._conn is not None
-            self._rollback_if_open()  # left open by a cancelled caller: undo it first
             return [self.execute_sync(*statements[0])]
         # BEGIN, the statements and COMMIT in one hop to this thread: it finishes whole
         # (or rolls back) even if the caller is cancelled meanwhile.
-        self._begin()
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            out = [self.execute_sync(sql, params) for sql, params in statements]
-        except BaseException:
+            out = [conn.execute(sql, params).fetchall() for sql, params in statements]
+            conn.execute("COMMIT")
+        except BaseException as exc:
             self._rollback_if_open()
+            if isinstance(exc, sqlite3.OperationalError):
+                self._raise_readonly(exc)
             raise
-        self._commit()
         return out
 
     def begin_and_execute(self, sql: str, params: tuple[Any, ...]) -> Rows:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,51 @@ async def test_keep_checkpoints_drops_the_deltas_a_whole_checkpoint_replaces(
         deltas = [r[0] for r in conn.execute("SELECT seq FROM checkpoint_deltas ORDER BY seq")]
     conn.close()
     assert (whole, deltas) == ([4], [5])
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/dev/fd"))
+
+
+def test_a_store_used_from_several_event_loops_answers_each_and_leaves_no_pipe(
+        tmp_path: Path) -> None:
+    # Each loop gets its results through its own wake-up pipe; they go when the store's
+    # thread ends.
+    before, threads = _open_fds(), set(threading.enumerate())
+    store = SqliteStore(tmp_path / "runs.db")
+
+    async def use(run_id: str) -> list[str]:
+        await store.create_run(run_id, "flow", "h", {})
+        return [r.run_id for r in await store.list_runs()]
+
+    assert asyncio.run(use("r1")) == ["r1"]
+    assert sorted(asyncio.run(use("r2"))) == ["r1", "r2"]
+    asyncio.run(store.close())
+    for thread in set(threading.enumerate()) - threads:
+        if thread.name == "agentloom-sqlite":
+            thread.join(5)
+    assert _open_fds() <= before
+
+
+class _NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop that can't watch a file descriptor, as Windows' proactor loop can't."""
+
+    def add_reader(self, *args: object, **kwargs: object) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_that_cannot_read_a_pipe_gets_its_results_all_the_same(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "runs.db")
+
+    async def use() -> list[str]:
+        await store.create_run("r1", "flow", "h", {})
+        runs = [r.run_id for r in await store.list_runs()]
+        await store.close()
+        return runs
+
+    loop = _NoReaderLoop()
+    try:
+        assert loop.run_until_complete(use()) == ["r1"]
+    finally:
+        loop.close()

@@ -173,7 +173,8 @@ class DurableRun:
                 redact=self._redact if self.redactor is not None else None)
             await self.store.save_delta(self.run_id, delta)
             self._deltas.commit()
-        await self._renew_claim()
+        if self.worker_id is not None:
+            await self._renew_claim()
 
     async def _save_whole(self, status: str, paused: PauseInfo | None, epoch: Any) -> None:
         """One atomic checkpoint of the whole run as it is now."""
