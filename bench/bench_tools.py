@@ -3,6 +3,7 @@ answering call, through AgentLoom's stack versus two raw aiohttp calls.
 
     .venv/bin/python bench/bench_tools.py            # 300 round trips per client
     .venv/bin/python bench/bench_tools.py --quick    # 60
+    .venv/bin/python bench/bench_tools.py --instructions   # callgrind counts per round trip
 
 FakeOpenAIServer runs in its own process (latency 0): it answers a request with tools
 and no tool result with a tool call, and anything else with text. Clients, one after
@@ -15,6 +16,13 @@ and the client's CPU time per round trip):
     once; each run builds its context, tool set and request, and writes state);
   - loop-sync: `loop` with a plain `def` tool, which runs in a worker thread.
 The tool is `async def` elsewhere, so the figures show the stack, not a thread hop.
+
+`--instructions` counts instead of timing (wall and CPU time on a shared machine move
+±20-40%): each client runs in a process of its own under `valgrind --tool=callgrind`
+(PYTHONHASHSEED=0) at a low and a high number of round trips, and the figure is
+(count at high - count at low) / (high - low): the instructions of one round trip, with
+imports, set-up and warm-up cancelled out. The server's process is not counted. Needs
+valgrind; about a minute per client.
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -174,13 +184,60 @@ async def measure(name: str, base: str, n: int) -> dict[str, float]:
             "mean_us": statistics.fmean(times), "cpu_us": cpu_us}
 
 
+async def repeat(name: str, base: str, n: int) -> None:
+    """Warm up, then `n` round trips, untimed: what `--instructions` counts."""
+    once, close = await CLIENTS[name](base)
+    try:
+        for _ in range(20 + n):
+            assert "sunny" in await once()
+    finally:
+        await close()
+
+
+COUNTED = ("aiohttp", "loop", "workflow")
+LOW, HIGH = 50, 250
+
+
+def instructions(name: str, base: str, n: int) -> int:
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+         __file__, "--repeat", name, str(n), base],
+        env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True,
+        check=True, cwd=ROOT)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no count from valgrind: {done.stderr[-300:]}")
+    return int(found.group(1))
+
+
+def count_instructions(base: str, clients: list[str]) -> None:
+    per: dict[str, float] = {}
+    print(f"tool round trip, instructions per round trip: (count at {HIGH} - count at {LOW})"
+          f" / {HIGH - LOW}; Python {platform.python_version()}, {platform.machine()}")
+    for name in clients:
+        low, high = instructions(name, base, LOW), instructions(name, base, HIGH)
+        per[name] = (high - low) / (HIGH - LOW)
+        ratio = f"{per[name] / per['aiohttp']:.2f}x" if "aiohttp" in per else ""
+        print(f"{name:<10} {per[name] / 1e3:9.1f} k  {ratio}", flush=True)
+    print(json.dumps(per))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per round trip under callgrind")
+    parser.add_argument("--clients", default=",".join(COUNTED),
+                        help="with --instructions: which clients (comma-separated)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(serve())
+        return
+    if args.repeat:
+        name, n, base = args.repeat
+        asyncio.run(repeat(name, base, int(n)))
         return
     n = 60 if args.quick else 300
     proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
@@ -189,6 +246,9 @@ def main() -> None:
     base = proc.stdout.readline().strip().rstrip("/")
     base = base.removesuffix("/v1")
     try:
+        if args.instructions:
+            count_instructions(base, args.clients.split(","))
+            return
         results = {name: asyncio.run(measure(name, base, n)) for name in CLIENTS}
     finally:
         proc.stdin.close()

@@ -143,6 +143,10 @@ class PythonTool:
             raise ConfigError(
                 f"tool {self.name!r}: no JSON Schema for its parameters: {exc}"
             ) from exc
+        # What `model_validate` runs, without its keyword handling, and the exception
+        # it raises: a call's arguments are checked through them (`_bind`).
+        self._validate = self._model.__pydantic_validator__.validate_python
+        self._invalid = pydantic.ValidationError
         schema = _strip_titles(schema)
         schema.setdefault("properties", {})
         if self._var_kw:
@@ -156,22 +160,22 @@ class PythonTool:
     def _bind(
         self, arguments: dict[str, Any], ctx: ToolContext
     ) -> tuple[list[Any], dict[str, Any]]:
-        import pydantic
-
         try:
-            model = self._model.model_validate(arguments)
-        except pydantic.ValidationError as exc:
+            model = self._validate(arguments)
+        except self._invalid as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
                 for e in exc.errors()
             )
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
-        values = {k: getattr(model, k) for k in type(model).model_fields}
+        # A model's fields, in their order, are its instance dict (extras and private
+        # attributes are kept elsewhere); `model_fields` is a costly class property.
+        values = dict(model.__dict__)
         if self._var_kw and model.model_extra:
             values.update(model.model_extra)
         if self._ctx_param is not None:
             values[self._ctx_param] = ctx
-        args = [values.pop(p) for p in self._positional]
+        args = [values.pop(p) for p in self._positional] if self._positional else []
         return args, values
 
     async def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:

@@ -137,3 +137,44 @@ async def test_a_one_step_run_past_its_deadline_is_cancelled() -> None:
     assert result.status.value == "deadline_exceeded"
     assert result.steps["a"].status.value == "cancelled"
     assert asyncio.current_task() is not None and asyncio.current_task().cancelling() == 0
+
+
+async def test_a_reused_request_follows_the_rendered_prompt_and_the_config() -> None:
+    # A step sends its last run's request again only when nothing in it would differ:
+    # a prompt rendered from other state, or another config, builds a new one.
+    wf = load_workflow_text("name: p\nconfig: {model: base}\nstate: {city: Paris}\nsteps:\n"
+                            "  - {id: a, type: llm_call, prompt: 'weather in {state.city}'}\n")
+    sent: list[tuple[str, str, bool]] = []
+
+    def answer(request: ModelRequest) -> str:
+        sent.append((request.model, request.messages[-1].text, request.stream))
+        return "ok"
+
+    factory = Factory(FunctionModel(answer))
+    await arun_workflow(wf, clients=factory)
+    await arun_workflow(wf, clients=factory)
+    await arun_workflow(wf, clients=factory, state={"city": "Oslo"})
+    await arun_workflow(wf.with_overrides(model="other"), clients=factory)
+    await arun_workflow(wf.with_overrides(stream=True), clients=factory)
+    await arun_workflow(wf, clients=factory)
+    assert sent == [("base", "weather in Paris", False), ("base", "weather in Paris", False),
+                    ("base", "weather in Oslo", False), ("other", "weather in Paris", False),
+                    ("base", "weather in Paris", True), ("base", "weather in Paris", False)]
+
+
+async def test_a_reused_tool_box_follows_a_config_override_of_its_options() -> None:
+    wf = load_workflow_text(TOOL_FLOW)
+
+    @tool(name="probe")
+    def broken() -> str:
+        """Probe."""
+        raise RuntimeError("down")
+
+    registry = ToolRegistry([broken])
+    factory = Factory(FunctionModel(_tool_then_answer))
+    plain = await arun_workflow(wf, clients=factory, tools=registry)
+    hinted = await arun_workflow(wf.with_overrides(tool_error_prompt="Try another city."),
+                                 clients=factory, tools=registry)
+    again = await arun_workflow(wf, clients=factory, tools=registry)
+    assert plain.steps["ask"].text == again.steps["ask"].text == "tool said RuntimeError: down"
+    assert hinted.steps["ask"].text == "tool said RuntimeError: down\n\nTry another city."

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.engine.hooks import DurableHooks
     from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 
+_NOTHING_SPENT = Decimal(0)
 _DONE = (StepStatus.SUCCESS, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
 
 
@@ -70,6 +71,11 @@ def _library(workflow: Workflow) -> StepLibrary:
 
 
 class _Run:
+    __slots__ = ("base", "config", "ctx", "done_lock", "durable", "earlier_loops", "error",
+                 "failed_upstream", "handled", "idle", "library", "not_taken", "paused",
+                 "paused_nodes", "ready", "restored", "results", "rng", "running", "spent",
+                 "status", "tg", "waiting", "wf")
+
     def __init__(self, ctx: RunContext, rng: random.Random,
                  durable: DurableHooks | None = None) -> None:
         self.ctx = ctx
@@ -92,7 +98,7 @@ class _Run:
         self.tg: asyncio.TaskGroup | None = None
         self.base: contextvars.Context | None = None
         self.running = 0
-        self.spent = Decimal(0)
+        self.spent = _NOTHING_SPENT
         self.status = RunStatus.SUCCESS
         self.error: str | None = None
         self.durable = durable

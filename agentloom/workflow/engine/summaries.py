@@ -8,21 +8,25 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop.collector import SummaryRecord
-from agentloom.loop.observer import NullObserver
 from agentloom.messages import Usage
 
 if TYPE_CHECKING:
     from agentloom.workflow.engine.context import RunContext
 
 
-class SummaryCatcher(NullObserver):
+class SummaryCatcher:
     """An observer keeping each loop's ConversationSummary for the step's result (on
     success and failure alike: the loop reports the end of every conversation). It takes
     the loop's `SummaryRecord` (`on_summary_record`), so the pydantic summary is built
-    only when the step's result is read. The other callbacks are inherited no-ops: a
-    callback looked up and not found costs the loop an AttributeError at every event."""
+    only when the step's result is read. Every other callback is None, which the loop's
+    dispatcher skips without a call (`Dispatch.emit`); a callback not found at all would
+    cost it an AttributeError at every event."""
 
     __slots__ = ("_ctx", "_step_id")
+
+    on_conversation_start = on_request = on_attempt = on_retry = on_text_delta = None
+    on_response = on_model_error = on_tool_start = on_tool_end = on_stall = None
+    on_budget_warning = None
 
     def __init__(self, ctx: RunContext, step_id: str) -> None:
         self._ctx, self._step_id = ctx, step_id
