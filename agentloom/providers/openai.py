@@ -10,7 +10,6 @@ models (the o-series and GPT-5, except o1-mini and gpt-5-chat) take `max_tokens`
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 from agentloom.errors import ConfigError, ProviderError
@@ -37,6 +36,7 @@ from agentloom.messages import (
 )
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
 from agentloom.providers._common import prompt_cache_key
+from agentloom.providers._json import dump_body, load_body
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
 from agentloom.providers.profiles import OPENAI as _CAPS
@@ -282,10 +282,6 @@ def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
     )
 
 
-# One encoder for every request: `json.dumps` with options builds a new one per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
 
 
 def api_for(model: str, endpoint: Endpoint) -> str:
@@ -331,12 +327,11 @@ class OpenAIProtocol:
             headers.update(endpoint.headers)
         if request.headers:
             headers.update(request.headers)
-        body = _ENCODE(encode_body(request))
         return HttpRequest(
             method="POST",
             url=f"{endpoint.base_url}/chat/completions",
             headers=headers,
-            body=body.encode("utf-8"),
+            body=dump_body(encode_body(request)),
             timeout=endpoint.timeout,
             stream=request.stream,
         )
@@ -344,7 +339,7 @@ class OpenAIProtocol:
     def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
         if api_for(request.model, endpoint) == "responses":
             return _responses().decode(body, request, endpoint)
-        obj = json.loads(body)
+        obj = load_body(body)
         if not isinstance(obj, dict):
             raise ValueError("the reply is not a JSON object")
         if "error" in obj and "choices" not in obj:
@@ -411,7 +406,7 @@ class OpenAIStreamDecoder:
         if data == "[DONE]":
             self._done = True
             return
-        obj = json.loads(data)
+        obj = load_body(data)
         if "error" in obj and "choices" not in obj:
             raise _stream_error(self._endpoint, self._model, obj["error"])
         for choice in obj.get("choices") or ():
