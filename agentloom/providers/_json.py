@@ -11,13 +11,18 @@ that wrapping costs more than the encoding itself. No I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json import encoder as _encoder
 from typing import Any
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_MAKE_ENCODER = _encoder.c_make_encoder  # None without the C codec
+# Neither is in typeshed: the C encoder's maker (None without the C codec) and the
+# decoder's scanner (C when the codec is there).
+_MAKE_ENCODER: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
+    _encoder, "c_make_encoder", None)
 _ESCAPE = _encoder.encode_basestring  # the C escaper when the C codec is there
-_SCAN = json.JSONDecoder().scan_once  # the C scanner when the C codec is there
+_SCAN: Callable[[str, int], tuple[Any, int]] = (
+    json.JSONDecoder().scan_once)  # type: ignore[attr-defined]
 # A body that starts with either is UTF-8 by json's own sniffing (`detect_encoding`): the
 # UTF-16/32 forms it also reads have a zero byte first or second, which the scanner
 # refuses, so those still reach `json.loads`.
