@@ -141,6 +141,22 @@ _MEDIA_KINDS = frozenset({"image", "document", "audio"})
 DEFAULT_CHECKS: tuple[CheckHook, ...] = (check_tools, check_media)
 
 
+class _Sink:
+    """The event sink of one streamed attempt: passes events on and remembers that one
+    went out (a reply that reached the caller is never retried or moved elsewhere)."""
+
+    __slots__ = ("delivered", "on_event")
+
+    def __init__(self, on_event: EventSink | None) -> None:
+        self.on_event = on_event
+        self.delivered = False
+
+    def __call__(self, event: StreamEvent) -> None:
+        self.delivered = True
+        if self.on_event is not None:
+            self.on_event(event)
+
+
 class Router:
     """A ModelClient that tries candidates in order.
 
@@ -194,12 +210,6 @@ class Router:
         errors: list[ProviderError] = []
         refusals: set[int] = set()
         attempts: list[AttemptRecord] = []
-
-        def report(record: AttemptRecord) -> None:
-            attempts.append(record)
-            if on_attempt is not None:
-                on_attempt(record)
-
         for cand, price in zip(self.candidates, prices, strict=True):
             req = self.request_for(cand, request)
             reason = self._refusal(cand, req)
@@ -215,7 +225,7 @@ class Router:
                 refusals.add(id(err))
                 errors.append(err)
                 continue
-            response = await self._try(cand, price, req, on_event, report, errors)
+            response = await self._try(cand, price, req, on_event, on_attempt, attempts, errors)
             if response is not None:
                 return response
             if errors and getattr(errors[-1], "partial", False):
@@ -228,7 +238,8 @@ class Router:
         price: Price | None,
         req: ModelRequest,
         on_event: EventSink | None,
-        report: AttemptSink,
+        on_attempt: AttemptSink | None,
+        attempts: list[AttemptRecord],
         errors: list[ProviderError],
     ) -> ModelResponse | None:
         policy = cand.retry or self.retry
@@ -259,16 +270,9 @@ class Router:
                 return None
             outcome: Outcome = "ignored"
             reservation = None
-            delivered = False
+            sink = _Sink(on_event) if (req.stream or on_event) else None
             started = clock.now()
             inner: list[AttemptRecord] = []
-
-            def sink(event: StreamEvent) -> None:
-                nonlocal delivered
-                delivered = True
-                if on_event is not None:
-                    on_event(event)
-
             try:
                 if self.budget is not None:
                     worst = (
@@ -285,10 +289,7 @@ class Router:
                     wait += await cand.limiter.acquire(prompt_estimate + bound)
                     started = clock.now()
                 response = await cand.client.complete(
-                    req,
-                    on_event=sink if (req.stream or on_event) else None,
-                    on_attempt=inner.append,
-                )
+                    req, on_event=sink, on_attempt=inner.append)
                 outcome = "success"
                 response = self._settle(cand, price, response, prompt_estimate + bound)
                 if reservation is not None and self.budget is not None:
@@ -300,10 +301,10 @@ class Router:
                     reservation = None
             except (ProviderError, TransportError) as exc:
                 err = self._as_provider_error(exc, cand)
-                if delivered and not getattr(err, "partial", False):
+                if sink is not None and sink.delivered and not getattr(err, "partial", False):
                     err.partial = True
                 outcome = self._outcome(err, policy)
-                self._report(report, inner, cand, attempt, wait, started, err)
+                self._report(on_attempt, attempts, inner, cand, attempt, wait, started, err)
                 errors.append(err)
                 if self.budget is not None and reservation is not None:
                     self.budget.release(reservation)
@@ -329,7 +330,7 @@ class Router:
                     breaker.record(outcome)
                 if reservation is not None and self.budget is not None:
                     self.budget.release(reservation)
-            self._report(report, inner, cand, attempt, wait, started, None)
+            self._report(on_attempt, attempts, inner, cand, attempt, wait, started, None)
             return response
         return None  # pragma: no cover - the loop returns on its last attempt
 
@@ -388,7 +389,8 @@ class Router:
 
     def _report(
         self,
-        report: AttemptSink,
+        on_attempt: AttemptSink | None,
+        attempts: list[AttemptRecord],
         inner: list[AttemptRecord],
         cand: Candidate,
         attempt: int,
@@ -396,27 +398,34 @@ class Router:
         started: float,
         err: ProviderError | None,
     ) -> None:
-        if inner:
-            for i, record in enumerate(inner):
-                before = wait if i == 0 else 0.0
-                if record.attempt != attempt or record.wait_before_seconds != before:
-                    record = dataclasses.replace(
-                        record, attempt=attempt, wait_before_seconds=before)
-                report(record)  # records are frozen: an unchanged one is passed as is
-            return
-        report(
-            AttemptRecord(
-                provider=cand.provider,
-                model=cand.model,
-                attempt=attempt,
-                ok=err is None,
-                duration_seconds=max(0.0, self._clock.now() - started),
-                wait_before_seconds=wait,
-                status=err.status if err else None,
-                phase=err.phase if err else None,
-                request_sent=err.request_sent if err else True,
-                error_type=type(err).__name__ if err else None,
-            )
+        """Each attempt the client reported, numbered for this candidate and with the
+        wait before it, else one record of our own; kept for `CallFailed` and passed on."""
+        if not inner:
+            inner.append(self._own_record(cand, attempt, wait, started, err))
+        for i, record in enumerate(inner):
+            before = wait if i == 0 else 0.0
+            if record.attempt != attempt or record.wait_before_seconds != before:
+                record = dataclasses.replace(
+                    record, attempt=attempt, wait_before_seconds=before)
+            attempts.append(record)  # records are frozen: an unchanged one is passed as is
+            if on_attempt is not None:
+                on_attempt(record)
+
+    def _own_record(
+        self, cand: Candidate, attempt: int, wait: float, started: float,
+        err: ProviderError | None,
+    ) -> AttemptRecord:
+        return AttemptRecord(
+            provider=cand.provider,
+            model=cand.model,
+            attempt=attempt,
+            ok=err is None,
+            duration_seconds=max(0.0, self._clock.now() - started),
+            wait_before_seconds=wait,
+            status=err.status if err else None,
+            phase=err.phase if err else None,
+            request_sent=err.request_sent if err else True,
+            error_type=type(err).__name__ if err else None,
         )
 
     @staticmethod
