@@ -110,6 +110,13 @@ def _encode_message(message: Message, out: list[dict[str, Any]]) -> None:
             msg["name"] = message.name
         out.append(msg)
         return
+    if role != "tool" and len(parts) == 1 and type(parts[0]) is TextPart:
+        # One text part, most turns: what the general path below makes of it, directly.
+        msg = {"role": role, "content": parts[0].text}
+        if message.name:
+            msg["name"] = message.name
+        out.append(msg)
+        return
     rest: list[Part] = []
     for p in parts:
         if isinstance(p, ToolResultPart):
