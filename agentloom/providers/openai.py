@@ -239,11 +239,11 @@ def content_and_reasoning(message: dict[str, Any]) -> tuple[str, str]:
     `reasoning_content` (DeepSeek, vLLM) or `reasoning` (Groq, OpenRouter, Cerebras,
     Ollama)."""
     content = message.get("content")
-    texts: list[str] = []
     thoughts: list[str] = []
     if isinstance(content, str):
-        texts.append(content)
+        text = content
     elif isinstance(content, list):
+        texts: list[str] = []
         for part in content:
             if not isinstance(part, dict):
                 continue
@@ -256,12 +256,15 @@ def content_and_reasoning(message: dict[str, Any]) -> tuple[str, str]:
                 elif isinstance(thought, list):
                     thoughts.extend(str(t.get("text") or "") for t in thought
                                     if isinstance(t, dict))
+        text = "".join(texts)
+    else:
+        text = ""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
         if isinstance(value, str) and value:
             thoughts.append(value)
             break
-    return "".join(texts), "".join(thoughts)
+    return text, "".join(thoughts) if thoughts else ""
 
 
 _ERROR_TYPE_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
