@@ -105,7 +105,13 @@ class ProviderClient:
             if request.stream and 200 <= response.status < 300:
                 result = await self._read_stream(request, response, start, on_event)
             else:
-                result = await self._read_whole(request, response)
+                try:
+                    body = await response.read()
+                except TransportError as exc:
+                    raise self._transport_error(request, exc) from exc
+                finally:
+                    await response.aclose()
+                result = self._decode_whole(request, response, body)
         except ProviderError as exc:
             if on_attempt is not None:
                 on_attempt(self._record(request, start, exc))
@@ -118,13 +124,9 @@ class ProviderClient:
 
     # --- reading -------------------------------------------------------------------------
 
-    async def _read_whole(self, request: ModelRequest, response: HttpResponse) -> ModelResponse:
-        try:
-            body = await response.read()
-        except TransportError as exc:
-            raise self._transport_error(request, exc) from exc
-        finally:
-            await response.aclose()
+    def _decode_whole(
+        self, request: ModelRequest, response: HttpResponse, body: bytes
+    ) -> ModelResponse:
         if not 200 <= response.status < 300:
             raise self._status_error(request, response.status, response.headers, body)
         try:

@@ -186,8 +186,9 @@ class Router:
         self._prices = prices
         self._checks = tuple(checks)
         self._rng = rng or _jitter_rng()
-        self._cand_prices: list[Price | None] | None = None
-        """Each candidate's price, looked up on first need: price tables don't change."""
+        self._priced: tuple[tuple[Candidate, Price | None], ...] | None = None
+        """Each candidate with its price, looked up on first need: price tables don't
+        change."""
 
     # --- the call ------------------------------------------------------------------------
 
@@ -198,11 +199,11 @@ class Router:
         on_event: EventSink | None = None,
         on_attempt: AttemptSink | None = None,
     ) -> ModelResponse:
-        prices = self._cand_prices
-        if prices is None:
-            prices = self._cand_prices = [self.price_of(c) for c in self.candidates]
+        priced = self._priced
+        if priced is None:
+            priced = self._priced = tuple((c, self.price_of(c)) for c in self.candidates)
         if self.budget is not None:
-            for cand, price in zip(self.candidates, prices, strict=True):
+            for cand, price in priced:
                 if cand.unavailable is None:
                     self.budget.require_price(
                         cand.provider, cand.model, priced=price is not None
@@ -210,7 +211,7 @@ class Router:
         errors: list[ProviderError] = []
         refusals: set[int] = set()
         attempts: list[AttemptRecord] = []
-        for cand, price in zip(self.candidates, prices, strict=True):
+        for cand, price in priced:
             req = self.request_for(cand, request)
             reason = self._refusal(cand, req)
             if reason is not None:
@@ -339,6 +340,9 @@ class Router:
     def request_for(self, cand: Candidate, request: ModelRequest) -> ModelRequest:
         """The request as this candidate gets it: its model, its params and headers under
         the request's own, and its max_tokens ceiling."""
+        if (request.model == cand.model and not cand.params and not cand.headers
+                and cand.max_tokens is None):
+            return request  # the every-call case: nothing to change
         changes: dict[str, Any] = {}
         if request.model != cand.model:
             changes["model"] = cand.model
