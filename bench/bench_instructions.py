@@ -3,6 +3,7 @@
     python bench/bench_instructions.py            # whole process and per call
     python bench/bench_instructions.py --cli      # whole process only
     python bench/bench_instructions.py --cli --checkpointed   # and the checkpointed run
+    python bench/bench_instructions.py --per-call provider,agent   # per call only
 
 Runs each client under `valgrind --tool=callgrind` and reads the instruction count
 (`Ir`) it reports: the same code gives the same count (±0.1%, with PYTHONHASHSEED=0)
@@ -15,7 +16,8 @@ rather than replacing it. Needs valgrind; each figure takes a minute or two.
   one-step.yaml --no-checkpoint` (the run twice: the first also writes __pycache__ of a fresh tree),
   against the fake server in its own process (not counted); with `--checkpointed`, also
   the same run keeping its checkpoints (into a SQLite store a first run created);
-- per call: (count at 600 calls - count at 100 calls) / 500, for raw aiohttp,
+- per call: (count at 600 calls - count at 100 calls) / 500 (`--calls` changes the two
+  counts), for raw aiohttp,
   `ProviderClient.complete` and `Agent.from_env(...).arun_result` (reading the summary's
   status, as `bench_agent.py` does), each over loopback HTTP.
 """
@@ -82,12 +84,29 @@ def instructions(cmd: list[str], env: dict[str, str], cwd: str | None = None) ->
     return int(found.group(1))
 
 
+def per_call(calls: Path, root: str, which: str, env: dict[str, str],
+             counts: tuple[int, int] = (100, 600)) -> float:
+    """(count at `high` calls - count at `low`) / (high - low) for one client."""
+    low, high = counts
+    at_low = instructions([sys.executable, str(calls), root + "/v1", which, str(low)], env)
+    at_high = instructions([sys.executable, str(calls), root + "/v1", which, str(high)], env)
+    return (at_high - at_low) / (high - low)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", action="store_true", help="whole process only")
     ap.add_argument("--checkpointed", action="store_true",
                     help="also count the run with checkpoints (SQLite)")
+    ap.add_argument("--per-call", metavar="CLIENTS",
+                    help="per call only, for these clients (comma-separated: aiohttp, "
+                         "provider, agent); skips the whole-process counts")
+    ap.add_argument("--calls", default="100,600", metavar="LOW,HIGH",
+                    help="the two call counts the per-call figure is taken between "
+                         "(default 100,600; 200,2200 is steadier: a full collection "
+                         "landing in the shorter run moves the shorter span)")
     args = ap.parse_args()
+    low, high = (int(n) for n in args.calls.split(","))
     from bench_transport import start_server, stop_server
 
     server, base_url = start_server(0.0)
@@ -103,6 +122,12 @@ def main() -> None:
                    "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
             agentloom = [sys.executable, str(Path(sys.executable).parent / "agentloom"), "run",
                          str(flow), "--no-checkpoint"]
+            per: dict[str, float] = {}
+            if args.per_call:
+                for which in args.per_call.split(","):
+                    per[which] = per_call(calls, root, which, env, (low, high))
+                    print(f"{which:26} {per[which] / 1e3:9.1f} k per call")
+                return
             floor = instructions([sys.executable, str(bare), root], env)
             print(f"bare aiohttp script        {floor / 1e6:9.1f} M")
             for label in ("agentloom run (first)", "agentloom run"):
@@ -115,11 +140,8 @@ def main() -> None:
                 print(f"{'agentloom run (checkpoint)':26} {n / 1e6:9.1f} M  {n / floor:.2f}x")
             if args.cli:
                 return
-            per: dict[str, float] = {}
             for which in ("aiohttp", "provider", "agent"):
-                low = instructions([sys.executable, str(calls), root + "/v1", which, "100"], env)
-                high = instructions([sys.executable, str(calls), root + "/v1", which, "600"], env)
-                per[which] = (high - low) / 500
+                per[which] = per_call(calls, root, which, env, (low, high))
                 print(f"{which:26} {per[which] / 1e3:9.1f} k per call  "
                       f"{per[which] / per['aiohttp']:.2f}x")
     finally:

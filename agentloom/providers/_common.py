@@ -19,6 +19,7 @@ from agentloom.messages import (
     TextPart,
 )
 from agentloom.providers._base import Endpoint
+from agentloom.providers._json import dump_body
 from agentloom.transport import HttpRequest
 
 
@@ -60,7 +61,7 @@ def build_http_request(
         method="POST",
         url=url,
         headers=all_headers,
-        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+        body=dump_body(body),
         timeout=endpoint.timeout,
         stream=request.stream,
     )

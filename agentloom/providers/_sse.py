@@ -8,9 +8,9 @@ are tested without sockets and shared by every streaming wire protocol.
 
 from __future__ import annotations
 
-import json
-
 from agentloom._record import FrozenRecord, frozen_record, set_field
+
+from agentloom.providers._json import load_body
 
 
 @frozen_record(kw_only=False)
@@ -116,8 +116,8 @@ class NDJSONParser:
             self._tail = buf
             return []
         self._tail = tail
-        return [json.loads(line) for line in head.split(b"\n") if line.strip()]
+        return [load_body(line) for line in head.split(b"\n") if line.strip()]
 
     def close(self) -> list[object]:
         tail, self._tail = self._tail, b""
-        return [json.loads(tail)] if tail.strip() else []
+        return [load_body(tail)] if tail.strip() else []

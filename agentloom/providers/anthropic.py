@@ -64,6 +64,7 @@ from agentloom.providers._common import (
     schema_instruction,
     system_text,
 )
+from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.profiles import ANTHROPIC as _CAPS
 from agentloom.providers.profiles import ANTHROPIC_NATIVE_SCHEMA_MODELS as NATIVE_SCHEMA_MODELS
@@ -367,7 +368,7 @@ def decode_parts(content: list[dict[str, Any]], prefill: str | None) -> tuple[Pa
 
 
 def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
-    data = json.loads(body)
+    data = load_body(body)
     if isinstance(data, dict) and data.get("type") == "error":
         raise _error(endpoint.name, request.model, data)
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
@@ -410,7 +411,7 @@ class AnthropicStreamDecoder:
     def _handle(self, events: list[SSEEvent]) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         for event in events:
-            payload = json.loads(event.data)
+            payload = load_body(event.data)
             if not isinstance(payload, dict):
                 raise bad_shape(self._provider, self._model, "an SSE event is not an object")
             self._event(payload, out)

@@ -62,6 +62,7 @@ from agentloom.providers._common import (
     stable_call_id,
     system_text,
 )
+from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.profiles import GEMINI as _CAPS
 from agentloom.transport import HttpRequest
@@ -295,7 +296,7 @@ def _parts_from_events(events: list[StreamEvent]) -> tuple[Part, ...]:
 
 
 def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
-    data = json.loads(body)
+    data = load_body(body)
     events = _Chunks(endpoint.name, request.model).events(data)
     finish = next(e for e in events if isinstance(e, FinishEvent))
     usage = next((e.usage for e in events if isinstance(e, UsageEvent)), Usage())
@@ -325,7 +326,7 @@ class GeminiStreamDecoder:
     def _handle(self, events: list[SSEEvent]) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         for event in events:
-            out.extend(self._chunks.events(json.loads(event.data)))
+            out.extend(self._chunks.events(load_body(event.data)))
         return out
 
 

@@ -51,6 +51,7 @@ from agentloom.providers._common import (
     loads_object,
     stable_call_id,
 )
+from agentloom.providers._json import load_body
 from agentloom.providers._sse import NDJSONParser
 from agentloom.providers.profiles import OLLAMA as _CAPS
 from agentloom.transport import HttpRequest
@@ -186,7 +187,7 @@ class _Chunks:
 
 
 def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
-    chunk = json.loads(body)
+    chunk = load_body(body)
     builder = ResponseBuilder(request.model)
     for event in _Chunks(endpoint.name, request.model).events(chunk):
         builder.add(event)

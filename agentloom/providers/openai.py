@@ -10,7 +10,6 @@ models (the o-series and GPT-5, except o1-mini and gpt-5-chat) take `max_tokens`
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 from agentloom.errors import ConfigError, ProviderError
@@ -37,6 +36,8 @@ from agentloom.messages import (
 )
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
 from agentloom.providers._common import prompt_cache_key
+from agentloom.providers._json import dump_body, load_body
+from agentloom.providers._records import make_response, make_text, make_usage
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
 from agentloom.providers.profiles import OPENAI as _CAPS
@@ -105,6 +106,13 @@ def _encode_message(message: Message, out: list[dict[str, Any]]) -> None:
             msg["tool_calls"] = calls
         elif msg["content"] is None:
             msg["content"] = ""
+        if message.name:
+            msg["name"] = message.name
+        out.append(msg)
+        return
+    if role != "tool" and len(parts) == 1 and type(parts[0]) is TextPart:
+        # One text part, most turns: what the general path below makes of it, directly.
+        msg = {"role": role, "content": parts[0].text}
         if message.name:
             msg["name"] = message.name
         out.append(msg)
@@ -200,7 +208,7 @@ def decode_usage(raw: Any) -> Usage | None:
         return None
     prompt = raw.get("prompt_tokens_details")
     completion = raw.get("completion_tokens_details")
-    return Usage(
+    return make_usage(
         input_tokens=raw.get("prompt_tokens"),
         output_tokens=raw.get("completion_tokens"),
         cache_read_tokens=prompt.get("cached_tokens") if isinstance(prompt, dict) else None,
@@ -231,11 +239,11 @@ def content_and_reasoning(message: dict[str, Any]) -> tuple[str, str]:
     `reasoning_content` (DeepSeek, vLLM) or `reasoning` (Groq, OpenRouter, Cerebras,
     Ollama)."""
     content = message.get("content")
-    texts: list[str] = []
     thoughts: list[str] = []
     if isinstance(content, str):
-        texts.append(content)
+        text = content
     elif isinstance(content, list):
+        texts: list[str] = []
         for part in content:
             if not isinstance(part, dict):
                 continue
@@ -248,12 +256,15 @@ def content_and_reasoning(message: dict[str, Any]) -> tuple[str, str]:
                 elif isinstance(thought, list):
                     thoughts.extend(str(t.get("text") or "") for t in thought
                                     if isinstance(t, dict))
+        text = "".join(texts)
+    else:
+        text = ""
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
         if isinstance(value, str) and value:
             thoughts.append(value)
             break
-    return "".join(texts), "".join(thoughts)
+    return text, "".join(thoughts) if thoughts else ""
 
 
 _ERROR_TYPE_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
@@ -280,10 +291,6 @@ def _stream_error(endpoint: Endpoint, model: str, error: Any) -> ProviderError:
         model=model, status=status, phase="body", request_sent=True,
         retryable=status is None or status in _RETRYABLE, body=str(error)[:500],
     )
-
-
-# One encoder for every request: `json.dumps` with options builds a new one per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 
@@ -331,12 +338,11 @@ class OpenAIProtocol:
             headers.update(endpoint.headers)
         if request.headers:
             headers.update(request.headers)
-        body = _ENCODE(encode_body(request))
         return HttpRequest(
             method="POST",
             url=f"{endpoint.base_url}/chat/completions",
             headers=headers,
-            body=body.encode("utf-8"),
+            body=dump_body(encode_body(request)),
             timeout=endpoint.timeout,
             stream=request.stream,
         )
@@ -344,7 +350,7 @@ class OpenAIProtocol:
     def decode(self, body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
         if api_for(request.model, endpoint) == "responses":
             return _responses().decode(body, request, endpoint)
-        obj = json.loads(body)
+        obj = load_body(body)
         if not isinstance(obj, dict):
             raise ValueError("the reply is not a JSON object")
         if "error" in obj and "choices" not in obj:
@@ -356,12 +362,12 @@ class OpenAIProtocol:
         if reasoning and _keep_reasoning(request):
             parts.append(ReasoningPart(text=reasoning))
         if content:
-            parts.append(TextPart(text=content))
+            parts.append(make_text(text=content))
         for i, call in enumerate(message.get("tool_calls") or ()):
             fn = call["function"]
             parts.append(ToolCallPart(id=call.get("id") or f"call_{i}", name=fn["name"],
                                       arguments=fn.get("arguments") or ""))
-        return ModelResponse(
+        return make_response(
             parts=tuple(parts),
             usage=chunk_usage(obj) or Usage(),
             finish_reason=choice.get("finish_reason"),
@@ -411,7 +417,7 @@ class OpenAIStreamDecoder:
         if data == "[DONE]":
             self._done = True
             return
-        obj = json.loads(data)
+        obj = load_body(data)
         if "error" in obj and "choices" not in obj:
             raise _stream_error(self._endpoint, self._model, obj["error"])
         for choice in obj.get("choices") or ():

@@ -57,6 +57,7 @@ from agentloom.providers._common import (
     prompt_cache_key,
     system_text,
 )
+from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.profiles import OPENAI_SERVED_PREFIXES, is_reasoning_model
 from agentloom.transport import HttpRequest
@@ -283,7 +284,7 @@ def _keep_reasoning(request: ModelRequest) -> bool:
 
 
 def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelResponse:
-    data = json.loads(body)
+    data = load_body(body)
     if not isinstance(data, dict):
         raise bad_shape(endpoint.name, request.model, "the reply is not an object")
     if data.get("error") and not data.get("output"):
@@ -330,7 +331,7 @@ class ResponsesStreamDecoder:
         for event in events:
             if event.data.strip() == "[DONE]":
                 continue
-            payload = json.loads(event.data)
+            payload = load_body(event.data)
             if not isinstance(payload, dict):
                 raise bad_shape(self._provider, self._model, "an SSE event is not an object")
             self._event(payload, out)

@@ -93,6 +93,9 @@ class CircuitBreaker:
         return False
 
     def record(self, outcome: Outcome) -> None:
+        if self._opened_at is None and outcome == "success":
+            self._failures = 0  # closed (no probe in flight): the every-call case
+            return
         half_open = self._opened_at is not None and self.state == "half_open"
         if half_open and self._in_flight:
             self._in_flight -= 1

@@ -22,6 +22,7 @@ from agentloom.providers import (
     EventSink,
     ResponseBuilder,
     WireProtocol,
+    make_attempt,
 )
 from agentloom.redact import REDACTED, Redactor
 from agentloom.routing._retry import retry_after_seconds
@@ -104,26 +105,28 @@ class ProviderClient:
             if request.stream and 200 <= response.status < 300:
                 result = await self._read_stream(request, response, start, on_event)
             else:
-                result = await self._read_whole(request, response)
+                try:
+                    body = await response.read()
+                except TransportError as exc:
+                    raise self._transport_error(request, exc) from exc
+                finally:
+                    await response.aclose()
+                result = self._decode_whole(request, response, body)
         except ProviderError as exc:
             if on_attempt is not None:
                 on_attempt(self._record(request, start, exc))
             raise
         if on_attempt is not None:
-            on_attempt(AttemptRecord(provider=endpoint.name, model=request.model, attempt=1,
-                                     ok=True, duration_seconds=_perf() - start,
-                                     status=response.status, request_sent=True))
+            on_attempt(make_attempt(provider=endpoint.name, model=request.model, attempt=1,
+                                    ok=True, duration_seconds=_perf() - start,
+                                    status=response.status, request_sent=True))
         return result
 
     # --- reading -------------------------------------------------------------------------
 
-    async def _read_whole(self, request: ModelRequest, response: HttpResponse) -> ModelResponse:
-        try:
-            body = await response.read()
-        except TransportError as exc:
-            raise self._transport_error(request, exc) from exc
-        finally:
-            await response.aclose()
+    def _decode_whole(
+        self, request: ModelRequest, response: HttpResponse, body: bytes
+    ) -> ModelResponse:
         if not 200 <= response.status < 300:
             raise self._status_error(request, response.status, response.headers, body)
         try:

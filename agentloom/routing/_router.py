@@ -33,6 +33,8 @@ from agentloom.providers import (
     EventSink,
     ModelClient,
     check_attachments,
+    make_response,
+    make_usage,
 )
 from agentloom.routing._breaker import CircuitBreaker, Outcome
 from agentloom.routing._budget import RunBudget, estimate_prompt_tokens, output_bound
@@ -162,6 +164,22 @@ _MEDIA_KINDS = frozenset({"image", "document", "audio"})
 DEFAULT_CHECKS: tuple[CheckHook, ...] = (check_tools, check_media)
 
 
+class _Sink:
+    """The event sink of one streamed attempt: passes events on and remembers that one
+    went out (a reply that reached the caller is never retried or moved elsewhere)."""
+
+    __slots__ = ("delivered", "on_event")
+
+    def __init__(self, on_event: EventSink | None) -> None:
+        self.on_event = on_event
+        self.delivered = False
+
+    def __call__(self, event: StreamEvent) -> None:
+        self.delivered = True
+        if self.on_event is not None:
+            self.on_event(event)
+
+
 class Router:
     """A ModelClient that tries candidates in order.
 
@@ -191,8 +209,9 @@ class Router:
         self._prices = prices
         self._checks = tuple(checks)
         self._rng = rng or _jitter_rng()
-        self._cand_prices: list[Price | None] | None = None
-        """Each candidate's price, looked up on first need: price tables don't change."""
+        self._priced: tuple[tuple[Candidate, Price | None], ...] | None = None
+        """Each candidate with its price, looked up on first need: price tables don't
+        change."""
 
     # --- the call ------------------------------------------------------------------------
 
@@ -203,11 +222,11 @@ class Router:
         on_event: EventSink | None = None,
         on_attempt: AttemptSink | None = None,
     ) -> ModelResponse:
-        prices = self._cand_prices
-        if prices is None:
-            prices = self._cand_prices = [self.price_of(c) for c in self.candidates]
+        priced = self._priced
+        if priced is None:
+            priced = self._priced = tuple((c, self.price_of(c)) for c in self.candidates)
         if self.budget is not None:
-            for cand, price in zip(self.candidates, prices, strict=True):
+            for cand, price in priced:
                 if cand.unavailable is None:
                     self.budget.require_price(
                         cand.provider, cand.model, priced=price is not None
@@ -215,13 +234,7 @@ class Router:
         errors: list[ProviderError] = []
         refusals: set[int] = set()
         attempts: list[AttemptRecord] = []
-
-        def report(record: AttemptRecord) -> None:
-            attempts.append(record)
-            if on_attempt is not None:
-                on_attempt(record)
-
-        for cand, price in zip(self.candidates, prices, strict=True):
+        for cand, price in priced:
             req = self.request_for(cand, request)
             reason = self._refusal(cand, req)
             if reason is not None:
@@ -236,7 +249,7 @@ class Router:
                 refusals.add(id(err))
                 errors.append(err)
                 continue
-            response = await self._try(cand, price, req, on_event, report, errors)
+            response = await self._try(cand, price, req, on_event, on_attempt, attempts, errors)
             if response is not None:
                 return response
             if errors and getattr(errors[-1], "partial", False):
@@ -249,7 +262,8 @@ class Router:
         price: Price | None,
         req: ModelRequest,
         on_event: EventSink | None,
-        report: AttemptSink,
+        on_attempt: AttemptSink | None,
+        attempts: list[AttemptRecord],
         errors: list[ProviderError],
     ) -> ModelResponse | None:
         policy = cand.retry or self.retry
@@ -280,16 +294,9 @@ class Router:
                 return None
             outcome: Outcome = "ignored"
             reservation = None
-            delivered = False
+            sink = _Sink(on_event) if (req.stream or on_event) else None
             started = clock.now()
             inner: list[AttemptRecord] = []
-
-            def sink(event: StreamEvent) -> None:
-                nonlocal delivered
-                delivered = True
-                if on_event is not None:
-                    on_event(event)
-
             try:
                 if self.budget is not None:
                     worst = (
@@ -306,10 +313,7 @@ class Router:
                     wait += await cand.limiter.acquire(prompt_estimate + bound)
                     started = clock.now()
                 response = await cand.client.complete(
-                    req,
-                    on_event=sink if (req.stream or on_event) else None,
-                    on_attempt=inner.append,
-                )
+                    req, on_event=sink, on_attempt=inner.append)
                 outcome = "success"
                 response = self._settle(cand, price, response, prompt_estimate + bound)
                 if reservation is not None and self.budget is not None:
@@ -321,10 +325,10 @@ class Router:
                     reservation = None
             except (ProviderError, TransportError) as exc:
                 err = self._as_provider_error(exc, cand)
-                if delivered and not getattr(err, "partial", False):
+                if sink is not None and sink.delivered and not getattr(err, "partial", False):
                     err.partial = True
                 outcome = self._outcome(err, policy)
-                self._report(report, inner, cand, attempt, wait, started, err)
+                self._report(on_attempt, attempts, inner, cand, attempt, wait, started, err)
                 errors.append(err)
                 if self.budget is not None and reservation is not None:
                     self.budget.release(reservation)
@@ -350,7 +354,7 @@ class Router:
                     breaker.record(outcome)
                 if reservation is not None and self.budget is not None:
                     self.budget.release(reservation)
-            self._report(report, inner, cand, attempt, wait, started, None)
+            self._report(on_attempt, attempts, inner, cand, attempt, wait, started, None)
             return response
         return None  # pragma: no cover - the loop returns on its last attempt
 
@@ -359,6 +363,9 @@ class Router:
     def request_for(self, cand: Candidate, request: ModelRequest) -> ModelRequest:
         """The request as this candidate gets it: its model, its params and headers under
         the request's own, and its max_tokens ceiling."""
+        if (request.model == cand.model and not cand.params and not cand.headers
+                and cand.max_tokens is None):
+            return request  # the every-call case: nothing to change
         changes: dict[str, Any] = {}
         if request.model != cand.model:
             changes["model"] = cand.model
@@ -409,7 +416,8 @@ class Router:
 
     def _report(
         self,
-        report: AttemptSink,
+        on_attempt: AttemptSink | None,
+        attempts: list[AttemptRecord],
         inner: list[AttemptRecord],
         cand: Candidate,
         attempt: int,
@@ -417,27 +425,34 @@ class Router:
         started: float,
         err: ProviderError | None,
     ) -> None:
-        if inner:
-            for i, record in enumerate(inner):
-                before = wait if i == 0 else 0.0
-                if record.attempt != attempt or record.wait_before_seconds != before:
-                    record = dataclasses.replace(
-                        record, attempt=attempt, wait_before_seconds=before)
-                report(record)  # records are frozen: an unchanged one is passed as is
-            return
-        report(
-            AttemptRecord(
-                provider=cand.provider,
-                model=cand.model,
-                attempt=attempt,
-                ok=err is None,
-                duration_seconds=max(0.0, self._clock.now() - started),
-                wait_before_seconds=wait,
-                status=err.status if err else None,
-                phase=err.phase if err else None,
-                request_sent=err.request_sent if err else True,
-                error_type=type(err).__name__ if err else None,
-            )
+        """Each attempt the client reported, numbered for this candidate and with the
+        wait before it, else one record of our own; kept for `CallFailed` and passed on."""
+        if not inner:
+            inner.append(self._own_record(cand, attempt, wait, started, err))
+        for i, record in enumerate(inner):
+            before = wait if i == 0 else 0.0
+            if record.attempt != attempt or record.wait_before_seconds != before:
+                record = dataclasses.replace(
+                    record, attempt=attempt, wait_before_seconds=before)
+            attempts.append(record)  # records are frozen: an unchanged one is passed as is
+            if on_attempt is not None:
+                on_attempt(record)
+
+    def _own_record(
+        self, cand: Candidate, attempt: int, wait: float, started: float,
+        err: ProviderError | None,
+    ) -> AttemptRecord:
+        return AttemptRecord(
+            provider=cand.provider,
+            model=cand.model,
+            attempt=attempt,
+            ok=err is None,
+            duration_seconds=max(0.0, self._clock.now() - started),
+            wait_before_seconds=wait,
+            status=err.status if err else None,
+            phase=err.phase if err else None,
+            request_sent=err.request_sent if err else True,
+            error_type=type(err).__name__ if err else None,
         )
 
     @staticmethod
@@ -489,15 +504,16 @@ class Router:
 
 _RESPONSE_FIELDS = ("parts", "usage", "finish_reason", "model", "provider", "response_id",
                     "time_to_first_token")
-# Built field by field (a third of `dataclasses.replace`'s cost, on every priced call)
-# only while these are all of ModelResponse's fields; a new field falls back to replace.
+# Built field by field with the record makers (a sixth of `dataclasses.replace`'s cost,
+# on every priced call) only while these are all of ModelResponse's fields; a new field
+# falls back to replace.
 _DIRECT_RESPONSE = tuple(f.name for f in dataclasses.fields(ModelResponse)) == _RESPONSE_FIELDS
 
 
 def _with_usage(response: ModelResponse, usage: Usage) -> ModelResponse:
     if not _DIRECT_RESPONSE:
         return dataclasses.replace(response, usage=usage)
-    return ModelResponse(
+    return make_response(
         parts=response.parts, usage=usage, finish_reason=response.finish_reason,
         model=response.model, provider=response.provider, response_id=response.response_id,
         time_to_first_token=response.time_to_first_token,
@@ -512,7 +528,7 @@ _DIRECT_USAGE = tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELD
 def _with_cost(usage: Usage, cost: Decimal | None) -> Usage:
     if not _DIRECT_USAGE:
         return usage.with_cost(cost)
-    return Usage(
+    return make_usage(
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
         reasoning_tokens=usage.reasoning_tokens, cost_usd=cost,
