@@ -29,10 +29,6 @@ from agentloom.providers._base import WireProtocol as WireProtocol
 from agentloom.providers._endpoints import VENDORS as VENDORS
 from agentloom.providers._endpoints import endpoints_from_env as endpoints_from_env
 from agentloom.providers._endpoints import vendor_endpoint as vendor_endpoint
-from agentloom.providers._records import make_attempt as make_attempt
-from agentloom.providers._records import make_response as make_response
-from agentloom.providers._records import make_text as make_text
-from agentloom.providers._records import make_usage as make_usage
 from agentloom.providers.profiles import check_attachments as check_attachments
 
 if TYPE_CHECKING:

@@ -13,13 +13,13 @@ from agentloom.messages import (
     ReasoningPart,
     StreamEvent,
     TextDelta,
+    TextPart,
     ToolCallDelta,
     ToolCallPart,
     Usage,
     UsageEvent,
     VendorEvent,
 )
-from agentloom.providers._records import make_response, make_text
 
 
 class ResponseBuilder:
@@ -56,7 +56,7 @@ class ResponseBuilder:
 
     def _flush_text(self) -> None:
         if self._text:
-            self._parts.append(make_text(text="".join(self._text)))
+            self._parts.append(TextPart(text="".join(self._text)))
             self._text = []
 
     def _flush_reasoning(self) -> None:
@@ -126,7 +126,7 @@ class ResponseBuilder:
                 part = ToolCallPart(id=call_id or f"call_{part}", name=name or "",
                                     arguments=args or "")
             parts.append(part)
-        return make_response(
+        return ModelResponse(
             parts=tuple(parts),
             usage=self._usage,
             finish_reason=self.finish_reason,

@@ -37,7 +37,6 @@ from agentloom.messages import (
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
 from agentloom.providers._common import prompt_cache_key
 from agentloom.providers._json import dump_body, load_body
-from agentloom.providers._records import make_response, make_text, make_usage
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
 from agentloom.providers.profiles import OPENAI as _CAPS
@@ -208,7 +207,7 @@ def decode_usage(raw: Any) -> Usage | None:
         return None
     prompt = raw.get("prompt_tokens_details")
     completion = raw.get("completion_tokens_details")
-    return make_usage(
+    return Usage(
         input_tokens=raw.get("prompt_tokens"),
         output_tokens=raw.get("completion_tokens"),
         cache_read_tokens=prompt.get("cached_tokens") if isinstance(prompt, dict) else None,
@@ -362,12 +361,12 @@ class OpenAIProtocol:
         if reasoning and _keep_reasoning(request):
             parts.append(ReasoningPart(text=reasoning))
         if content:
-            parts.append(make_text(text=content))
+            parts.append(TextPart(text=content))
         for i, call in enumerate(message.get("tool_calls") or ()):
             fn = call["function"]
             parts.append(ToolCallPart(id=call.get("id") or f"call_{i}", name=fn["name"],
                                       arguments=fn.get("arguments") or ""))
-        return make_response(
+        return ModelResponse(
             parts=tuple(parts),
             usage=chunk_usage(obj) or Usage(),
             finish_reason=choice.get("finish_reason"),

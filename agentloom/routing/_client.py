@@ -22,7 +22,6 @@ from agentloom.providers import (
     EventSink,
     ResponseBuilder,
     WireProtocol,
-    make_attempt,
 )
 from agentloom.redact import REDACTED, Redactor
 from agentloom.routing._retry import retry_after_seconds
@@ -117,9 +116,9 @@ class ProviderClient:
                 on_attempt(self._record(request, start, exc))
             raise
         if on_attempt is not None:
-            on_attempt(make_attempt(provider=endpoint.name, model=request.model, attempt=1,
-                                    ok=True, duration_seconds=_perf() - start,
-                                    status=response.status, request_sent=True))
+            on_attempt(AttemptRecord(provider=endpoint.name, model=request.model, attempt=1,
+                                     ok=True, duration_seconds=_perf() - start,
+                                     status=response.status, request_sent=True))
         return result
 
     # --- reading -------------------------------------------------------------------------
