@@ -9,7 +9,6 @@ are tested without sockets and shared by every streaming wire protocol.
 from __future__ import annotations
 
 from agentloom._record import FrozenRecord, frozen_record, set_field
-
 from agentloom.providers._json import load_body
 
 

@@ -139,9 +139,9 @@ async def test_a_one_step_run_past_its_deadline_is_cancelled() -> None:
     assert asyncio.current_task() is not None and asyncio.current_task().cancelling() == 0
 
 
-async def test_a_reused_request_follows_the_rendered_prompt_and_the_config() -> None:
-    # A step sends its last run's request again only when nothing in it would differ:
-    # a prompt rendered from other state, or another config, builds a new one.
+async def test_a_steps_request_follows_the_rendered_prompt_and_the_config() -> None:
+    # The loaded workflow keeps per-step memos across runs (tool box, client); none of
+    # them may carry one run's prompt, model or stream setting into the next.
     wf = load_workflow_text("name: p\nconfig: {model: base}\nstate: {city: Paris}\nsteps:\n"
                             "  - {id: a, type: llm_call, prompt: 'weather in {state.city}'}\n")
     sent: list[tuple[str, str, bool]] = []

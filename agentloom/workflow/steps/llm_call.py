@@ -16,7 +16,6 @@ from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError
 from agentloom.loop.request import build_request
 from agentloom.messages import (
-    ModelRequest,
     NamedToolChoice,
     ReasoningConfig,
     ToolChoice,
@@ -116,28 +115,18 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     # Without a conversation or a schema the request is complete here: built once with
     # its messages and tools, instead of copied by each later layer that fills one in.
     plain = prep.conversation is None and prep.structured is None
-    model = model or default_model(ctx)
-    # A request is immutable: a run that renders the same texts for the same model,
-    # config and tool box as the step's last run sends the request that run built.
-    key = (model, system_prompt, prompt, toolbox, plain, config) if not media else None
-    memo = node.memo.get("request")
-    if key is not None and memo is not None and memo[0] == key:
-        request: ModelRequest = memo[1]
-    else:
-        request = build_request(
-            model=model,
-            messages=plain_messages(node.id, system_prompt, prompt, media) if plain else (),
-            temperature=step.temperature,
-            max_tokens=step.max_tokens,
-            tools=toolbox if plain else None,
-            tool_choice=prep.tool_choice,
-            reasoning=prep.reasoning,
-            stream=bool(stream),
-            vendor_tools=normalize_vendor_tools(step.vendor_tools),
-            cache=step.cache or profile_cache(step.profile, ctx),
-        )
-        if key is not None:
-            node.memo["request"] = (key, request)
+    request = build_request(
+        model=model or default_model(ctx),
+        messages=plain_messages(node.id, system_prompt, prompt, media) if plain else (),
+        temperature=step.temperature,
+        max_tokens=step.max_tokens,
+        tools=toolbox if plain else None,
+        tool_choice=prep.tool_choice,
+        reasoning=prep.reasoning,
+        stream=bool(stream),
+        vendor_tools=normalize_vendor_tools(step.vendor_tools),
+        cache=step.cache or profile_cache(step.profile, ctx),
+    )
     turn = Turn(
         step_id=node.id, request=request, system_prompt=system_prompt, prompt=prompt,
         media=media, conversation=prep.conversation, speaker=step.speaker,
