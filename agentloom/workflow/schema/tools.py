@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from agentloom.workflow.schema.steps import Strict
+from agentloom.workflow.schema.steps import Strict, empty_dict, empty_list
 
 ArgTypeName = Literal["str", "int", "float", "bool", "list", "object"]
 
@@ -31,8 +31,8 @@ class FunctionDecl(Strict):
     arguments in scope as `{args.<name>}`, and its `return` template is the result."""
 
     description: str = Field(min_length=1)
-    args: dict[str, FunctionArg] = Field(default_factory=dict)
-    steps: list[dict[str, Any]] = Field(default_factory=list)
+    args: dict[str, FunctionArg] = Field(default_factory=empty_dict)
+    steps: list[dict[str, Any]] = Field(default_factory=empty_list)
     return_: str = Field(alias="return")
     """Rendered after the steps: `{steps.<id>.output}`, `{state.x}`, `{args.x}`."""
 
@@ -50,7 +50,7 @@ class MCPServerDecl(Strict):
     `url`. Started once per run, closed at its end."""
 
     command: str | list[str] | None = None
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     env: dict[str, str] | None = None
     cwd: str | None = None
     url: str | None = None

@@ -17,7 +17,14 @@ from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
 from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
 from agentloom.workflow.schema.agents import AgentDef
-from agentloom.workflow.schema.steps import RetryConfig, Step, StepBase, Strict, step_adapter
+from agentloom.workflow.schema.steps import (
+    RetryConfig,
+    Step,
+    StepBase,
+    Strict,
+    empty_dict,
+    step_adapter,
+)
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
 
 __all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "Step", "WorkflowConfig",
@@ -133,7 +140,7 @@ class ProviderConfig(Strict):
     """The environment variable holding the key (read by the CLI's runtime)."""
     api_key: str | None = None
     """A key written in the file; prefer api_key_env."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=empty_dict)
     models: list[str] | None = None
     max_reply_bytes: int | None = Field(default=None, gt=0)
     """The largest reply accepted (decompressed; a stream in total); default 32 MB."""
@@ -184,8 +191,8 @@ class WorkflowDefinition(Strict):
 
     description: str | None = None
     config: WorkflowConfig = Field(default_factory=WorkflowConfig)
-    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
-    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    providers: dict[str, ProviderConfig] = Field(default_factory=empty_dict)
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Named model setups (spec 004) a step uses with `profile: name`; checked here, read
     by `agentloom.workflow.steps.profiles`."""
 
@@ -196,15 +203,15 @@ class WorkflowDefinition(Strict):
         _config_checked(lambda d: parse_profiles(d, known_providers=known), v)
         return v
 
-    state: dict[str, Any] = Field(default_factory=dict)
-    state_schema: dict[str, StateKeyRule] = Field(default_factory=dict)
-    agents: dict[str, AgentDef] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=empty_dict)
+    state_schema: dict[str, StateKeyRule] = Field(default_factory=empty_dict)
+    agents: dict[str, AgentDef] = Field(default_factory=empty_dict)
     """Agents run by `type: agent` steps, by name."""
     steps: Annotated[list[Step], _StepsSeenAlone]
     """At least one (checked by `_StepsSeenAlone`)."""
-    functions: dict[str, FunctionDecl] = Field(default_factory=dict)
+    functions: dict[str, FunctionDecl] = Field(default_factory=empty_dict)
     """Workflow functions the model can call as tools (spec 004)."""
-    mcp_servers: dict[str, MCPServerDecl] = Field(default_factory=dict)
+    mcp_servers: dict[str, MCPServerDecl] = Field(default_factory=empty_dict)
     """MCP servers whose tools steps name as `server.tool` (or `server` for all)."""
 
 
