@@ -255,16 +255,29 @@ async def test_timeline_off_by_default() -> None:
 
 
 async def test_time_split() -> None:
+    # On the run's clock, not real sleeps: both tools are in flight while the clock moves
+    # 2 s, so their summed durations (4 s) exceed the batch's wall time (2 s).
+    from agentloom.testing.clock import FakeClock
+
+    clock = FakeClock()
+    started: list[str] = []
+    both_started = asyncio.Event()
+
     async def slow(arguments: str) -> str:
-        await asyncio.sleep(0.002)
+        started.append(arguments)
+        if len(started) == 2:
+            clock.advance(2)
+            both_started.set()
+        await both_started.wait()
         return "s"
 
     model = ScriptedModel([[tool_call("slow", id="1"), tool_call("slow", id="2")], "ok"])
-    s = (await run_loop(model, req(), tools=Tools(slow=slow))).summary
+    async with asyncio.timeout(30):  # tools run one by one would wait here for ever
+        s = (await run_loop(model, req(), tools=Tools(slow=slow),
+                            options=LoopOptions(clock=clock))).summary
     assert s is not None
-    assert s.tool_duration_seconds > 0 and s.tool_seconds > 0
-    # two tools in parallel: their summed durations exceed the batch's wall time
-    assert s.tool_duration_seconds > s.tool_seconds * 1.2
+    assert s.tool_seconds == 2
+    assert s.tool_duration_seconds == 4
     assert s.elapsed_seconds >= s.tool_seconds + s.model_seconds
 
 
