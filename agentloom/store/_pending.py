@@ -76,14 +76,13 @@ class PendingWrites:
             raise failed
         return self._queued.pop(run_id, None) or []
 
-    def carrying(self, run_id: str) -> int:
+    def carrying(self, run_id: str) -> None:
         """A write carrying what `take` gave it is on its way: `settle` waits for it
-        (call `carried` when it is done, whatever the outcome). Returns how many of the
-        run's writes are on their way now; a counter, not a future per write."""
-        n = self._carrying[run_id] = self._carrying.get(run_id, 0) + 1
-        return n
+        (call `carried` when it is done, whatever the outcome). A count per run, not a
+        future per write."""
+        self._carrying[run_id] = self._carrying.get(run_id, 0) + 1
 
-    def carried(self, run_id: str, _token: object = None) -> None:
+    def carried(self, run_id: str) -> None:
         left = self._carrying.pop(run_id, 1) - 1
         if left > 0:
             self._carrying[run_id] = left

@@ -228,12 +228,12 @@ async def test_settle_waits_for_a_write_still_carrying_the_runs_reply() -> None:
     pending = PendingWrites(send, delay=60)
     pending.add("r", ("INSERT reply", ()))
     assert pending.take("r") == [("INSERT reply", ())]
-    done = pending.carrying("r")
+    pending.carrying("r")
     waiter = asyncio.ensure_future(pending.settle("r"))
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert not waiter.done(), "settled while the carrying write was on its way"
-    pending.carried("r", done)
+    pending.carried("r")
     await asyncio.wait_for(waiter, 5)
     await pending.settle("r")  # nothing on its way any more: returns at once
     assert sent == []
