@@ -129,6 +129,95 @@ class _StreamedResponse:
         self._resp.release()
 
 
+class _Limits:
+    """One HttpTimeout as aiohttp takes it: `full` has every limit (for streams), `bare`
+    only the connect ones, for a buffered call whose `_Watch` keeps the rest."""
+
+    __slots__ = ("bare", "full", "read", "total")
+
+    def __init__(self, timeout: HttpTimeout) -> None:
+        self.read, self.total = timeout.read, timeout.total
+        self.full = aiohttp.ClientTimeout(
+            total=timeout.total, connect=timeout.connect, sock_connect=timeout.connect,
+            sock_read=timeout.read,
+        )
+        # The watch's idle clock starts with the call, not once the request is written:
+        # with `read` at least twice `connect` (aiohttp rounds a connect limit of 5 s or
+        # more up to the next second), a silence that long means connected and sent.
+        # Otherwise (or without a connect limit) aiohttp's own timers stay in charge.
+        connect = timeout.connect
+        self.bare = (
+            aiohttp.ClientTimeout(total=None, connect=connect, sock_connect=connect)
+            if connect is not None and (timeout.read is None or timeout.read >= 2 * connect)
+            else None
+        )
+
+
+class _Watch:
+    """A buffered call's two time limits on one timer. aiohttp arms three per call for
+    them (the whole-call limit, and the idle limit, re-armed on every read from the
+    socket), and timers are most of what a call costs it beyond the bytes.
+
+    `total` is exact. The idle limit is looked at lazily, every `read / 2` from the start:
+    two looks in a row that find the reply where the one before left it (no headers yet,
+    or no body byte more) end the call. So a silent reply ends after at least `read` and
+    under 1.5 x `read` seconds without a byte (aiohttp: exactly `read`), and a call that
+    ends sooner, which is almost every call, costs one timer set and cancelled.
+    """
+
+    __slots__ = ("_at", "_deadline", "_handle", "_loop", "_quiet", "_scope", "_seen",
+                 "_step", "expired", "resp")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, scope: asyncio.Timeout,
+                 read: float | None, total: float | None) -> None:
+        self._loop = loop
+        self._scope = scope
+        self._at = loop.time()
+        self._step = None if read is None else read / 2
+        self._deadline = None if total is None else self._at + total
+        self._seen = -1  # body bytes at the last look; -1: no headers yet
+        self._quiet = 0  # looks in a row that saw nothing new
+        self.resp: aiohttp.ClientResponse | None = None
+        self.expired: str | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        # Times are the scheduled ones, not the clock's: a timer may run a hair early.
+        at = self._deadline if self._step is None else self._at + self._step
+        if at is None:
+            return
+        if self._deadline is not None and at > self._deadline:
+            at = self._deadline
+        self._at = at
+        self._handle = self._loop.call_at(at, self._look)
+
+    def _look(self) -> None:
+        self._handle = None
+        if self._deadline is not None and self._at >= self._deadline:
+            self._expire("total")
+            return
+        resp = self.resp
+        seen = -1 if resp is None else resp.content.total_bytes
+        if seen != self._seen:
+            self._seen, self._quiet = seen, 0
+        else:
+            self._quiet += 1
+            if self._quiet >= 2:
+                self._expire("idle")
+                return
+        self._arm()
+
+    def _expire(self, why: str) -> None:
+        self.expired = why
+        self._scope.reschedule(self._loop.time())  # the scope cancels the call's task
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
 class AiohttpTransport:
     """The default transport: one aiohttp session, opened on first use in the running loop.
 
@@ -156,21 +245,18 @@ class AiohttpTransport:
         self._timeout = timeout or _DEFAULT_TIMEOUT
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeouts: dict[HttpTimeout, aiohttp.ClientTimeout] = {}
+        self._timeouts: dict[HttpTimeout, _Limits] = {}
         # The last one asked for, by identity: an endpoint passes the same object on every
         # call, and the dict lookup hashes the dataclass field by field in Python.
-        self._last_timeout: tuple[HttpTimeout, aiohttp.ClientTimeout] | None = None
+        self._last_timeout: tuple[HttpTimeout, _Limits] | None = None
 
-    def _client_timeout(self, timeout: HttpTimeout) -> aiohttp.ClientTimeout:
+    def _limits(self, timeout: HttpTimeout) -> _Limits:
         last = self._last_timeout
         if last is not None and last[0] is timeout:
             return last[1]
         found = self._timeouts.get(timeout)
         if found is None:
-            found = aiohttp.ClientTimeout(
-                total=timeout.total, connect=timeout.connect, sock_connect=timeout.connect,
-                sock_read=timeout.read,
-            )
+            found = _Limits(timeout)
             if len(self._timeouts) < 64:  # bounded: timeouts are few in practice
                 self._timeouts[timeout] = found
         self._last_timeout = (timeout, found)
@@ -185,7 +271,7 @@ class AiohttpTransport:
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
-            timeout=self._client_timeout(self._timeout),
+            timeout=self._limits(self._timeout).full,
             auto_decompress=True,
             # A default header, not `skip_auto_headers`: aiohttp adds no User-Agent of its
             # own when one is there, and a session-wide skip list costs a sort and two
@@ -199,21 +285,17 @@ class AiohttpTransport:
         session = self._session
         if session is None or self._loop is not asyncio.get_running_loop() or session.closed:
             session = self._open()
-        timeout = request.timeout
+        limits = self._limits(request.timeout or self._timeout)
+        limit = request.max_bytes or self._max_reply_bytes
+        if limits.bare is not None and not request.stream:
+            return await self._buffered(session, request, limits, limit)
         got_headers = False
         try:
-            if timeout is None:
-                resp = await session.request(
-                    request.method, request.url, data=request.body, headers=request.headers,
-                    allow_redirects=False,
-                )
-            else:
-                resp = await session.request(
-                    request.method, request.url, data=request.body, headers=request.headers,
-                    allow_redirects=False, timeout=self._client_timeout(timeout),
-                )
+            resp = await session.request(
+                request.method, request.url, data=request.body, headers=request.headers,
+                allow_redirects=False, timeout=limits.full,
+            )
             got_headers = True
-            limit = request.max_bytes or self._max_reply_bytes
             if request.stream:
                 return _StreamedResponse(resp, limit)
             try:
@@ -221,8 +303,37 @@ class AiohttpTransport:
             finally:
                 resp.release()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise _translate(exc, got_headers=got_headers,
-                             total=(timeout or self._timeout).total) from exc
+            raise _translate(exc, got_headers=got_headers, total=limits.total) from exc
+        return BufferedResponse(
+            status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
+        )
+
+    async def _buffered(self, session: aiohttp.ClientSession, request: HttpRequest,
+                        limits: _Limits, limit: int) -> HttpResponse:
+        """A reply read whole, its time limits kept by one `_Watch`."""
+        assert limits.bare is not None
+        scope = asyncio.timeout(None)
+        watch = _Watch(self._loop or asyncio.get_running_loop(), scope, limits.read,
+                       limits.total)
+        resp: aiohttp.ClientResponse | None = None
+        try:
+            async with scope:
+                resp = await session.request(
+                    request.method, request.url, data=request.body, headers=request.headers,
+                    allow_redirects=False, timeout=limits.bare,
+                )
+                watch.resp = resp
+                try:
+                    body = await _read_capped(resp, limit)
+                finally:
+                    resp.release()
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            # An idle call ends in aiohttp's words, as its own idle timer puts it.
+            said = (cx.SocketTimeoutError("Timeout on reading data from socket")
+                    if watch.expired == "idle" else exc)
+            raise _translate(said, got_headers=resp is not None, total=limits.total) from exc
+        finally:
+            watch.cancel()
         return BufferedResponse(
             status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
         )

@@ -48,6 +48,22 @@ class Server:
     async def redirect(self, request: web.Request) -> web.Response:
         raise web.HTTPFound("/echo")
 
+    async def stall(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await resp.write(b"partial")
+        await self.release.wait()
+        return resp
+
+    async def trickle(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        for _ in range(int(request.query["n"])):
+            await asyncio.sleep(float(request.query["gap"]))
+            await resp.write(b"x")
+        await resp.write_eof()
+        return resp
+
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[Server, str]]:
@@ -55,7 +71,8 @@ async def server() -> AsyncIterator[tuple[Server, str]]:
     app = web.Application()
     app.add_routes([web.route("*", "/echo", s.echo), web.get("/stream", s.stream),
                     web.get("/drop", s.drop), web.get("/hang", s.hang),
-                    web.get("/redirect", s.redirect)])
+                    web.get("/redirect", s.redirect), web.get("/stall", s.stall),
+                    web.get("/trickle", s.trickle)])
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -135,6 +152,55 @@ async def test_read_timeout_means_sent(
     with pytest.raises(TransportError) as info:
         await transport.handle(HttpRequest(method="GET", url=f"{url}/hang",
                                            timeout=HttpTimeout(read=0.05)))
+    assert info.value.phase == "read" and info.value.request_sent is True
+
+
+# A buffered call with `read` at least twice `connect` has its limits kept by one timer of
+# the transport's (`_Watch`) instead of aiohttp's: the same errors, the same bounds.
+
+
+async def test_idle_before_headers_is_a_read_error_after_the_request_was_sent(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    with pytest.raises(TransportError) as info:
+        await transport.handle(HttpRequest(method="GET", url=f"{url}/hang",
+                                           timeout=HttpTimeout(connect=0.05, read=0.1)))
+    assert info.value.phase == "read" and info.value.request_sent is True
+    assert "SocketTimeoutError" in str(info.value)
+
+
+async def test_idle_mid_body_is_a_read_error(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    with pytest.raises(TransportError) as info:
+        await transport.handle(HttpRequest(method="GET", url=f"{url}/stall",
+                                           timeout=HttpTimeout(connect=0.05, read=0.1)))
+    assert info.value.phase == "read" and info.value.request_sent is True
+
+
+async def test_a_body_that_keeps_coming_is_not_idle(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    # Bytes 0.02 s apart for ~0.4 s, past 1.5 x the idle limit of 0.2 s, so only a watch
+    # that sees the body move lets it through.
+    resp = await transport.handle(HttpRequest(
+        method="GET", url=f"{url}/trickle?n=20&gap=0.02",
+        timeout=HttpTimeout(connect=0.05, read=0.2)))
+    assert await resp.read() == b"x" * 20
+
+
+async def test_the_whole_call_limit_names_itself(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    with pytest.raises(TransportError) as info:
+        await transport.handle(HttpRequest(
+            method="GET", url=f"{url}/stall",
+            timeout=HttpTimeout(connect=0.05, read=None, total=0.1)))
+    assert "no full reply within the call's timeout of 0.1 s" in str(info.value)
     assert info.value.phase == "read" and info.value.request_sent is True
 
 
