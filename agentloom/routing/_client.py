@@ -25,7 +25,13 @@ from agentloom.providers import (
 )
 from agentloom.redact import REDACTED, Redactor
 from agentloom.routing._retry import retry_after_seconds
-from agentloom.transport import BodyTooLarge, HttpResponse, Transport, TransportError
+from agentloom.transport import (
+    BodyTooLarge,
+    BufferedResponse,
+    HttpResponse,
+    Transport,
+    TransportError,
+)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "cf-ray")
@@ -103,6 +109,10 @@ class ProviderClient:
                 raise self._transport_error(request, exc) from exc
             if request.stream and 200 <= response.status < 300:
                 result = await self._read_stream(request, response, start, on_event)
+            elif type(response) is BufferedResponse and response.chunks is None:
+                # Already in memory (the aiohttp transport reads a reply that is not
+                # streamed before returning it): nothing to await, nothing to close.
+                result = self._decode_whole(request, response, response.body)
             else:
                 try:
                     body = await response.read()
