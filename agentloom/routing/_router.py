@@ -178,6 +178,49 @@ class _Sink:
             self.on_event(event)
 
 
+class _Log:
+    """One call's bookkeeping in one object: the records an attempt's client reported
+    (it is the client's `on_attempt`, and holds them until the router numbers them), the
+    errors and failed attempts `CallFailed` carries, and which errors were refusals. The
+    lists start empty and shared: a call that succeeds at once never makes one, and
+    fewer objects live through each call's wait for the collector to walk."""
+
+    __slots__ = ("attempts", "errors", "pending", "refused")
+
+    def __init__(self) -> None:
+        self.pending: list[AttemptRecord] | None = None
+        self.errors: list[ProviderError] = _NONE
+        self.attempts: list[AttemptRecord] = _NONE
+        self.refused: set[int] = _NO_IDS
+
+    def __call__(self, record: AttemptRecord) -> None:
+        if self.pending is None:
+            self.pending = [record]
+        else:
+            self.pending.append(record)
+
+    def fail(self, err: ProviderError) -> None:
+        if self.errors is _NONE:
+            self.errors = []
+        self.errors.append(err)
+
+    def keep(self, record: AttemptRecord) -> None:
+        if self.attempts is _NONE:
+            self.attempts = []
+        self.attempts.append(record)
+
+    def refuse(self, err: ProviderError) -> None:
+        if self.refused is _NO_IDS:
+            self.refused = set()
+        self.refused.add(id(err))
+        self.fail(err)
+
+
+_NONE: list[Any] = []
+"""The empty list every `_Log` starts with; it is replaced, never added to."""
+_NO_IDS: set[int] = set()
+
+
 class Router:
     """A ModelClient that tries candidates in order.
 
@@ -229,30 +272,26 @@ class Router:
                     self.budget.require_price(
                         cand.provider, cand.model, priced=price is not None
                     )
-        errors: list[ProviderError] = []
-        refusals: set[int] = set()
-        attempts: list[AttemptRecord] = []
+        log = _Log()
         for cand, price in priced:
             req = self.request_for(cand, request)
             reason = self._refusal(cand, req)
             if reason is not None:
-                err = ProviderError(
+                log.refuse(ProviderError(
                     f"{cand.provider} cannot take this request: {reason}",
                     provider=cand.provider,
                     model=cand.model,
                     phase="local",
                     request_sent=False,
                     retryable=False,
-                )
-                refusals.add(id(err))
-                errors.append(err)
+                ))
                 continue
-            response = await self._try(cand, price, req, on_event, on_attempt, attempts, errors)
+            response = await self._try(cand, price, req, on_event, on_attempt, log)
             if response is not None:
                 return response
-            if errors and getattr(errors[-1], "partial", False):
+            if log.errors and getattr(log.errors[-1], "partial", False):
                 break  # text already reached the caller: no other provider may continue it
-        raise self._failure(request, errors, refusals, attempts)
+        raise self._failure(request, log)
 
     async def _try(
         self,
@@ -261,8 +300,7 @@ class Router:
         req: ModelRequest,
         on_event: EventSink | None,
         on_attempt: AttemptSink | None,
-        attempts: list[AttemptRecord],
-        errors: list[ProviderError],
+        log: _Log,
     ) -> ModelResponse | None:
         policy = cand.retry or self.retry
         clock = self._clock
@@ -279,7 +317,7 @@ class Router:
             if breaker is not None and not breaker.allow():
                 if attempt > 1:
                     return None  # it opened during our retries: the last real error stands
-                errors.append(
+                log.fail(
                     ProviderError(
                         f"circuit breaker for {cand.provider} is open after repeated failures",
                         provider=cand.provider,
@@ -294,7 +332,6 @@ class Router:
             reservation = None
             sink = _Sink(on_event) if (req.stream or on_event) else None
             started = clock.now()
-            inner: list[AttemptRecord] = []
             try:
                 if self.budget is not None:
                     worst = (
@@ -310,8 +347,7 @@ class Router:
                 if cand.limiter is not None:
                     wait += await cand.limiter.acquire(prompt_estimate + bound)
                     started = clock.now()
-                response = await cand.client.complete(
-                    req, on_event=sink, on_attempt=inner.append)
+                response = await cand.client.complete(req, on_event=sink, on_attempt=log)
                 outcome = "success"
                 response = self._settle(cand, price, response, prompt_estimate + bound)
                 if reservation is not None and self.budget is not None:
@@ -326,8 +362,8 @@ class Router:
                 if sink is not None and sink.delivered and not getattr(err, "partial", False):
                     err.partial = True
                 outcome = self._outcome(err, policy)
-                self._report(on_attempt, attempts, inner, cand, attempt, wait, started, err)
-                errors.append(err)
+                self._report(on_attempt, log, cand, attempt, wait, started, err)
+                log.fail(err)
                 if self.budget is not None and reservation is not None:
                     self.budget.release(reservation)
                     reservation = None
@@ -352,7 +388,7 @@ class Router:
                     breaker.record(outcome)
                 if reservation is not None and self.budget is not None:
                     self.budget.release(reservation)
-            self._report(on_attempt, attempts, inner, cand, attempt, wait, started, None)
+            self._report(on_attempt, log, cand, attempt, wait, started, None)
             return response
         return None  # pragma: no cover - the loop returns on its last attempt
 
@@ -415,8 +451,7 @@ class Router:
     def _report(
         self,
         on_attempt: AttemptSink | None,
-        attempts: list[AttemptRecord],
-        inner: list[AttemptRecord],
+        log: _Log,
         cand: Candidate,
         attempt: int,
         wait: float,
@@ -424,15 +459,20 @@ class Router:
         err: ProviderError | None,
     ) -> None:
         """Each attempt the client reported, numbered for this candidate and with the
-        wait before it, else one record of our own; kept for `CallFailed` and passed on."""
-        if not inner:
-            inner.append(self._own_record(cand, attempt, wait, started, err))
-        for i, record in enumerate(inner):
-            before = wait if i == 0 else 0.0
+        wait before it, else one record of our own; passed on, and a failed attempt's kept
+        for `CallFailed` (a success ends the call, so its records are never needed)."""
+        records = log.pending
+        log.pending = None
+        if records is None:
+            records = [self._own_record(cand, attempt, wait, started, err)]
+        before = wait
+        for record in records:
             if record.attempt != attempt or record.wait_before_seconds != before:
                 record = dataclasses.replace(
                     record, attempt=attempt, wait_before_seconds=before)
-            attempts.append(record)  # records are frozen: an unchanged one is passed as is
+            before = 0.0
+            if err is not None:
+                log.keep(record)  # frozen: an unchanged record is passed as is
             if on_attempt is not None:
                 on_attempt(record)
 
@@ -466,13 +506,8 @@ class Router:
             cand.limiter.settle(reservation_tokens, _tokens_used(usage))
         return response
 
-    def _failure(
-        self,
-        request: ModelRequest,
-        errors: list[ProviderError],
-        refusals: set[int],
-        attempts: list[AttemptRecord],
-    ) -> CallFailed:
+    def _failure(self, request: ModelRequest, log: _Log) -> CallFailed:
+        errors, refusals, attempts = log.errors, log.refused, log.attempts
         real = [e for e in errors if id(e) not in refusals]
         decisive = real[-1] if real else errors[-1]
         policy = self.retry

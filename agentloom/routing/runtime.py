@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
@@ -500,17 +500,25 @@ class _LazyClient:
         self._timeout = timeout
         self._client: ModelClient | None = None
 
-    async def complete(
+    def complete(
         self,
         request: ModelRequest,
         *,
         on_event: EventSink | None = None,
         on_attempt: AttemptSink | None = None,
+    ) -> Coroutine[Any, Any, ModelResponse]:
+        # Not a coroutine of its own once the client exists: the built client's call is
+        # handed back as is, one frame fewer on every call and every resumption.
+        client = self._client
+        if client is not None:
+            return client.complete(request, on_event=on_event, on_attempt=on_attempt)
+        return self._first(request, on_event, on_attempt)
+
+    async def _first(
+        self, request: ModelRequest, on_event: EventSink | None, on_attempt: AttemptSink | None
     ) -> ModelResponse:
         client = self._client
         if client is None:
-            client = self._client = await self._build()
+            client = self._client = await self._runtime.provider_client(
+                self._endpoint, self._timeout)
         return await client.complete(request, on_event=on_event, on_attempt=on_attempt)
-
-    async def _build(self) -> ModelClient:
-        return await self._runtime.provider_client(self._endpoint, self._timeout)
