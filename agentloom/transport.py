@@ -19,8 +19,9 @@ from agentloom._record import FACTORY, FrozenRecord, Record, frozen_record, reco
 @frozen_record
 class HttpTimeout(FrozenRecord):
     """Per-phase limits in seconds; None disables one. `read` is the idle limit (no byte
-    for that long, a stream included); `total` bounds the whole exchange, body included,
-    so a reply that trickles forever still ends.
+    for that long, a stream included; a reply read whole may take up to half as long
+    again before it ends); `total` bounds the whole exchange, body included, so a reply
+    that trickles forever still ends.
 
         HttpTimeout()                      # 10 s to connect, 300 s idle, 1800 s in all
         HttpTimeout(connect=2, read=30)    # tighter
