@@ -287,31 +287,9 @@ class AiohttpTransport:
             session = self._open()
         limits = self._limits(request.timeout or self._timeout)
         limit = request.max_bytes or self._max_reply_bytes
-        if limits.bare is not None and not request.stream:
-            return await self._buffered(session, request, limits, limit)
-        got_headers = False
-        try:
-            resp = await session.request(
-                request.method, request.url, data=request.body, headers=request.headers,
-                allow_redirects=False, timeout=limits.full,
-            )
-            got_headers = True
-            if request.stream:
-                return _StreamedResponse(resp, limit)
-            try:
-                body = await _read_capped(resp, limit)
-            finally:
-                resp.release()
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise _translate(exc, got_headers=got_headers, total=limits.total) from exc
-        return BufferedResponse(
-            status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
-        )
-
-    async def _buffered(self, session: aiohttp.ClientSession, request: HttpRequest,
-                        limits: _Limits, limit: int) -> HttpResponse:
-        """A reply read whole, its time limits kept by one `_Watch`."""
-        assert limits.bare is not None
+        if limits.bare is None or request.stream:
+            return await self._aiohttp_timed(session, request, limits, limit)
+        # A reply read whole (almost every call), its time limits kept by one `_Watch`.
         scope = asyncio.timeout(None)
         watch = _Watch(self._loop or asyncio.get_running_loop(), scope, limits.read,
                        limits.total)
@@ -334,6 +312,29 @@ class AiohttpTransport:
             raise _translate(said, got_headers=resp is not None, total=limits.total) from exc
         finally:
             watch.cancel()
+        return BufferedResponse(
+            status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
+        )
+
+    async def _aiohttp_timed(self, session: aiohttp.ClientSession, request: HttpRequest,
+                             limits: _Limits, limit: int) -> HttpResponse:
+        """A stream (its reader may run after this returns, so only aiohttp's timers can
+        bound it), or limits the watch can't keep: aiohttp's own timers."""
+        got_headers = False
+        try:
+            resp = await session.request(
+                request.method, request.url, data=request.body, headers=request.headers,
+                allow_redirects=False, timeout=limits.full,
+            )
+            got_headers = True
+            if request.stream:
+                return _StreamedResponse(resp, limit)
+            try:
+                body = await _read_capped(resp, limit)
+            finally:
+                resp.release()
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise _translate(exc, got_headers=got_headers, total=limits.total) from exc
         return BufferedResponse(
             status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
         )
