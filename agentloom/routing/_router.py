@@ -498,12 +498,10 @@ class Router:
         cand: Candidate, price: Price | None, response: ModelResponse, reservation_tokens: int
     ) -> ModelResponse:
         """Cost from the price table unless the provider reported one; TPM refund."""
-        usage = response.usage
-        if usage.cost_usd is None and price is not None:
-            usage = _with_cost(usage, price_usage(usage, price))
-            response = _with_usage(response, usage)
+        if response.usage.cost_usd is None and price is not None:
+            response = _with_cost(response, price_usage(response.usage, price))
         if cand.limiter is not None:
-            cand.limiter.settle(reservation_tokens, _tokens_used(usage))
+            cand.limiter.settle(reservation_tokens, _tokens_used(response.usage))
         return response
 
     def _failure(self, request: ModelRequest, log: _Log) -> CallFailed:
@@ -537,34 +535,32 @@ class Router:
 
 _RESPONSE_FIELDS = ("parts", "usage", "finish_reason", "model", "provider", "response_id",
                     "time_to_first_token")
-# Built field by field (a third of `dataclasses.replace`'s cost, on every priced call)
-# only while these are all of ModelResponse's fields; a new field falls back to replace.
-_DIRECT_RESPONSE = tuple(f.name for f in dataclasses.fields(ModelResponse)) == _RESPONSE_FIELDS
-
-
-def _with_usage(response: ModelResponse, usage: Usage) -> ModelResponse:
-    if not _DIRECT_RESPONSE:
-        return dataclasses.replace(response, usage=usage)
-    return ModelResponse(
-        parts=response.parts, usage=usage, finish_reason=response.finish_reason,
-        model=response.model, provider=response.provider, response_id=response.response_id,
-        time_to_first_token=response.time_to_first_token,
-    )
-
-
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "reasoning_tokens", "cost_usd", "input_includes_cached", "cost_estimated")
-_DIRECT_USAGE = tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELDS
+# Built field by field (a third of `dataclasses.replace`'s cost, on every priced call)
+# only while these are all of the classes' fields; a new field falls back to replace.
+_DIRECT = (tuple(f.name for f in dataclasses.fields(ModelResponse)) == _RESPONSE_FIELDS
+           and tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELDS)
 
 
-def _with_cost(usage: Usage, cost: Decimal | None) -> Usage:
-    if not _DIRECT_USAGE:
-        return usage.with_cost(cost)
-    return Usage(
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
-        reasoning_tokens=usage.reasoning_tokens, cost_usd=cost,
-        input_includes_cached=usage.input_includes_cached, cost_estimated=cost is not None,
+def _with_cost(response: ModelResponse, cost: Decimal | None) -> ModelResponse:
+    """The response with its usage's cost set (and marked estimated when known)."""
+    usage = response.usage
+    if not _DIRECT:
+        return dataclasses.replace(response, usage=usage.with_cost(cost))
+    return ModelResponse(
+        parts=response.parts,
+        usage=Usage(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            reasoning_tokens=usage.reasoning_tokens, cost_usd=cost,
+            input_includes_cached=usage.input_includes_cached,
+            cost_estimated=cost is not None,
+        ),
+        finish_reason=response.finish_reason, model=response.model,
+        provider=response.provider, response_id=response.response_id,
+        time_to_first_token=response.time_to_first_token,
     )
 
 
