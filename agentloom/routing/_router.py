@@ -181,9 +181,9 @@ class _Sink:
 class _Log:
     """One call's bookkeeping in one object: the records an attempt's client reported
     (it is the client's `on_attempt`, and holds them until the router numbers them), the
-    errors and failed attempts `CallFailed` carries, and which errors were refusals. The
-    lists start empty and shared: a call that succeeds at once never makes one, and
-    fewer objects live through each call's wait for the collector to walk."""
+    errors and failed attempts `CallFailed` carries, and which errors were refusals. Its
+    lists are made on first use, so a call that succeeds at once makes none, and fewer
+    objects live through each call's wait for the collector to walk."""
 
     __slots__ = ("attempts", "errors", "pending", "refused")
 
