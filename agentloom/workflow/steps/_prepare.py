@@ -16,7 +16,6 @@ from agentloom import conversation as conversations
 from agentloom import tools as toolkit
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
-from agentloom.providers.anthropic import check_reasoning_settings
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     load_protocol,
@@ -41,6 +40,9 @@ def prepare_turn_parts(
     and the conversation's state path (None where the step has none, or on a problem,
     which is reported)."""
     if reasoning is not None and model:
+        # The Anthropic wire module (~27 M instructions to import) only for a step that
+        # thinks: an OpenAI run never loads it otherwise.
+        from agentloom.providers.anthropic import check_reasoning_settings
         try:
             check_reasoning_settings(model, step.max_tokens, reasoning)
         except ConfigError as exc:
