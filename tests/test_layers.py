@@ -59,6 +59,8 @@ LAZY_TARGETS: dict[str, str] = {
     "loaded when a step has attachments",
     "agentloom.recording.mock_responses": "the public AgentLoom's mock files, loaded when a "
     "workflow uses `provider: mock`",
+    "agentloom.providers.anthropic": "the Anthropic wire module (~27 M instructions): a "
+    "workflow step loads it to check thinking settings, an OpenAI run without them never",
     "agentloom.store.PauseInfo": "the store's records and protocol (~10 ms of import) load "
     "with the store; a run without checkpoints needs this one only when it pauses",
 }

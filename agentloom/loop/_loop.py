@@ -411,6 +411,8 @@ async def run_loop(
                 # router's CallFailed as its cause; a workflow step keeps CallFailed.
                 exc = typed_provider_error(exc)
             record = run.summarize(status_for_error(exc), error=exc)
+            if opts.on_summary is not None:
+                opts.on_summary(record)
             if not run.solo:
                 run.dispatch.end(record)
             raise _with_summary(exc, record.summary, opts.wrap_errors)  # noqa: B904
@@ -421,6 +423,8 @@ async def run_loop(
         record = run.summarize(result.status, finish_reason=result.finish_reason,
                                error=limit_error)
         result.summary = record
+        if opts.on_summary is not None:
+            opts.on_summary(record)
         if not run.solo:
             run.dispatch.end(record)
         if limit_error is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
@@ -49,6 +50,10 @@ class LoopOptions(Record):
     by default a step with tools doesn't stream (spec 000)."""
     # --- reporting -----------------------------------------------------------------
     observer: object | None = None
+    on_summary: Callable[[SummaryRecord], None] | None = None
+    """Gets the run's summary record at its end, on success and failure alike (it must
+    not raise): what a workflow step keeps of a run nobody observes, which an observer
+    would make the loop dispatch every callback for."""
     summary_options: SummaryOptions | None = None
     conversation_id: str | None = None
     correlation_id: str | None = None
@@ -67,8 +72,10 @@ class LoopOptions(Record):
         step_id: str | None = None, speaker: str | None = None, clock: Clock | None = None,
         deadline: float | None = None, deadline_seconds: float | None = None,
         max_total_tokens: int | None = None, stream_with_tools: bool = False,
-        observer: object | None = None, summary_options: SummaryOptions | None = None,
-        conversation_id: str | None = None, correlation_id: str | None = None,
+        observer: object | None = None,
+        on_summary: Callable[[SummaryRecord], None] | None = None,
+        summary_options: SummaryOptions | None = None, conversation_id: str | None = None,
+        correlation_id: str | None = None,
         parent_id: str | None = None, agent_name: str | None = None, wrap_errors: bool = False,
         journal: LoopJournal | None = None,
     ) -> None:
@@ -85,6 +92,7 @@ class LoopOptions(Record):
         self.max_total_tokens = max_total_tokens
         self.stream_with_tools = stream_with_tools
         self.observer = observer
+        self.on_summary = on_summary
         self.summary_options = summary_options
         self.conversation_id = conversation_id
         self.correlation_id = correlation_id

@@ -38,6 +38,9 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Any] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self.revision = 0
+        """Changes whenever a tool is added, replaced or removed: what was built from the
+        registry (a step's tool box) is still right while it holds."""
         for t in tools:
             self.register(t)
 
@@ -50,6 +53,7 @@ class ToolRegistry:
         if key in self._tools and not replace and self._tools[key] is not tool:
             raise ConfigError(f"a tool named {key!r} is already registered")
         self._tools[key] = tool
+        self.revision += 1
         return tool
 
     def register_all(self, tools: Iterable[Any], *, replace: bool = False) -> None:
@@ -57,7 +61,8 @@ class ToolRegistry:
             self.register(t, replace=replace)
 
     def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
+        if self._tools.pop(name, None) is not None:
+            self.revision += 1
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

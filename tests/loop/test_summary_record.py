@@ -92,3 +92,18 @@ async def test_step_result_builds_the_summary_when_read_and_pickles_it() -> None
     assert copied.summary == record.summary
     assert isinstance(step.summary, ConversationSummary) and step.summary is record.summary
     assert copy.deepcopy(record) == record.summary
+
+
+async def test_an_on_summary_sink_gets_the_record_on_success_and_failure() -> None:
+    kept: list[Any] = []
+    result = await run_loop(ScriptedModel(["ok"]), req(),
+                            options=LoopOptions(on_summary=kept.append))
+    (record,) = kept
+    assert isinstance(record, SummaryRecord)
+    assert result.summary is record.summary and record.summary.status == "completed"
+    try:
+        await run_loop(ScriptedModel([RuntimeError("boom")]), req(),
+                       options=LoopOptions(on_summary=kept.append))
+    except RuntimeError:
+        pass
+    assert len(kept) == 2 and kept[1].summary.status == "error"

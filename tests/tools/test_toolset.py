@@ -217,6 +217,20 @@ def test_registering_two_tools_under_one_name_is_an_error() -> None:
     reg.register(tool(name="add")(lambda: 0), replace=True)
 
 
+def test_the_revision_changes_with_every_tool_added_replaced_or_removed() -> None:
+    reg = registry()
+    seen = [reg.revision]
+    reg.register(tool(name="sub")(lambda a, b: a - b))
+    seen.append(reg.revision)
+    reg.register(tool(name="sub")(lambda a, b: b - a), replace=True)
+    seen.append(reg.revision)
+    reg.unregister("sub")
+    seen.append(reg.revision)
+    reg.unregister("sub")  # nothing to remove: nothing changed
+    reg.get("add")
+    assert reg.revision == seen[-1] and len(set(seen)) == 4
+
+
 async def test_a_group_name_stands_for_all_its_tools_and_names_are_made_wire_safe() -> None:
     reg = ToolRegistry()
     reg.register(tool(name="math.add")(lambda a, b: a + b))

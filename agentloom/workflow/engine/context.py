@@ -107,6 +107,8 @@ class RunContext(Record):
     client_cache: dict[Any, ModelClient] = field(default_factory=dict)
     """The run's model clients by what was asked for: steps asking alike share one
     instead of building a new one per step (`steps.client.client_for`)."""
+    redactor: Any = None
+    """The run's redactor (`engine.secrets.run_redactor`), found when the run starts."""
     _policy: Any = None
     _parent_sandbox: Any = None
 
@@ -118,7 +120,7 @@ class RunContext(Record):
         summaries: dict[str, list[Any]] = FACTORY, primaries: dict[str, tuple[str, str]] = FACTORY,
         observers: Any = None, durable: DurableHooks | None = None,
         runner: ChildRunner | None = None, client_cache: dict[Any, ModelClient] = FACTORY,
-        _policy: Any = None, _parent_sandbox: Any = None,
+        redactor: Any = None, _policy: Any = None, _parent_sandbox: Any = None,
     ) -> None:
         self.workflow = workflow
         self.run_id = run_id
@@ -136,6 +138,7 @@ class RunContext(Record):
         self.durable = durable
         self.runner = runner
         self.client_cache = {} if client_cache is FACTORY else client_cache
+        self.redactor = redactor
         self._policy = _policy
         self._parent_sandbox = _parent_sandbox
         self.__post_init__()

@@ -12,7 +12,7 @@ dispatched the same way, so an observer without them is simply not told. Nested 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom._lazy import lazy_getattr
@@ -107,6 +107,19 @@ def step_observer(step_id: str, ctx: RunContext) -> object:
     return observers.for_step(step_id, ctx, *first, catcher)
 
 
+def step_watch(step_id: str, ctx: RunContext
+               ) -> tuple[object | None, Callable[[Any], None] | None]:
+    """What a model step's `run_loop` reports to: (observer, summary sink). A step that
+    nobody watches (no run observers, an output not redacted) only keeps its summary
+    record, through the loop's `on_summary` sink: the loop then runs unobserved, its
+    callbacks going straight to its collector instead of through a dispatcher."""
+    observers: RunObservers | None = ctx.observers
+    if (observers is None or not observers.observers) \
+            and secret_step_redactor(step_id, ctx) is None:
+        return None, SummaryCatcher(ctx, step_id).on_summary_record
+    return step_observer(step_id, ctx), None
+
+
 async def observe_run(ctx: RunContext, run: Awaitable[RunResult],
                       parent: RunContext | None = None) -> RunResult:
     """Await `run` between the run's start and end callbacks (none without observers)."""
@@ -148,7 +161,7 @@ def run_report(result: RunResult, redactor: Redactor | None = None) -> dict[str,
 
 
 __all__ = ["RunInfo", "RunObserver", "RunObservers", "observe_run", "run_report",
-           "step_observer"]
+           "step_observer", "step_watch"]
 
 # The built-in observers (JSONL trace, OpenTelemetry) live in `exporters`, loaded when a
 # run asks for one: a run without --trace or --otel imports neither.

@@ -120,7 +120,7 @@ class _Run:
         t0 = clock.now()
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
-        redactor = run_redactor(self.ctx)
+        redactor = self.ctx.redactor = run_redactor(self.ctx)
         if redactor is not None:
             mark_secret_steps(redactor, self.wf)
         if needs_configure(self.wf):
@@ -129,7 +129,10 @@ class _Run:
             await self.durable.begin(self, self.wf.name)
         try:
             if self.config.timeout is None:
-                await self._schedule()
+                if self.durable is None and len(self.wf.nodes) == 1:
+                    await self._run_single()  # one frame less on every resume
+                else:
+                    await self._schedule()
             else:
                 deadline = _deadline(clock, self.config.timeout)
                 try:

@@ -42,8 +42,9 @@ def mark_secret_steps(redactor: Redactor, wf: Workflow) -> None:
 
 
 def secret_step_redactor(step_id: str, ctx: RunContext) -> Redactor | None:
-    """The run's redactor when `step_id`'s output is redacted, else None."""
-    redactor = run_redactor(ctx)
+    """The run's redactor (found when the run started) when `step_id`'s output is
+    redacted, else None."""
+    redactor: Redactor | None = ctx.redactor
     if redactor is None or step_id not in redactor.secret_steps:
         return None
     return redactor

@@ -85,8 +85,11 @@ async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactor
                      else parent.durable if parent is not None else None)
     token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
     try:
-        return await observe_run(ctx, _Run(ctx, rng or _shared_rng(), durable).run(),
-                                 parent)
+        run = _Run(ctx, rng or _shared_rng(), durable).run()
+        observers = ctx.observers
+        if observers is not None and observers.observers:  # else one frame less to resume
+            run = observe_run(ctx, run, parent)
+        return await run
     finally:
         CURRENT_RUN.reset(token)
         if durable is not None:

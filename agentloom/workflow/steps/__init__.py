@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 from types import ModuleType
+from typing import Any
 
 _MODULES: dict[str, str] = {
     "llm_call": "llm_call",
@@ -44,6 +45,14 @@ class _StepKinds(Mapping[str, ModuleType]):
         if module is None:
             module = importlib.import_module(f"{__name__}.{_MODULES[kind]}")
             self._loaded[kind] = module
+        return module
+
+    def get(self, kind: str, default: Any = None) -> Any:
+        # Mapping's own `get` goes through `__getitem__` and a KeyError check: this is
+        # asked at every step's run.
+        module = self._loaded.get(kind)
+        if module is None:
+            return self[kind] if kind in _MODULES else default
         return module
 
     def __iter__(self) -> Iterator[str]:

@@ -16,7 +16,6 @@ from agentloom import conversation as conversations
 from agentloom import tools as toolkit
 from agentloom.errors import ConfigError
 from agentloom.messages import ReasoningConfig
-from agentloom.providers.anthropic import check_reasoning_settings
 from agentloom.workflow.lang.paths import MISSING, PathError, lookup
 from agentloom.workflow.steps._structured_step import (
     load_protocol,
@@ -41,6 +40,9 @@ def prepare_turn_parts(
     and the conversation's state path (None where the step has none, or on a problem,
     which is reported)."""
     if reasoning is not None and model:
+        # The Anthropic wire module (~27 M instructions to import) only for a step that
+        # thinks: an OpenAI run never loads it otherwise.
+        from agentloom.providers.anthropic import check_reasoning_settings
         try:
             check_reasoning_settings(model, step.max_tokens, reasoning)
         except ConfigError as exc:
@@ -108,10 +110,10 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
         raise ConfigError(f"step {step_id!r} declares tools, but no tool registry is set")
     policy = ctx.sandbox_policy()
     # A caller that passes the same registry to every run gets the same tool box for
-    # the step: it is reused while each declared name still names the same tool (a
-    # registry changed in between is seen), and never with a sandbox policy (its tools
-    # are rebuilt under the run's policy). A step without a profile takes its tool
-    # options from `config` alone, so they are derived again only for another config.
+    # the step: it is reused while the registry's revision holds (a tool added, replaced
+    # or removed in between is seen), and never with a sandbox policy (its tools are
+    # rebuilt under the run's policy). A step without a profile takes its tool options
+    # from `config` alone, so they are derived again only for another config.
     node = ctx.workflow.nodes.get(step_id)
     memo = node.memo if node is not None and policy is None \
         and type(registry) is toolkit.ToolRegistry else None
@@ -120,10 +122,14 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
     options: dict[str, Any] | None = None
     if memo is not None:
         hit = memo.get("toolbox")
-        if hit is not None and hit[0] is registry and hit[1] is decls:
-            options = hit[2] if plain and hit[5] is config else toolbox_options(step_id, ctx)
-            if hit[2] == options and _same_tools(registry, decls, hit[3]):
+        if hit is not None and hit[0] is registry and hit[1] is decls \
+                and hit[2] == registry.revision:  # type: ignore[attr-defined]
+            if plain and hit[5] is config:
                 box: ToolBox = hit[4]
+                return box
+            options = toolbox_options(step_id, ctx)
+            if hit[3] == options:
+                box = hit[4]
                 return box
     if options is None:
         options = toolbox_options(step_id, ctx)
@@ -131,21 +137,11 @@ def build_toolbox(decls: Sequence[ToolDecl] | None, ctx: RunContext,
                                      parameters=t.parameters) for t in decls]
     box = registry.toolbox(declared, policy=policy, **options)
     _check_room(box, node, options.get("max_tools"))
-    if memo is not None and isinstance(registry, toolkit.ToolRegistry):
-        tools = tuple(registry.get(d.name) for d in decls)
-        if all(t is not None for t in tools):  # group names (`server`) are not reused
-            memo["toolbox"] = (registry, decls, options, tools, box, config)
+    if memo is not None and isinstance(registry, toolkit.ToolRegistry) \
+            and all(registry.get(d.name) is not None for d in decls):
+        # Group names (`server`) are not reused.
+        memo["toolbox"] = (registry, decls, registry.revision, options, box, config)
     return box
-
-
-def _same_tools(registry: toolkit.ToolRegistry, decls: Sequence[ToolDecl],
-                tools: tuple[Any, ...]) -> bool:
-    """Whether each declared name still names the tool the memoized box was built with."""
-    get = registry.get
-    for d, t in zip(decls, tools, strict=True):  # noqa: SIM110 (no generator per run)
-        if get(d.name) is not t:
-            return False
-    return True
 
 
 def _check_room(box: ToolBox, node: Any, limit: int | None) -> None:

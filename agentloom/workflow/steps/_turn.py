@@ -26,7 +26,7 @@ from agentloom.loop import ConversationStatus, LoopOptions, run_loop
 from agentloom.messages import FinishEvent, Message, ModelRequest, StreamEvent, TextDelta, Usage
 from agentloom.providers import structured_mode
 from agentloom.workflow.engine.nested import NESTED_USAGE
-from agentloom.workflow.engine.observe import step_observer
+from agentloom.workflow.engine.observe import step_observer, step_watch
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.paths import MISSING, assign, lookup, parse_path
 from agentloom.workflow.steps._structured_step import with_client
@@ -128,20 +128,21 @@ async def run_turn(turn: Turn, client: ModelClient, ctx: RunContext) -> StepOutc
     # the step's tokens and cost cover every call it made); a failed loop's step fails
     # anyway. Without tools nothing can add to it.
     usage_token = NESTED_USAGE.set(nested) if turn.toolbox is not None else None
-    observer = step_observer(turn.step_id, ctx)
     if turn.agent is not None:
         result = await turn.agent.arun_loop(
             request, client=client, max_reasks=turn.max_reasks, run_id=ctx.run_id,
-            step_id=turn.step_id, speaker=turn.speaker, observer=observer, on_event=sink,
-            agent_mode=False)
+            step_id=turn.step_id, speaker=turn.speaker,
+            observer=step_observer(turn.step_id, ctx), on_event=sink, agent_mode=False)
     else:
+        observer, keep = step_watch(turn.step_id, ctx)
         result = await run_loop(
             client, request, tools=turn.toolbox, on_event=sink,
             options=LoopOptions(
                 max_iterations=turn.max_iterations, run_id=ctx.run_id, step_id=turn.step_id,
                 validator=turn.structured.validator if turn.structured is not None else None,
                 max_reasks=turn.max_reasks if turn.structured is not None else 0,
-                speaker=turn.speaker, agent_name=turn.agent_name, observer=observer),
+                speaker=turn.speaker, agent_name=turn.agent_name, observer=observer,
+                on_summary=keep),
         )
     if usage_token is not None:
         NESTED_USAGE.reset(usage_token)

@@ -66,19 +66,20 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
     (model, provider, retry) keeps working."""
     step: LLMCallStep = node.step  # type: ignore[assignment]
     config = ctx.workflow.config
-    model = ctx.workflow.models.get(node.id)
     memos: dict[str, Any] | None = getattr(node, "memo", None)
     if step.profile is None and memos is not None:
         # Without a profile nothing is rendered per run: the factory's arguments and the
         # cache key are derived once per (step, config), not encoded again at every step.
         memo = memos.get("client")
         if memo is None or memo[0] is not config:
-            memo = memos["client"] = (config, *_choice(node, step, config, model, None))
+            memo = memos["client"] = (config, *_choice(
+                node, step, config, ctx.workflow.models.get(node.id), None))
         kwargs, key = memo[1], memo[2]
         if ctx.budget is not None:
             kwargs = {**kwargs, "budget": ctx.budget}
     else:
-        kwargs, key = _choice(node, step, config, model, profile_of(step, ctx))
+        kwargs, key = _choice(node, step, config, ctx.workflow.models.get(node.id),
+                              profile_of(step, ctx))
         if ctx.budget is not None:
             kwargs["budget"] = ctx.budget
     cache = ctx.client_cache
@@ -87,7 +88,8 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
         client = cache[key] = ctx.clients.client(**kwargs)
     first = getattr(client, "candidates", None)
     if first:
-        ctx.primaries[node.id] = (first[0].provider, first[0].model)
+        primary = first[0]
+        ctx.primaries[node.id] = (primary.provider, primary.model)
     return client
 
 

@@ -33,8 +33,9 @@ from agentloom.workflow.steps.functions import declared_tools
 from agentloom.workflow.steps.profiles import profile_cache
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Coroutine, Iterator
 
+    from agentloom.providers import ModelClient
     from agentloom.structured import OutputPlan
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
@@ -100,18 +101,56 @@ def prepare(step: LLMCallStep, pc: PrepareContext) -> Prepared:
     )
 
 
-async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
+class _Fixed:
+    """What a run of an llm_call takes from its step and `config` alone: derived once
+    per (step, config), not at every run."""
+
+    __slots__ = ("cache", "capture_reasoning", "config", "declared", "max_reasks", "stream",
+                 "vendor_tools")
+
+    def __init__(self, node: StepNode, ctx: RunContext) -> None:
+        step: LLMCallStep = node.step  # type: ignore[assignment]
+        config = self.config = ctx.workflow.config
+        self.declared: list[Any] = declared_tools(step)
+        self.stream = bool(step.stream if step.stream is not None else config.stream)
+        self.vendor_tools = normalize_vendor_tools(step.vendor_tools)
+        self.cache = step.cache or profile_cache(step.profile, ctx)
+        self.max_reasks = max_reasks(step.retry, config)
+        self.capture_reasoning = step.thinking is None or step.thinking.capture_reasoning
+
+
+def _fixed(node: StepNode, ctx: RunContext) -> _Fixed:
+    fixed: _Fixed | None = node.memo.get("fixed")
+    if fixed is None or fixed.config is not ctx.workflow.config:
+        fixed = node.memo["fixed"] = _Fixed(node, ctx)
+    return fixed
+
+
+def execute(node: StepNode, ctx: RunContext) -> Coroutine[Any, Any, StepOutcome]:
+    prep: Prepared = node.prepared
+    if prep.attachments:
+        return _with_media(node, ctx)
+    # Without attachments nothing is awaited before the turn: the turn's coroutine is
+    # the step's, one frame less on every resume.
+    return run_turn(*_turn(node, ctx, ()), ctx)
+
+
+async def _with_media(node: StepNode, ctx: RunContext) -> StepOutcome:
+    media = await load_attachments(node.step, node.prepared, ctx)  # type: ignore[arg-type]
+    return await run_turn(*_turn(node, ctx, media), ctx)
+
+
+def _turn(node: StepNode, ctx: RunContext, media: tuple[Any, ...]
+          ) -> tuple[Turn, ModelClient]:
     step: LLMCallStep = node.step  # type: ignore[assignment]
     prep: Prepared = node.prepared
-    config = ctx.workflow.config
-    media = await load_attachments(step, prep, ctx) if prep.attachments else ()
+    fixed = _fixed(node, ctx)
     model = ctx.workflow.models[node.id]
     client = client_for(node, ctx)
-    stream = step.stream if step.stream is not None else config.stream
-    system_prompt = (None if prep.system_prompt is None
-                     else prep.system_prompt.render(ctx.scope))
-    prompt = None if prep.prompt is None else prep.prompt.render(ctx.scope)
-    toolbox = build_toolbox(_declared(node), ctx, node.id)
+    scope = ctx.scope
+    system_prompt = None if prep.system_prompt is None else prep.system_prompt.render(scope)
+    prompt = None if prep.prompt is None else prep.prompt.render(scope)
+    toolbox = build_toolbox(fixed.declared, ctx, node.id)
     # Without a conversation or a schema the request is complete here: built once with
     # its messages and tools, instead of copied by each later layer that fills one in.
     plain = prep.conversation is None and prep.structured is None
@@ -123,28 +162,18 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         tools=toolbox if plain else None,
         tool_choice=prep.tool_choice,
         reasoning=prep.reasoning,
-        stream=bool(stream),
-        vendor_tools=normalize_vendor_tools(step.vendor_tools),
-        cache=step.cache or profile_cache(step.profile, ctx),
+        stream=fixed.stream,
+        vendor_tools=fixed.vendor_tools,
+        cache=fixed.cache,
     )
     turn = Turn(
         step_id=node.id, request=request, system_prompt=system_prompt, prompt=prompt,
         media=media, conversation=prep.conversation, speaker=step.speaker,
         structured=prep.structured, toolbox=toolbox,
-        max_iterations=step.max_tool_iterations,
-        max_reasks=max_reasks(step.retry, config),
-        capture_reasoning=step.thinking is None or step.thinking.capture_reasoning,
-        messages_ready=plain,
+        max_iterations=step.max_tool_iterations, max_reasks=fixed.max_reasks,
+        capture_reasoning=fixed.capture_reasoning, messages_ready=plain,
     )
-    return await run_turn(turn, client, ctx)
-
-
-def _declared(node: StepNode) -> list[Any]:
-    """The step's tool declarations, gathered once per step rather than per run."""
-    decls: list[Any] | None = node.memo.get("declared")
-    if decls is None:
-        decls = node.memo["declared"] = declared_tools(node.step)
-    return decls
+    return turn, client
 
 
 async def load_attachments(step: LLMCallStep, prep: Prepared,
