@@ -16,6 +16,7 @@ past it the read stops with `BodyTooLarge`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -153,6 +154,11 @@ class _Limits:
         )
 
 
+_NO_VARS = contextvars.Context()
+"""The context a watch's look runs in: it reads no context variable, and a copy of the
+caller's (what a timer takes by default) would be one more object alive per call."""
+
+
 class _Watch:
     """A buffered call's two time limits on one timer. aiohttp arms three per call for
     them (the whole-call limit, and the idle limit, re-armed on every read from the
@@ -190,7 +196,7 @@ class _Watch:
         if self._deadline is not None and at > self._deadline:
             at = self._deadline
         self._at = at
-        self._handle = self._loop.call_at(at, self._look)
+        self._handle = self._loop.call_at(at, self._look, context=_NO_VARS)
 
     def _look(self) -> None:
         self._handle = None
