@@ -30,9 +30,9 @@ if TYPE_CHECKING:
         decode_bytes,
         describe_call,
         encode_bytes,
-        model_request_hash,
         request_hash,
     )
+    from agentloom.recording._model_hash import model_request_hash
     from agentloom.recording._record import RecordTransport
     from agentloom.recording._replay import ReplayTransport
 
@@ -60,9 +60,10 @@ __all__ = [
 
 _FORMAT_NAMES = ("FORMAT", "VERSION", "Matcher", "Recorder", "Recording", "RecordingError",
                  "ReplayMode", "canonical_json", "canonical_request", "decode_bytes",
-                 "describe_call", "encode_bytes", "model_request_hash", "request_hash")
+                 "describe_call", "encode_bytes", "request_hash")
 _LAZY = {
     **dict.fromkeys(_FORMAT_NAMES, "agentloom.recording._format"),
+    "model_request_hash": "agentloom.recording._model_hash",
     "RecordTransport": "agentloom.recording._record",
     "ReplayTransport": "agentloom.recording._replay",
 }

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError, ReplayMismatch
-from agentloom.messages import message_to_dict
 from agentloom.recording._context import CallContext
 from agentloom.recording._reasoning import strip_reasoning
 from agentloom.recording._redact_stream import redact_stream
@@ -132,49 +131,6 @@ def redact_json_text(text: str, redactor: Redactor) -> str:
         return redactor.redact_text(text)
     redacted = redact_leaves(value, redactor)
     return text if redacted == value else json.dumps(redacted, ensure_ascii=False)
-
-
-_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
-"""Dataclass type -> its field names, for `model_request_hash` (a durable run hashes every
-request, and `dataclasses.fields` walks the class each call)."""
-_AS_IS = frozenset({str, int, float, bool, type(None)})
-
-
-def model_request_hash(request: Any) -> str:
-    """A canonical hash of a provider-neutral `ModelRequest`, for the run store's model
-    exchanges: the same request on resume finds its stored reply. Headers (they may carry
-    keys) and `stream` (same reply either way) are left out."""
-    import dataclasses
-
-    def names_of(value: Any) -> tuple[str, ...] | None:
-        t = type(value)
-        names = _DATACLASS_FIELDS.get(t)
-        if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
-            names = _DATACLASS_FIELDS[t] = tuple(f.name for f in dataclasses.fields(value))
-        return names
-
-    def plain(value: Any) -> Any:
-        t = type(value)
-        if t in _AS_IS:
-            return value
-        if t is tuple or t is list:  # the exact types first: most of a request
-            return [v if type(v) in _AS_IS else plain(v) for v in value]
-        if t is dict:
-            return {str(k): v if type(v) in _AS_IS else plain(v) for k, v in value.items()}
-        names = names_of(value)
-        if names is not None:
-            return {name: plain(getattr(value, name)) for name in names}
-        if isinstance(value, (list, tuple)):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {str(k): plain(v) for k, v in value.items()}
-        return value
-
-    kept = [n for n in names_of(request) or () if n not in ("messages", "headers", "stream")]
-    value = {"messages": [message_to_dict(m) for m in request.messages],
-             **{name: plain(getattr(request, name)) for name in kept}}  # all JSON types
-    digest = hashlib.sha256(canonical_json(value).encode()).hexdigest()
-    return f"sha256:{digest}"
 
 
 # --- the file ----------------------------------------------------------------------------
