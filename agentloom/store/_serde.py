@@ -18,11 +18,13 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from json.encoder import encode_basestring_ascii
+from operator import attrgetter
 from typing import Any, Protocol
 
 from agentloom.messages import (
     Message,
     ModelResponse,
+    TextPart,
     Usage,
     message_from_dict,
     message_to_dict,
@@ -217,12 +219,116 @@ def _to_json(value: Any) -> str:
     return "".join(_C_ENCODER(value, 0))
 
 
+def _generic(obj: Any) -> str:
+    return _to_json(_encode(obj))
+
+
+_KEYS: dict[str, str] = {}
+"""Dict key -> its JSON text: the same few keys (a step result's fields, a state's
+names) are written at every step."""
+
+
+def _key(k: str) -> str:
+    if len(_KEYS) > 4096:  # keys are data: a run with many of them must not grow this
+        _KEYS.clear()
+    text = _KEYS[k] = encode_basestring_ascii(k)
+    return text
+
+
+def _write(obj: Any) -> str:
+    """`_to_json(_encode(obj))`, written directly for the exact JSON types and the values
+    every step stores (a step result, its usage, a model reply); anything else goes
+    through `_encode` and the C encoder, whose text for one value is exactly that value's
+    text in the whole (no indentation), so the bytes are the same either way."""
+    t = type(obj)
+    if t is str:
+        return encode_basestring_ascii(obj)
+    if obj is None:
+        return "null"
+    if t is dict:
+        items = []
+        for k, v in obj.items():
+            if type(k) is not str:
+                return _generic(obj)  # refused, or a str subclass written as `_encode` does
+            tv = type(v)
+            text = _KEYS[k] if k in _KEYS else _key(k)
+            if tv is str:
+                items.append(f"{text}:{encode_basestring_ascii(v)}")
+            elif v is None:
+                items.append(f"{text}:null")
+            elif tv is int:  # an exact int's repr is the C encoder's text
+                items.append(f"{text}:{v!r}")
+            else:
+                items.append(f"{text}:{_write(v)}")
+        return "{" + ",".join(items) + "}"
+    if t is int:
+        return f"{obj!r}"
+    if t is bool:
+        return "true" if obj else "false"
+    if t is float and obj - obj == 0.0:  # finite (NaN and infinities: refused below)
+        return f"{obj!r}"
+    if t is list or t is tuple:
+        return "[" + ",".join([_write(v) for v in obj]) + "]"
+    if t is Usage:
+        return _usage_json(obj)
+    if t is ModelResponse:
+        return _response_json(obj)
+    return _generic(obj)
+
+
+_USAGE_NAMES = tuple(f.name for f in dataclasses.fields(Usage))
+_USAGE_KEYS = tuple(encode_basestring_ascii(n) for n in _USAGE_NAMES)
+_USAGE_VALUES = attrgetter(*_USAGE_NAMES)
+
+
+def _usage_json(u: Usage) -> str:
+    """`_usage_to_dict(u)` as JSON text."""
+    pairs = zip(_USAGE_KEYS, _USAGE_VALUES(u), strict=True)
+    body = ",".join([f"{k}:null" if v is None else f"{k}:{v!r}" if type(v) is int
+                     else f"{k}:{_write(v)}" for k, v in pairs])
+    return f'{{"{_TAG}":"usage","v":{{{body}}}}}'
+
+
+def _raw_json(value: Any) -> str:
+    """JSON text of a value `_response_to_dict` hands the C encoder as it is."""
+    t = type(value)
+    if t is str:
+        return encode_basestring_ascii(value)
+    if value is None:
+        return "null"
+    if t is float and value - value == 0.0:
+        return float.__repr__(value)
+    return _to_json(value)
+
+
+def _response_json(r: ModelResponse) -> str:
+    """`_response_to_dict(r)` as JSON text."""
+    parts = []
+    for p in r.parts:
+        if type(p) is TextPart and type(p.text) is str and type(p.kind) is str:
+            parts.append(f'{{"text":{encode_basestring_ascii(p.text)},'
+                         f'"kind":{encode_basestring_ascii(p.kind)}}}')
+        else:
+            parts.append(_to_json(part_to_dict(p)))
+    usage = _usage_json(r.usage) if type(r.usage) is Usage \
+        else _to_json(_usage_to_dict(r.usage))
+    return (f'{{"{_TAG}":"model_response","v":{{"parts":[{",".join(parts)}],'
+            f'"usage":{usage},"finish_reason":{_raw_json(r.finish_reason)},'
+            f'"model":{_raw_json(r.model)},"provider":{_raw_json(r.provider)},'
+            f'"response_id":{_raw_json(r.response_id)},'
+            f'"time_to_first_token":{_raw_json(r.time_to_first_token)}}}}}')
+
+
 class JsonSerializer:
     """The default serializer: compact JSON with tagged values for non-JSON types."""
 
     def dumps(self, obj: Any) -> str:
         try:
-            return _to_json(_encode(obj))
+            return _write(obj)
+        except Exception:  # raised as the generic path raises it (and with its message)
+            pass
+        try:
+            return _generic(obj)
         except (ValueError, RecursionError) as exc:
             raise StoreError(f"cannot store a value as JSON: {exc}") from exc
 
