@@ -9,17 +9,25 @@ process, including the SQLite worker thread) and wall time. Each figure is the b
     python bench/bench_checkpoint.py --sizes 100 --repeat 5
     python bench/bench_checkpoint.py --postgres            # also a throwaway PostgreSQL
     python bench/bench_checkpoint.py --memory              # also the in-memory store
+    python bench/bench_checkpoint.py --instructions        # callgrind, per step
 
 `--postgres` starts a server the way the store tests do (tests/store/pg_server.py:
 initdb + pg_ctl, fsync off), one fresh schema per run, and stops it at the end.
 `--memory` adds the in-memory store: the engine's durable work (request hash, delta,
 serialisation) without a database, so the rest of a backend's figure is its writes.
+`--instructions` counts instructions instead (callgrind, PYTHONHASHSEED=0; each run in
+its own process): per step over no store, ((store at HIGH - none at HIGH) - (store at
+LOW - none at LOW)) / (HIGH - LOW) steps (`--steps`, default 200,600), so the run's fixed
+costs (imports, opening the store, the first checkpoint) cancel out.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -114,13 +122,54 @@ async def _pg_schema(admin_dsn: str) -> str:
     return f"{admin_dsn}?options=-csearch_path%3D{name}"
 
 
+async def _child(n: int, backend: str, db: str) -> None:
+    wf = load_workflow_text(_chain(n))
+    store = None if backend == "none" else open_store(
+        "memory://" if backend == "memory" else Path(db))
+    await _once(wf, store)
+
+
+def _count(n: int, backend: str, db: str) -> int:
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+         __file__, "--child", f"{n},{backend},{db}"],
+        env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no count from valgrind: {done.stderr[-300:]}")
+    return int(found.group(1))
+
+
+def _instructions(steps: str, backends: list[str]) -> None:
+    low, high = (int(s) for s in steps.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        counts = {(b, n): _count(n, b, str(Path(tmp) / f"{b}-{n}.db"))
+                  for b in ["none", *backends] for n in (low, high)}
+    for b in backends:
+        per = ((counts[(b, high)] - counts[("none", high)])
+               - (counts[(b, low)] - counts[("none", low)])) / (high - low)
+        print(f"{b}: {per / 1e3:.1f} k instructions per step over none "
+              f"(steps {low} to {high})")
+
+
 async def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10,100,1000", help="chain lengths (default 10,100,1000)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per size; the best counts")
     ap.add_argument("--postgres", action="store_true", help="also a throwaway PostgreSQL")
     ap.add_argument("--memory", action="store_true", help="also the in-memory store")
+    ap.add_argument("--instructions", action="store_true",
+                    help="instructions per step (callgrind) instead of time")
+    ap.add_argument("--steps", default="200,600", help="LOW,HIGH for --instructions")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        n, backend, db = args.child.split(",", 2)
+        await _child(int(n), backend, db)
+        return
+    if args.instructions:
+        _instructions(args.steps, ["sqlite", *(["memory"] if args.memory else [])])
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         backends: dict[str, StoreOpener] = {
