@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, TypeAlias
 
-from agentloom._record import FrozenRecord, frozen_record, set_field
+from agentloom._record import FrozenRecord, freeze, frozen_record, set_field, thaw
 
 
 @frozen_record
@@ -94,10 +94,12 @@ class ToolCallPart(FrozenRecord):
     def __init__(
         self, *, id: str, name: str, arguments: str, kind: Literal["tool_call"] = "tool_call",
     ) -> None:
-        set_field(self, "id", id)
-        set_field(self, "name", name)
-        set_field(self, "arguments", arguments)
-        set_field(self, "kind", kind)
+        this = thaw(self)
+        this.id = id
+        this.name = name
+        this.arguments = arguments
+        this.kind = kind
+        freeze(this)
 
 
 @frozen_record
@@ -115,11 +117,13 @@ class ToolResultPart(FrozenRecord):
         self, *, call_id: str, name: str, content: str, is_error: bool = False,
         kind: Literal["tool_result"] = "tool_result",
     ) -> None:
-        set_field(self, "call_id", call_id)
-        set_field(self, "name", name)
-        set_field(self, "content", content)
-        set_field(self, "is_error", is_error)
-        set_field(self, "kind", kind)
+        this = thaw(self)
+        this.call_id = call_id
+        this.name = name
+        this.content = content
+        this.is_error = is_error
+        this.kind = kind
+        freeze(this)
 
 
 @frozen_record
@@ -137,10 +141,12 @@ class ReasoningPart(FrozenRecord):
         self, *, text: str, signature: str | None = None, redacted: str | None = None,
         kind: Literal["reasoning"] = "reasoning",
     ) -> None:
-        set_field(self, "text", text)
-        set_field(self, "signature", signature)
-        set_field(self, "redacted", redacted)
-        set_field(self, "kind", kind)
+        this = thaw(self)
+        this.text = text
+        this.signature = signature
+        this.redacted = redacted
+        this.kind = kind
+        freeze(this)
 
 
 @frozen_record

@@ -34,7 +34,7 @@ from agentloom._parts import (
     part_from_dict,
     part_to_dict,
 )
-from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
+from agentloom._record import FACTORY, FrozenRecord, freeze, frozen_record, set_field, thaw
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
@@ -108,14 +108,16 @@ class Usage(FrozenRecord):
         reasoning_tokens: int | None = None, cost_usd: Decimal | None = None,
         input_includes_cached: bool | None = None, cost_estimated: bool = False,
     ) -> None:
-        set_field(self, "input_tokens", input_tokens)
-        set_field(self, "output_tokens", output_tokens)
-        set_field(self, "cache_read_tokens", cache_read_tokens)
-        set_field(self, "cache_write_tokens", cache_write_tokens)
-        set_field(self, "reasoning_tokens", reasoning_tokens)
-        set_field(self, "cost_usd", cost_usd)
-        set_field(self, "input_includes_cached", input_includes_cached)
-        set_field(self, "cost_estimated", cost_estimated)
+        this = thaw(self)
+        this.input_tokens = input_tokens
+        this.output_tokens = output_tokens
+        this.cache_read_tokens = cache_read_tokens
+        this.cache_write_tokens = cache_write_tokens
+        this.reasoning_tokens = reasoning_tokens
+        this.cost_usd = cost_usd
+        this.input_includes_cached = input_includes_cached
+        this.cost_estimated = cost_estimated
+        freeze(this)
 
     def __add__(self, other: Usage) -> Usage:
         cost: Decimal | None
@@ -260,20 +262,22 @@ class ModelRequest(FrozenRecord):
         headers: dict[str, str] = FACTORY, prefill: str | None = None,
         cache: Literal["auto"] | None = None,
     ) -> None:
-        set_field(self, "model", model)
-        set_field(self, "messages", messages)
-        set_field(self, "temperature", temperature)
-        set_field(self, "max_tokens", max_tokens)
-        set_field(self, "tools", tools)
-        set_field(self, "tool_choice", tool_choice)
-        set_field(self, "reasoning", reasoning)
-        set_field(self, "response_format", response_format)
-        set_field(self, "stream", stream)
-        set_field(self, "vendor_tools", vendor_tools)
-        set_field(self, "extra", {} if extra is FACTORY else extra)
-        set_field(self, "headers", {} if headers is FACTORY else headers)
-        set_field(self, "prefill", prefill)
-        set_field(self, "cache", cache)
+        this = thaw(self)
+        this.model = model
+        this.messages = messages
+        this.temperature = temperature
+        this.max_tokens = max_tokens
+        this.tools = tools
+        this.tool_choice = tool_choice
+        this.reasoning = reasoning
+        this.response_format = response_format
+        this.stream = stream
+        this.vendor_tools = vendor_tools
+        this.extra = {} if extra is FACTORY else extra
+        this.headers = {} if headers is FACTORY else headers
+        this.prefill = prefill
+        this.cache = cache
+        freeze(this)
 
     def replace(self, **changes: Any) -> ModelRequest:
         return dataclasses.replace(self, **changes)
@@ -297,13 +301,15 @@ class ModelResponse(FrozenRecord):
         self, *, parts: tuple[Part, ...], usage: Usage, finish_reason: str | None, model: str,
         provider: str, response_id: str | None = None, time_to_first_token: float | None = None,
     ) -> None:
-        set_field(self, "parts", parts)
-        set_field(self, "usage", usage)
-        set_field(self, "finish_reason", finish_reason)
-        set_field(self, "model", model)
-        set_field(self, "provider", provider)
-        set_field(self, "response_id", response_id)
-        set_field(self, "time_to_first_token", time_to_first_token)
+        this = thaw(self)
+        this.parts = parts
+        this.usage = usage
+        this.finish_reason = finish_reason
+        this.model = model
+        this.provider = provider
+        this.response_id = response_id
+        this.time_to_first_token = time_to_first_token
+        freeze(this)
 
     @property
     def text(self) -> str:
@@ -350,10 +356,12 @@ class ReasoningDelta(FrozenRecord):
         self, *, text: str = "", signature: str | None = None, redacted: str | None = None,
         kind: Literal["reasoning_delta"] = "reasoning_delta",
     ) -> None:
-        set_field(self, "text", text)
-        set_field(self, "signature", signature)
-        set_field(self, "redacted", redacted)
-        set_field(self, "kind", kind)
+        this = thaw(self)
+        this.text = text
+        this.signature = signature
+        this.redacted = redacted
+        this.kind = kind
+        freeze(this)
 
 
 @frozen_record
@@ -371,11 +379,13 @@ class ToolCallDelta(FrozenRecord):
         self, *, index: int, id: str | None = None, name: str | None = None, arguments: str = "",
         kind: Literal["tool_call_delta"] = "tool_call_delta",
     ) -> None:
-        set_field(self, "index", index)
-        set_field(self, "id", id)
-        set_field(self, "name", name)
-        set_field(self, "arguments", arguments)
-        set_field(self, "kind", kind)
+        this = thaw(self)
+        this.index = index
+        this.id = id
+        this.name = name
+        this.arguments = arguments
+        this.kind = kind
+        freeze(this)
 
 
 @frozen_record
@@ -403,10 +413,12 @@ class FinishEvent(FrozenRecord):
         self, *, finish_reason: str | None, model: str | None = None,
         response_id: str | None = None, kind: Literal["finish"] = "finish",
     ) -> None:
-        set_field(self, "finish_reason", finish_reason)
-        set_field(self, "model", model)
-        set_field(self, "response_id", response_id)
-        set_field(self, "kind", kind)
+        this = thaw(self)
+        this.finish_reason = finish_reason
+        this.model = model
+        this.response_id = response_id
+        this.kind = kind
+        freeze(this)
 
 
 @frozen_record

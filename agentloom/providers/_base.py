@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import Literal, Protocol
 
-from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
+from agentloom._record import FACTORY, FrozenRecord, freeze, frozen_record, set_field, thaw
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent
 from agentloom.transport import HttpRequest, HttpTimeout
 
@@ -142,16 +142,18 @@ class AttemptRecord(FrozenRecord):
         wait_before_seconds: float = 0.0, status: int | None = None, phase: str | None = None,
         request_sent: bool | None = None, error_type: str | None = None,
     ) -> None:
-        set_field(self, "provider", provider)
-        set_field(self, "model", model)
-        set_field(self, "attempt", attempt)
-        set_field(self, "ok", ok)
-        set_field(self, "duration_seconds", duration_seconds)
-        set_field(self, "wait_before_seconds", wait_before_seconds)
-        set_field(self, "status", status)
-        set_field(self, "phase", phase)
-        set_field(self, "request_sent", request_sent)
-        set_field(self, "error_type", error_type)
+        this = thaw(self)
+        this.provider = provider
+        this.model = model
+        this.attempt = attempt
+        this.ok = ok
+        this.duration_seconds = duration_seconds
+        this.wait_before_seconds = wait_before_seconds
+        this.status = status
+        this.phase = phase
+        this.request_sent = request_sent
+        this.error_type = error_type
+        freeze(this)
 
 
 EventSink = Callable[[StreamEvent], None]
