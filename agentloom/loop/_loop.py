@@ -156,7 +156,7 @@ class _Run:
             raise LoopBudgetExceeded("tokens", limit, total)
 
     # --- one model call ----------------------------------------------------------------
-    def _attempt(self, record: AttemptRecord) -> None:
+    def attempt(self, record: AttemptRecord) -> None:
         self.attempts.append(record)
         if self.solo:
             self.collector.on_attempt(record)
@@ -169,13 +169,17 @@ class _Run:
         before the wait, with the failed attempt's error, named by its kind)."""
         self.dispatch.emit("on_retry", attempt, typed_provider_error(error))
 
-    def _sink(self, event: StreamEvent) -> None:
+    def sink(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):
             self.dispatch.emit("on_text_delta", event.text)
         if self.on_event is not None:
             self.on_event(event)
 
-    async def call_model(self, request: ModelRequest, stream: bool) -> ModelResponse:
+    # `_drive` awaits the model itself, between these two: a coroutine of the run's own
+    # around the call would be one more object alive per call in flight.
+    def begin_call(self, request: ModelRequest) -> float:
+        """A model call is about to start: budgets checked, observers told; returns its
+        start time."""
         self.checkpoint()
         self.iterations += 1
         if self.warnings is not _NO_WARNINGS:
@@ -185,29 +189,25 @@ class _Run:
             self.collector.on_request(request, self.iterations)
         else:
             self.dispatch.emit("on_request", request, self.iterations)
-        t0 = self.clock.now()
-        try:
-            # Recording, replay and the run store key each exchange by step and turn
-            # (`recording.call_context`, without its generator on this path).
-            step_id = self.opts.step_id
-            token = current_call_context.set(
-                _FIRST_TURN if step_id is None and self.iterations == 1
-                else CallContext(step_id=step_id, turn=self.iterations))
-            try:
-                response = await self.client.complete(
-                    request, on_event=self._sink if stream else None,
-                    on_attempt=self._attempt)
-            finally:
-                current_call_context.reset(token)
-        except BaseException as exc:
-            self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
-            raise
+        return self.clock.now()
+
+    def call_context(self) -> CallContext:
+        """What recording, replay and the run store key this exchange by: step and turn
+        (`recording.call_context`, without its generator on this path)."""
+        step_id = self.opts.step_id
+        if step_id is None and self.iterations == 1:
+            return _FIRST_TURN
+        return CallContext(step_id=step_id, turn=self.iterations)
+
+    def call_failed(self, exc: BaseException, t0: float) -> None:
+        self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
+
+    def call_ended(self, response: ModelResponse, t0: float) -> None:
         if self.solo:
             self.collector.on_response(response, self.iterations, self.clock.now() - t0)
         else:
             self.dispatch.emit("on_response", response, self.iterations,
                                self.clock.now() - t0)
-        return response
 
     # --- one tool batch ----------------------------------------------------------------
     def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
@@ -484,7 +484,19 @@ async def _drive(run: _Run) -> LoopResult:
             tool_choice = request.tool_choice if run.iterations == 0 else "auto"
             call_request = request.replace(messages=tuple(messages), stream=stream,
                                            tool_choice=tool_choice)
-        response = await run.call_model(call_request, stream)
+        t0 = run.begin_call(call_request)
+        try:
+            token = current_call_context.set(run.call_context())
+            try:
+                response = await run.client.complete(
+                    call_request, on_event=run.sink if stream else None,
+                    on_attempt=run.attempt)
+            finally:
+                current_call_context.reset(token)
+        except BaseException as exc:
+            run.call_failed(exc, t0)
+            raise
+        run.call_ended(response, t0)
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
         run.check_tokens(usage)
