@@ -76,9 +76,9 @@ from agentloom.tools.contracts import ToolBox, ToolContext
 class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""
 
-    __slots__ = ("_attempts_this_call", "_dispatch", "attempts", "client", "clock", "collector",
-                 "deadline", "info", "iterations", "messages", "on_event", "opts", "request",
-                 "solo", "stall", "started", "tool_seconds", "tools", "warnings")
+    __slots__ = ("_dispatch", "attempts", "client", "clock", "collector", "deadline", "info",
+                 "iterations", "on_event", "opts", "request", "solo", "stall", "started",
+                 "tool_seconds", "tools", "warnings")
 
     def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
                  opts: LoopOptions, on_event: Any) -> None:
@@ -121,10 +121,10 @@ class _Run:
                                      self.started)
         self.iterations = 0
         self.tool_seconds = 0.0
-        self.attempts: list[AttemptRecord] = []
+        # The shared empty list until the router reports an attempt, at the end of the
+        # first exchange: no list of the run's is alive while its first call is in flight.
+        self.attempts: list[AttemptRecord] = _NO_ATTEMPTS
         self.request = request
-        self.messages = list(request.messages)
-        self._attempts_this_call = 0
 
     @property
     def dispatch(self) -> Dispatch:
@@ -156,13 +156,17 @@ class _Run:
             raise LoopBudgetExceeded("tokens", limit, total)
 
     # --- one model call ----------------------------------------------------------------
-    def attempt(self, record: AttemptRecord) -> None:
-        self.attempts.append(record)
+    def __call__(self, record: AttemptRecord) -> None:
+        """The model call's attempt sink (`on_attempt`): the run itself, so that no bound
+        method is made per call and held by the router while the call is in flight."""
+        if self.attempts is _NO_ATTEMPTS:
+            self.attempts = [record]
+        else:
+            self.attempts.append(record)
         if self.solo:
             self.collector.on_attempt(record)
         else:
             self.dispatch.emit("on_attempt", record)
-        self._attempts_this_call += 1
 
     def retrying(self, attempt: int, error: ProviderError) -> None:
         """The router is about to wait and try again after `error` (spec 002's on_retry:
@@ -184,7 +188,6 @@ class _Run:
         self.iterations += 1
         if self.warnings is not _NO_WARNINGS:
             self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
-        self._attempts_this_call = 0
         if self.solo:
             self.collector.on_request(request, self.iterations)
         else:
@@ -307,6 +310,8 @@ class _RetryListener:
 _ID_BYTES = bytearray()
 os.register_at_fork(after_in_child=_ID_BYTES.clear)
 _NO_EXTRAS = SummaryOptions()
+_NO_ATTEMPTS: list[AttemptRecord] = []
+"""Shared by every run for its attempts until the first one: never appended to."""
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
@@ -457,17 +462,17 @@ def _with_summary(exc: BaseException, summary: ConversationSummary, wrap: bool
 
 async def _drive(run: _Run) -> LoopResult:
     request, opts = run.request, run.opts
-    messages = run.messages
-    start = len(messages)
+    start = len(request.messages)
     usage = _NO_USAGE
     reasks = 0
     journal = opts.journal
     if journal is None and opts.step_id is not None:
         journal = current_journal.get()
     saved = journal.restore(opts.step_id) if journal is not None and opts.step_id else None
+    messages: list[Message] | None
     if saved is not None:
         # A resumed run: the turns already done are not asked again.
-        messages[:] = saved.messages
+        messages = list(saved.messages)
         run.iterations, usage = saved.turn, saved.usage
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
     stream = request.stream and (opts.stream_with_tools or not request.tools)
@@ -475,6 +480,10 @@ async def _drive(run: _Run) -> LoopResult:
     # The first call of a fresh run sends the request exactly as given: no copy to build.
     as_given = (saved is None and stream == request.stream
                 and type(request.messages) is tuple)
+    if saved is None:
+        # Made once the first reply is in (a list less alive while it is awaited), unless
+        # the first call already needs a copy of its own.
+        messages = None if as_given else list(request.messages)
     while True:
         if as_given:
             as_given = False
@@ -482,21 +491,26 @@ async def _drive(run: _Run) -> LoopResult:
         else:
             # `required` and a named tool apply to the first call only (spec 000).
             tool_choice = request.tool_choice if run.iterations == 0 else "auto"
+            assert messages is not None
             call_request = request.replace(messages=tuple(messages), stream=stream,
                                            tool_choice=tool_choice)
         t0 = run.begin_call(call_request)
         try:
-            token = current_call_context.set(run.call_context())
+            # Restored by value, not by a reset token: one object less alive per call.
+            outer = current_call_context.get()
+            current_call_context.set(run.call_context())
             try:
                 response = await run.client.complete(
                     call_request, on_event=run.sink if stream else None,
-                    on_attempt=run.attempt)
+                    on_attempt=run)
             finally:
-                current_call_context.reset(token)
+                current_call_context.set(outer)
         except BaseException as exc:
             run.call_failed(exc, t0)
             raise
         run.call_ended(response, t0)
+        if messages is None:
+            messages = list(request.messages)
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
         run.check_tokens(usage)
@@ -506,7 +520,7 @@ async def _drive(run: _Run) -> LoopResult:
             run.collector.discard_turn()
             request = _grown(request, response)
             if run.iterations >= opts.max_iterations:
-                return _result(run, start, usage, response, "",
+                return _result(run, messages, start, usage, response, "",
                                FINISH_MAX_ITERATIONS_NO_ANSWER, "",
                                ConversationStatus.ITERATION_LIMIT)
             continue
@@ -523,7 +537,7 @@ async def _drive(run: _Run) -> LoopResult:
                     run.record_calls(calls)
                 finish = (FINISH_MAX_ITERATIONS if response.text.strip()
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
-                return _result(run, start, usage, response, response.text, finish,
+                return _result(run, messages, start, usage, response, response.text, finish,
                                response.text, ConversationStatus.ITERATION_LIMIT)
             results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
@@ -547,18 +561,19 @@ async def _drive(run: _Run) -> LoopResult:
                     "Reply again with only the corrected JSON."
                 ))
                 continue
-        return _result(run, start, usage, response, text, response.finish_reason, output,
+        return _result(run, messages, start, usage, response, text, response.finish_reason, output,
                        status_for_finish(response.finish_reason))
 
 
-def _result(run: _Run, start: int, usage: Usage, response: ModelResponse, text: str,
-            finish: str | None, output: Any, status: ConversationStatus) -> LoopResult:
+def _result(run: _Run, messages: list[Message], start: int, usage: Usage,
+            response: ModelResponse, text: str, finish: str | None, output: Any,
+            status: ConversationStatus) -> LoopResult:
     # A module function, not a closure in `_drive`: a closure would make four cells and
     # a function per run, alive (and walked by the garbage collector) the whole run.
     return LoopResult(
         response=response, text=text, finish_reason=finish, usage=usage,
-        iterations=run.iterations, new_messages=tuple(run.messages[start:]), output=output,
-        attempts=run.attempts, status=status,
+        iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
+        attempts=run.attempts if run.attempts is not _NO_ATTEMPTS else [], status=status,
     )
 
 

@@ -285,9 +285,13 @@ class ConsoleObserver(NullObserver):
 
 
 def bind_conversation(info: ConversationInfo) -> Any:
-    """Make `info` the current conversation of this task; returns the reset token."""
-    return _CURRENT.set(info)
+    """Make `info` the current conversation of this task; returns what to hand
+    `unbind_conversation` (the conversation it replaces, not a reset token: a token would
+    be one more object alive per run)."""
+    previous = _CURRENT.get()
+    _CURRENT.set(info)
+    return previous
 
 
-def unbind_conversation(token: Any) -> None:
-    _CURRENT.reset(token)
+def unbind_conversation(previous: Any) -> None:
+    _CURRENT.set(previous)
