@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -44,12 +42,7 @@ from agentloom.loop._options import (
     LoopResult,
 )
 from agentloom.loop.collector import SummaryCollector, SummaryRecord
-from agentloom.loop.observer import (
-    ConversationInfo,
-    Dispatch,
-    bind_conversation,
-    unbind_conversation,
-)
+from agentloom.loop.observer import Dispatch, RunInfo, bind_conversation, unbind_conversation
 from agentloom.loop.summary import (
     TRUNCATED_REASONS,
     ConversationStatus,
@@ -89,16 +82,14 @@ class _Run:
         self.clock = opts.clock or SYSTEM_CLOCK
         self.started = self.clock.now()
         so = opts.summary_options or _NO_EXTRAS
-        self.info = ConversationInfo(
-            conversation_id=opts.conversation_id or _new_id(),
-            correlation_id=opts.correlation_id, parent_id=opts.parent_id,
-            agent_name=opts.agent_name, model=request.model,
-            iteration_limit=opts.max_iterations,
-            deadline_seconds=(opts.deadline_seconds if opts.deadline is None
-                              else self._deadline_seconds()),
-            started_at=datetime.fromtimestamp(self.clock.wall(), UTC),
-            run_id=opts.run_id, step_id=opts.step_id,
-        )
+        # Its ConversationInfo is built only if something asks for it: the summary reads
+        # the same fields off this.
+        self.info = RunInfo(
+            opts.conversation_id, opts.correlation_id, opts.parent_id, opts.agent_name,
+            request.model, opts.max_iterations,
+            (opts.deadline_seconds if opts.deadline is None
+             else max(0.0, opts.deadline - self.started)),
+            self.clock.wall(), opts.run_id, opts.step_id)
         self.collector = SummaryCollector(timeline=so.timeline)
         # Without an observer of the caller's, the per-turn callbacks go straight to the
         # collector (ours, which doesn't raise), the start and end of the run, which the
@@ -132,11 +123,6 @@ class _Run:
         if dispatch is None:
             dispatch = self._dispatch = Dispatch((self.collector, self.opts.observer))
         return dispatch
-
-    def _deadline_seconds(self) -> float | None:
-        if self.opts.deadline is not None:
-            return max(0.0, self.opts.deadline - self.clock.now())
-        return self.opts.deadline_seconds
 
     # --- budgets ---------------------------------------------------------------------
     def checkpoint(self) -> None:
@@ -307,8 +293,6 @@ class _RetryListener:
             self.run.retrying(attempt, error)
 
 
-_ID_BYTES = bytearray()
-os.register_at_fork(after_in_child=_ID_BYTES.clear)
 _NO_EXTRAS = SummaryOptions()
 _NO_ATTEMPTS: list[AttemptRecord] = []
 """Shared by every run for its attempts until the first one: never appended to."""
@@ -317,20 +301,6 @@ _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
 _FIRST_TURN = CallContext(step_id=None, turn=1)
 """The first call of a run outside a workflow step (frozen, so one serves every run)."""
-
-
-def _new_id() -> str:
-    """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a quarter of
-    its cost (it runs once per conversation). The random bytes come from `os.urandom`
-    64 ids at a time (a system call per conversation was most of the cost); a forked
-    child drops the parent's unused bytes, so the two never share an id."""
-    if not _ID_BYTES:
-        _ID_BYTES.extend(os.urandom(16 * 64))
-    raw = _ID_BYTES[-16:]
-    del _ID_BYTES[-16:]
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return raw.hex()
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -389,7 +359,7 @@ async def run_loop(
         heard = retry_listener.set(None)
     try:
         if not run.solo:
-            run.dispatch.emit("on_conversation_start", run.info)
+            run.dispatch.emit("on_conversation_start", run.info.info)
         try:
             deadline = run.deadline
             timer = deadline.timer() if deadline is not None else None

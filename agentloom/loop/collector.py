@@ -14,7 +14,7 @@ from typing import Any
 
 from agentloom._record import FACTORY, Record, record
 from agentloom.errors import AgentLoopError, ProviderError, provider_error_class
-from agentloom.loop.observer import ConversationInfo, NullObserver
+from agentloom.loop.observer import ConversationInfo, NullObserver, RunInfo
 from agentloom.loop.summary import (
     ConversationStatus,
     ConversationSummary,
@@ -195,7 +195,7 @@ class SummaryCollector(NullObserver):
 
     def build(
         self,
-        info: ConversationInfo,
+        info: ConversationInfo | RunInfo,
         *,
         status: ConversationStatus,
         iterations: int,
@@ -214,7 +214,7 @@ class SummaryCollector(NullObserver):
 
     def record(
         self,
-        info: ConversationInfo,
+        info: ConversationInfo | RunInfo,
         *,
         status: ConversationStatus,
         iterations: int,
@@ -293,7 +293,7 @@ class SummaryRecord:
     builds_summary = True
     """Marks a record for holders that don't import this module (`StepResult`)."""
 
-    def __init__(self, collector: SummaryCollector, info: ConversationInfo,
+    def __init__(self, collector: SummaryCollector, info: ConversationInfo | RunInfo,
                  status: ConversationStatus, iterations: int, elapsed_seconds: float,
                  tool_seconds: float, finish_reason: str | None,
                  max_repeated_tool_calls: int, stalled: bool,
