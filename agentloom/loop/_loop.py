@@ -31,7 +31,13 @@ from agentloom.errors import (
     StructuredOutputError,
     typed_provider_error,
 )
-from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, absorb_cancel
+from agentloom.loop._budget import (
+    BudgetWarnings,
+    Deadline,
+    StallDetector,
+    absorb_cancel,
+    run_deadline,
+)
 from agentloom.loop._journal import current_journal
 from agentloom.loop._options import (
     DEFAULT_MAX_TOKENS,
@@ -106,10 +112,10 @@ class _Run:
         self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
-            self.deadline = Deadline(self.clock, opts.deadline, self.started)
+            self.deadline = run_deadline(self.clock, opts.deadline, self.started)
         elif opts.deadline_seconds is not None:
-            self.deadline = Deadline(self.clock, self.started + opts.deadline_seconds,
-                                     self.started)
+            self.deadline = run_deadline(self.clock, self.started + opts.deadline_seconds,
+                                         self.started)
         self.iterations = 0
         self.tool_seconds = 0.0
         # The shared empty list until the router reports an attempt, at the end of the
@@ -170,7 +176,9 @@ class _Run:
     def begin_call(self, request: ModelRequest) -> float:
         """A model call is about to start: budgets checked, observers told; returns its
         start time."""
-        self.checkpoint()
+        if self.iterations or self.warnings is not _NO_WARNINGS:
+            # Before a run's first call the deadline scope has just checked the clock.
+            self.checkpoint()
         self.iterations += 1
         if self.warnings is not _NO_WARNINGS:
             self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
@@ -366,7 +374,7 @@ async def run_loop(
             if timer is not None:
                 # The system clock's scope, entered and left in line: `async with`
                 # would make two coroutines per run and keep a bound method alive.
-                timer.enter()
+                timer.enter(run.started)  # read just now: no await since
                 try:
                     result = await _drive(run)
                 except BaseException as exc:
