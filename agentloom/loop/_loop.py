@@ -307,6 +307,8 @@ _NO_ATTEMPTS: list[AttemptRecord] = []
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
+_new = object.__new__
+_init_result = LoopResult.__init__
 _FIRST_TURN = CallContext(step_id=None, turn=1)
 """The first call of a run outside a workflow step (frozen, so one serves every run)."""
 
@@ -548,11 +550,14 @@ def _result(run: _Run, messages: list[Message], start: int, usage: Usage,
             status: ConversationStatus) -> LoopResult:
     # A module function, not a closure in `_drive`: a closure would make four cells and
     # a function per run, alive (and walked by the garbage collector) the whole run.
-    return LoopResult(
-        response=response, text=text, finish_reason=finish, usage=usage,
+    # `LoopResult(...)` through its __init__ alone: a class called with keywords packs
+    # them into a dict first (Python 3.11), a tenth of what the record costs.
+    result: LoopResult = _new(LoopResult)
+    _init_result(
+        result, response=response, text=text, finish_reason=finish, usage=usage,
         iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
-        attempts=run.attempts if run.attempts is not _NO_ATTEMPTS else [], status=status,
-    )
+        attempts=run.attempts if run.attempts is not _NO_ATTEMPTS else [], status=status)
+    return result
 
 
 def _unusable_truncation(response: ModelResponse) -> bool:

@@ -489,8 +489,9 @@ _OPTION_SOURCES = frozenset({
 
 
 def _finished(transcript: Transcript, result: LoopResult) -> ConversationResult:
-    return ConversationResult(transcript=transcript.append(*result.new_messages),
-                              summary=result.summary_source(), output=result.output)
+    # Positional: a class called with keywords packs them into a dict first.
+    return ConversationResult(transcript.append(*result.new_messages),
+                              result.summary_source(), result.output)
 
 
 def _ids(correlation_id: str | None, parent_id: str | None,

