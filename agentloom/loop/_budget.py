@@ -64,7 +64,9 @@ class Deadline:
     def timer(self) -> _TimerScope | None:
         """The scope on the system clock, to enter and leave without an await
         (`enter()`, `leave(exc)`); None for any other clock (use `scope()`)."""
-        return _TimerScope(self) if type(self.clock) is SystemClock else None
+        if type(self.clock) is not SystemClock:
+            return None
+        return _TimerScope(self.clock, self.at, self.started, error=self._error)
 
     def expired(self) -> Exception:
         """The error an expiry raises (built, not raised)."""
@@ -102,17 +104,32 @@ class Deadline:
             watcher.cancel()
 
 
-class _TimerScope:
+def run_deadline(clock: Clock, at: float, started: float) -> Deadline:
+    """The deadline of one run: on the system clock, a deadline that is its own timer
+    scope (`timer()` gives itself), so a run makes one object for it, not two; the
+    scope is entered once."""
+    if type(clock) is SystemClock:
+        return _TimerScope(clock, at, started)
+    return Deadline(clock, at, started)
+
+
+class _TimerScope(Deadline):
     """The deadline scope on the system clock: the event loop's alarm (one timer for
     every scope of its loop, see `_Alarm`) cancels the host task.
 
     Same rules as the watcher: only our own cancellation becomes LoopBudgetExceeded, and
     work that finished in the tick the deadline passed keeps its result."""
 
-    __slots__ = ("_alarm", "_deadline", "_fired", "_host", "when")
+    __slots__ = ("_alarm", "_fired", "_host", "when")
 
-    def __init__(self, deadline: Deadline) -> None:
-        self._deadline = deadline
+    def __init__(self, clock: Clock, at: float, started: float, *,
+                 error: Callable[[Deadline], Exception] | None = None) -> None:
+        # Deadline's fields, set here rather than by a call of its __init__ (per run).
+        self.clock = clock
+        self.at = at
+        self.started = started
+        self.total = max(0.0, at - started)
+        self._error = error
         self._fired = False
         self._alarm: _Alarm | None = None
         self._host: asyncio.Task[Any] | None = None
@@ -133,16 +150,19 @@ class _TimerScope:
             await absorb_cancel(self.host())
         return False
 
+    def timer(self) -> _TimerScope:
+        return self
+
     def host(self) -> asyncio.Task[Any]:
         assert self._host is not None
         return self._host
 
-    def enter(self) -> None:
-        """Arm the scope for the current task (raises at once if the deadline passed)."""
-        deadline = self._deadline
-        left = deadline.at - deadline.clock.now()
+    def enter(self, now: float | None = None) -> None:
+        """Arm the scope for the current task (raises at once if the deadline passed);
+        `now` is the clock's time if the caller has just read it."""
+        left = self.at - (self.clock.now() if now is None else now)
         if left <= 0:
-            raise deadline.expired()  # as `check()`, without a second read of the clock
+            raise self.expired()  # as `check()`, without a second read of the clock
         host = self._host = asyncio.current_task()
         assert host is not None
         loop = host.get_loop()
@@ -163,7 +183,7 @@ class _TimerScope:
             return self._fired
         if isinstance(exc, asyncio.CancelledError) and self._fired and \
                 self._host.uncancel() == 0:
-            raise self._deadline.expired() from exc
+            raise self.expired() from exc
         return False
 
 

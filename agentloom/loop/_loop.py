@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -33,7 +31,13 @@ from agentloom.errors import (
     StructuredOutputError,
     typed_provider_error,
 )
-from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, absorb_cancel
+from agentloom.loop._budget import (
+    BudgetWarnings,
+    Deadline,
+    StallDetector,
+    absorb_cancel,
+    run_deadline,
+)
 from agentloom.loop._journal import current_journal
 from agentloom.loop._options import (
     DEFAULT_MAX_TOKENS,
@@ -44,12 +48,7 @@ from agentloom.loop._options import (
     LoopResult,
 )
 from agentloom.loop.collector import SummaryCollector, SummaryRecord
-from agentloom.loop.observer import (
-    ConversationInfo,
-    Dispatch,
-    bind_conversation,
-    unbind_conversation,
-)
+from agentloom.loop.observer import Dispatch, RunInfo, bind_conversation, unbind_conversation
 from agentloom.loop.summary import (
     TRUNCATED_REASONS,
     ConversationStatus,
@@ -76,9 +75,9 @@ from agentloom.tools.contracts import ToolBox, ToolContext
 class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""
 
-    __slots__ = ("_attempts_this_call", "_dispatch", "attempts", "client", "clock", "collector",
-                 "deadline", "info", "iterations", "messages", "on_event", "opts", "request",
-                 "solo", "stall", "started", "tool_seconds", "tools", "warnings")
+    __slots__ = ("_dispatch", "attempts", "client", "clock", "collector", "deadline", "info",
+                 "iterations", "on_event", "opts", "request", "solo", "stall", "started",
+                 "tool_seconds", "tools", "warnings")
 
     def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
                  opts: LoopOptions, on_event: Any) -> None:
@@ -89,16 +88,14 @@ class _Run:
         self.clock = opts.clock or SYSTEM_CLOCK
         self.started = self.clock.now()
         so = opts.summary_options or _NO_EXTRAS
-        self.info = ConversationInfo(
-            conversation_id=opts.conversation_id or _new_id(),
-            correlation_id=opts.correlation_id, parent_id=opts.parent_id,
-            agent_name=opts.agent_name, model=request.model,
-            iteration_limit=opts.max_iterations,
-            deadline_seconds=(opts.deadline_seconds if opts.deadline is None
-                              else self._deadline_seconds()),
-            started_at=datetime.fromtimestamp(self.clock.wall(), UTC),
-            run_id=opts.run_id, step_id=opts.step_id,
-        )
+        # Its ConversationInfo is built only if something asks for it: the summary reads
+        # the same fields off this.
+        self.info = RunInfo(
+            opts.conversation_id, opts.correlation_id, opts.parent_id, opts.agent_name,
+            request.model, opts.max_iterations,
+            (opts.deadline_seconds if opts.deadline is None
+             else max(0.0, opts.deadline - self.started)),
+            self.clock.wall(), opts.run_id, opts.step_id)
         self.collector = SummaryCollector(timeline=so.timeline)
         # Without an observer of the caller's, the per-turn callbacks go straight to the
         # collector (ours, which doesn't raise), the start and end of the run, which the
@@ -115,16 +112,16 @@ class _Run:
         self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
-            self.deadline = Deadline(self.clock, opts.deadline, self.started)
+            self.deadline = run_deadline(self.clock, opts.deadline, self.started)
         elif opts.deadline_seconds is not None:
-            self.deadline = Deadline(self.clock, self.started + opts.deadline_seconds,
-                                     self.started)
+            self.deadline = run_deadline(self.clock, self.started + opts.deadline_seconds,
+                                         self.started)
         self.iterations = 0
         self.tool_seconds = 0.0
-        self.attempts: list[AttemptRecord] = []
+        # The shared empty list until the router reports an attempt, at the end of the
+        # first exchange: no list of the run's is alive while its first call is in flight.
+        self.attempts: list[AttemptRecord] = _NO_ATTEMPTS
         self.request = request
-        self.messages = list(request.messages)
-        self._attempts_this_call = 0
 
     @property
     def dispatch(self) -> Dispatch:
@@ -132,11 +129,6 @@ class _Run:
         if dispatch is None:
             dispatch = self._dispatch = Dispatch((self.collector, self.opts.observer))
         return dispatch
-
-    def _deadline_seconds(self) -> float | None:
-        if self.opts.deadline is not None:
-            return max(0.0, self.opts.deadline - self.clock.now())
-        return self.opts.deadline_seconds
 
     # --- budgets ---------------------------------------------------------------------
     def checkpoint(self) -> None:
@@ -156,58 +148,63 @@ class _Run:
             raise LoopBudgetExceeded("tokens", limit, total)
 
     # --- one model call ----------------------------------------------------------------
-    def _attempt(self, record: AttemptRecord) -> None:
-        self.attempts.append(record)
+    def __call__(self, record: AttemptRecord) -> None:
+        """The model call's attempt sink (`on_attempt`): the run itself, so that no bound
+        method is made per call and held by the router while the call is in flight."""
+        if self.attempts is _NO_ATTEMPTS:
+            self.attempts = [record]
+        else:
+            self.attempts.append(record)
         if self.solo:
             self.collector.on_attempt(record)
         else:
             self.dispatch.emit("on_attempt", record)
-        self._attempts_this_call += 1
 
     def retrying(self, attempt: int, error: ProviderError) -> None:
         """The router is about to wait and try again after `error` (spec 002's on_retry:
         before the wait, with the failed attempt's error, named by its kind)."""
         self.dispatch.emit("on_retry", attempt, typed_provider_error(error))
 
-    def _sink(self, event: StreamEvent) -> None:
+    def sink(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):
             self.dispatch.emit("on_text_delta", event.text)
         if self.on_event is not None:
             self.on_event(event)
 
-    async def call_model(self, request: ModelRequest, stream: bool) -> ModelResponse:
-        self.checkpoint()
+    # `_drive` awaits the model itself, between these two: a coroutine of the run's own
+    # around the call would be one more object alive per call in flight.
+    def begin_call(self, request: ModelRequest) -> float:
+        """A model call is about to start: budgets checked, observers told; returns its
+        start time."""
+        if self.iterations or self.warnings is not _NO_WARNINGS:
+            # Before a run's first call the deadline scope has just checked the clock.
+            self.checkpoint()
         self.iterations += 1
         if self.warnings is not _NO_WARNINGS:
             self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
-        self._attempts_this_call = 0
         if self.solo:
             self.collector.on_request(request, self.iterations)
         else:
             self.dispatch.emit("on_request", request, self.iterations)
-        t0 = self.clock.now()
-        try:
-            # Recording, replay and the run store key each exchange by step and turn
-            # (`recording.call_context`, without its generator on this path).
-            step_id = self.opts.step_id
-            token = current_call_context.set(
-                _FIRST_TURN if step_id is None and self.iterations == 1
-                else CallContext(step_id=step_id, turn=self.iterations))
-            try:
-                response = await self.client.complete(
-                    request, on_event=self._sink if stream else None,
-                    on_attempt=self._attempt)
-            finally:
-                current_call_context.reset(token)
-        except BaseException as exc:
-            self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
-            raise
+        return self.clock.now()
+
+    def call_context(self) -> CallContext:
+        """What recording, replay and the run store key this exchange by: step and turn
+        (`recording.call_context`, without its generator on this path)."""
+        step_id = self.opts.step_id
+        if step_id is None and self.iterations == 1:
+            return _FIRST_TURN
+        return CallContext(step_id=step_id, turn=self.iterations)
+
+    def call_failed(self, exc: BaseException, t0: float) -> None:
+        self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
+
+    def call_ended(self, response: ModelResponse, t0: float) -> None:
         if self.solo:
             self.collector.on_response(response, self.iterations, self.clock.now() - t0)
         else:
             self.dispatch.emit("on_response", response, self.iterations,
                                self.clock.now() - t0)
-        return response
 
     # --- one tool batch ----------------------------------------------------------------
     def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
@@ -304,28 +301,16 @@ class _RetryListener:
             self.run.retrying(attempt, error)
 
 
-_ID_BYTES = bytearray()
-os.register_at_fork(after_in_child=_ID_BYTES.clear)
 _NO_EXTRAS = SummaryOptions()
+_NO_ATTEMPTS: list[AttemptRecord] = []
+"""Shared by every run for its attempts until the first one: never appended to."""
 _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
+_new = object.__new__
+_init_result = LoopResult.__init__
 _FIRST_TURN = CallContext(step_id=None, turn=1)
 """The first call of a run outside a workflow step (frozen, so one serves every run)."""
-
-
-def _new_id() -> str:
-    """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a quarter of
-    its cost (it runs once per conversation). The random bytes come from `os.urandom`
-    64 ids at a time (a system call per conversation was most of the cost); a forked
-    child drops the parent's unused bytes, so the two never share an id."""
-    if not _ID_BYTES:
-        _ID_BYTES.extend(os.urandom(16 * 64))
-    raw = _ID_BYTES[-16:]
-    del _ID_BYTES[-16:]
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return raw.hex()
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -384,14 +369,14 @@ async def run_loop(
         heard = retry_listener.set(None)
     try:
         if not run.solo:
-            run.dispatch.emit("on_conversation_start", run.info)
+            run.dispatch.emit("on_conversation_start", run.info.info)
         try:
             deadline = run.deadline
             timer = deadline.timer() if deadline is not None else None
             if timer is not None:
                 # The system clock's scope, entered and left in line: `async with`
                 # would make two coroutines per run and keep a bound method alive.
-                timer.enter()
+                timer.enter(run.started)  # read just now: no await since
                 try:
                     result = await _drive(run)
                 except BaseException as exc:
@@ -457,17 +442,17 @@ def _with_summary(exc: BaseException, summary: ConversationSummary, wrap: bool
 
 async def _drive(run: _Run) -> LoopResult:
     request, opts = run.request, run.opts
-    messages = run.messages
-    start = len(messages)
+    start = len(request.messages)
     usage = _NO_USAGE
     reasks = 0
     journal = opts.journal
     if journal is None and opts.step_id is not None:
         journal = current_journal.get()
     saved = journal.restore(opts.step_id) if journal is not None and opts.step_id else None
+    messages: list[Message] | None
     if saved is not None:
         # A resumed run: the turns already done are not asked again.
-        messages[:] = saved.messages
+        messages = list(saved.messages)
         run.iterations, usage = saved.turn, saved.usage
     # A step with tools doesn't stream (spec 000): its answer arrives in one piece.
     stream = request.stream and (opts.stream_with_tools or not request.tools)
@@ -475,6 +460,10 @@ async def _drive(run: _Run) -> LoopResult:
     # The first call of a fresh run sends the request exactly as given: no copy to build.
     as_given = (saved is None and stream == request.stream
                 and type(request.messages) is tuple)
+    if saved is None:
+        # Made once the first reply is in (a list less alive while it is awaited), unless
+        # the first call already needs a copy of its own.
+        messages = None if as_given else list(request.messages)
     while True:
         if as_given:
             as_given = False
@@ -482,9 +471,26 @@ async def _drive(run: _Run) -> LoopResult:
         else:
             # `required` and a named tool apply to the first call only (spec 000).
             tool_choice = request.tool_choice if run.iterations == 0 else "auto"
+            assert messages is not None
             call_request = request.replace(messages=tuple(messages), stream=stream,
                                            tool_choice=tool_choice)
-        response = await run.call_model(call_request, stream)
+        t0 = run.begin_call(call_request)
+        try:
+            # Restored by value, not by a reset token: one object less alive per call.
+            outer = current_call_context.get()
+            current_call_context.set(run.call_context())
+            try:
+                response = await run.client.complete(
+                    call_request, on_event=run.sink if stream else None,
+                    on_attempt=run)
+            finally:
+                current_call_context.set(outer)
+        except BaseException as exc:
+            run.call_failed(exc, t0)
+            raise
+        run.call_ended(response, t0)
+        if messages is None:
+            messages = list(request.messages)
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
         run.check_tokens(usage)
@@ -494,7 +500,7 @@ async def _drive(run: _Run) -> LoopResult:
             run.collector.discard_turn()
             request = _grown(request, response)
             if run.iterations >= opts.max_iterations:
-                return _result(run, start, usage, response, "",
+                return _result(run, messages, start, usage, response, "",
                                FINISH_MAX_ITERATIONS_NO_ANSWER, "",
                                ConversationStatus.ITERATION_LIMIT)
             continue
@@ -511,7 +517,7 @@ async def _drive(run: _Run) -> LoopResult:
                     run.record_calls(calls)
                 finish = (FINISH_MAX_ITERATIONS if response.text.strip()
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
-                return _result(run, start, usage, response, response.text, finish,
+                return _result(run, messages, start, usage, response, response.text, finish,
                                response.text, ConversationStatus.ITERATION_LIMIT)
             results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
@@ -535,19 +541,23 @@ async def _drive(run: _Run) -> LoopResult:
                     "Reply again with only the corrected JSON."
                 ))
                 continue
-        return _result(run, start, usage, response, text, response.finish_reason, output,
+        return _result(run, messages, start, usage, response, text, response.finish_reason, output,
                        status_for_finish(response.finish_reason))
 
 
-def _result(run: _Run, start: int, usage: Usage, response: ModelResponse, text: str,
-            finish: str | None, output: Any, status: ConversationStatus) -> LoopResult:
+def _result(run: _Run, messages: list[Message], start: int, usage: Usage,
+            response: ModelResponse, text: str, finish: str | None, output: Any,
+            status: ConversationStatus) -> LoopResult:
     # A module function, not a closure in `_drive`: a closure would make four cells and
     # a function per run, alive (and walked by the garbage collector) the whole run.
-    return LoopResult(
-        response=response, text=text, finish_reason=finish, usage=usage,
-        iterations=run.iterations, new_messages=tuple(run.messages[start:]), output=output,
-        attempts=run.attempts, status=status,
-    )
+    # `LoopResult(...)` through its __init__ alone: a class called with keywords packs
+    # them into a dict first (Python 3.11), a tenth of what the record costs.
+    result: LoopResult = _new(LoopResult)
+    _init_result(
+        result, response=response, text=text, finish_reason=finish, usage=usage,
+        iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
+        attempts=run.attempts if run.attempts is not _NO_ATTEMPTS else [], status=status)
+    return result
 
 
 def _unusable_truncation(response: ModelResponse) -> bool:

@@ -338,29 +338,44 @@ class Agent:
             return Transcript((Message.system(self.system_prompt), *transcript))
         return transcript
 
+    def _start(self, transcript: Transcript, ids: dict[str, str | None] | None
+               ) -> Coroutine[Any, Any, LoopResult]:
+        """The loop's coroutine for a run of `transcript` (after `_messages`), for the
+        caller to await itself: a plain run keeps no coroutine of the Agent's own between
+        its caller's and the loop's while it waits on the model."""
+        messages = transcript.messages
+        if not messages or messages[-1].role not in ("user", "tool"):
+            raise ConfigError("a conversation must end with a user (or tool) message")
+        options = self._plain_options
+        if ids is None and options is not None:
+            return run_loop(self.client, self.request(messages), tools=self._res.toolbox,
+                            options=options)
+        return self._loop(self.request(messages), ids=ids)
+
     async def _run(self, transcript: Transcript, ids: dict[str, str | None] | None,
-                   feed: EventFeed | None = None) -> ConversationResult:
+                   feed: EventFeed) -> ConversationResult:
+        """A streamed run (`astream`): every call streamed, events into `feed`."""
         if not self._res.entered():
             await self._res.enter()
         transcript = self._messages(transcript)
         messages = transcript.messages
         if not messages or messages[-1].role not in ("user", "tool"):
             raise ConfigError("a conversation must end with a user (or tool) message")
-        if feed is None:
-            result = await self._loop(self.request(messages), ids=ids)
-        else:
-            observer = feed if self.observer is None else MultiObserver(self.observer, feed)
-            result = await self._loop(
-                self.request(messages, stream=True), ids=ids, observer=observer,
-                on_event=feed.sink, stream_tools=True)
-        return ConversationResult(transcript=transcript.append(*result.new_messages),
-                                  summary=result.summary_source(), output=result.output)
+        observer = feed if self.observer is None else MultiObserver(self.observer, feed)
+        result = await self._loop(
+            self.request(messages, stream=True), ids=ids, observer=observer,
+            on_event=feed.sink, stream_tools=True)
+        return _finished(transcript, result)
 
     async def arun_result(self, prompt: str, *, correlation_id: str | None = None,
                           parent_id: str | None = None, conversation_id: str | None = None
                           ) -> ConversationResult:
-        return await self._run(Transcript.coerce(prompt), _ids(correlation_id, parent_id,
-                                                                conversation_id))
+        if not self._res.entered():
+            await self._res.enter()
+        transcript = self._messages(Transcript.coerce(prompt))
+        result = await self._start(transcript, _ids(correlation_id, parent_id,
+                                                    conversation_id))
+        return _finished(transcript, result)
 
     async def arun(self, prompt: str, **ids: str | None) -> str:
         return (await self.arun_result(prompt, **ids)).text
@@ -369,8 +384,12 @@ class Agent:
                                correlation_id: str | None = None,
                                parent_id: str | None = None,
                                conversation_id: str | None = None) -> ConversationResult:
-        return await self._run(Transcript.coerce(messages),
-                               _ids(correlation_id, parent_id, conversation_id))
+        if not self._res.entered():
+            await self._res.enter()
+        transcript = self._messages(Transcript.coerce(messages))
+        result = await self._start(transcript, _ids(correlation_id, parent_id,
+                                                    conversation_id))
+        return _finished(transcript, result)
 
     async def aconverse(self, messages: Transcript | Sequence[Message],
                         **ids: str | None) -> Transcript:
@@ -385,7 +404,11 @@ class Agent:
         t = Transcript.coerce(transcript)
         if prompt is not None:
             t = t.with_user(prompt)
-        return await self._run(t, _ids(correlation_id, parent_id, conversation_id))
+        if not self._res.entered():
+            await self._res.enter()
+        t = self._messages(t)
+        result = await self._start(t, _ids(correlation_id, parent_id, conversation_id))
+        return _finished(t, result)
 
     async def arun_conversation(self, transcript: Transcript | Sequence[Message],
                                 prompt: str | None = None, **ids: str | None) -> Transcript:
@@ -463,6 +486,12 @@ _OPTION_SOURCES = frozenset({
     "max_iterations", "tool_concurrency", "_output", "max_reasks", "clock",
     "deadline_seconds", "token_budget", "observer", "summary_options", "name"})
 """The Agent's attributes a run's `LoopOptions` are built from."""
+
+
+def _finished(transcript: Transcript, result: LoopResult) -> ConversationResult:
+    # Positional: a class called with keywords packs them into a dict first.
+    return ConversationResult(transcript.append(*result.new_messages),
+                              result.summary_source(), result.output)
 
 
 def _ids(correlation_id: str | None, parent_id: str | None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentloom._record import FACTORY, Record, record
 from agentloom.errors import AgentLoopError, ProviderError, provider_error_class
-from agentloom.loop.observer import ConversationInfo, NullObserver
+from agentloom.loop.observer import ConversationInfo, NullObserver, RunInfo
 from agentloom.loop.summary import (
     ConversationStatus,
     ConversationSummary,
@@ -79,7 +79,8 @@ class SummaryCollector(NullObserver):
         self.tool_duration_seconds = 0.0
         self.tool_calls: dict[str, int] = {}
         self.tool_errors: dict[str, int] = {}
-        self.failed_attempts: list[FailedAttempt] = []
+        self.failed_attempts: list[FailedAttempt] = _NONE_YET
+        """The shared empty list until an attempt fails (most runs have none)."""
         self._call_attempts: list[AttemptRecord] = _NONE_YET
         """Attempts of the model call in flight (or the last one); the shared empty
         list until the first attempt (a list per run less for the collector to walk)."""
@@ -105,6 +106,8 @@ class SummaryCollector(NullObserver):
         if len(self._call_attempts) > 1:
             self.provider_retries += 1
         if not record.ok:
+            if self.failed_attempts is _NONE_YET:
+                self.failed_attempts = []
             self.failed_attempts.append(FailedAttempt(
                 provider=record.provider, model=record.model, attempt=record.attempt,
                 error_type=_kind_name(record.error_type, record.status, record.phase),
@@ -192,7 +195,7 @@ class SummaryCollector(NullObserver):
 
     def build(
         self,
-        info: ConversationInfo,
+        info: ConversationInfo | RunInfo,
         *,
         status: ConversationStatus,
         iterations: int,
@@ -211,7 +214,7 @@ class SummaryCollector(NullObserver):
 
     def record(
         self,
-        info: ConversationInfo,
+        info: ConversationInfo | RunInfo,
         *,
         status: ConversationStatus,
         iterations: int,
@@ -290,7 +293,7 @@ class SummaryRecord:
     builds_summary = True
     """Marks a record for holders that don't import this module (`StepResult`)."""
 
-    def __init__(self, collector: SummaryCollector, info: ConversationInfo,
+    def __init__(self, collector: SummaryCollector, info: ConversationInfo | RunInfo,
                  status: ConversationStatus, iterations: int, elapsed_seconds: float,
                  tool_seconds: float, finish_reason: str | None,
                  max_repeated_tool_calls: int, stalled: bool,

@@ -14,10 +14,11 @@ tasks see the same value. `on_conversation_end(summary)` carries the id in the s
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterable
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from agentloom._record import FrozenRecord, frozen_record, set_field
@@ -74,13 +75,87 @@ class ConversationInfo(FrozenRecord):
         set_field(self, "step_id", step_id)
 
 
-_CURRENT: ContextVar[ConversationInfo | None] = ContextVar("agentloom_conversation",
-                                                           default=None)
+class RunInfo:
+    """A run's `ConversationInfo` before it is built, with the same fields to read
+    (`conversation_id` is drawn and `started_at` made on first read): most runs are
+    never asked who they are but by their summary, which reads them here, and a frozen
+    record of ten fields cost as much as the rest of a run's bookkeeping."""
+
+    __slots__ = ("_built", "_conversation_id", "_wall", "agent_name", "correlation_id",
+                 "deadline_seconds", "iteration_limit", "model", "parent_id", "run_id",
+                 "step_id")
+
+    def __init__(self, conversation_id: str | None, correlation_id: str | None,
+                 parent_id: str | None, agent_name: str | None, model: str | None,
+                 iteration_limit: int | None, deadline_seconds: float | None, wall: float,
+                 run_id: str | None, step_id: str | None) -> None:
+        self._built: ConversationInfo | None = None
+        self._conversation_id = conversation_id or None
+        self.correlation_id = correlation_id
+        self.parent_id = parent_id
+        self.agent_name = agent_name
+        self.model = model
+        self.iteration_limit = iteration_limit
+        self.deadline_seconds = deadline_seconds
+        self._wall = wall
+        """The run's start on the wall clock."""
+        self.run_id = run_id
+        self.step_id = step_id
+
+    @property
+    def conversation_id(self) -> str:
+        cid = self._conversation_id
+        if cid is None:
+            cid = self._conversation_id = _new_id()
+        return cid
+
+    @property
+    def started_at(self) -> datetime:
+        return datetime.fromtimestamp(self._wall, UTC)
+
+    @property
+    def info(self) -> ConversationInfo:
+        built = self._built
+        if built is None:
+            built = self._built = ConversationInfo(
+                conversation_id=self.conversation_id, correlation_id=self.correlation_id,
+                parent_id=self.parent_id, agent_name=self.agent_name, model=self.model,
+                iteration_limit=self.iteration_limit, deadline_seconds=self.deadline_seconds,
+                started_at=self.started_at, run_id=self.run_id, step_id=self.step_id)
+        return built
+
+
+_IDS: list[str] = []
+os.register_at_fork(after_in_child=_IDS.clear)
+_ID_BATCH = 64
+_ID_CLEAR = int.from_bytes(bytes.fromhex("ffffffffffff0fff3fffffffffffffff") * _ID_BATCH)
+_ID_SET = int.from_bytes(bytes.fromhex("00000000000040008000000000000000") * _ID_BATCH)
+
+
+def _new_id() -> str:
+    """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a tenth of its
+    cost (it runs once per conversation). Ids are made 64 at a time: the random bytes
+    from one `os.urandom` (a system call per conversation was most of the cost), the
+    version and variant bits of all 64 set with one mask; a forked child drops the
+    parent's unused ids, so the two never share one."""
+    if not _IDS:
+        n = 16 * _ID_BATCH
+        raw = (int.from_bytes(os.urandom(n)) & _ID_CLEAR) | _ID_SET
+        digits = raw.to_bytes(n).hex()
+        _IDS.extend([digits[i:i + 32] for i in range(0, 2 * n, 32)])
+    return _IDS.pop()
+
+
+_CURRENT: ContextVar[ConversationInfo | RunInfo | None] = ContextVar(
+    "agentloom_conversation", default=None)
 
 
 def current_conversation() -> ConversationInfo | None:
     """The conversation the calling callback belongs to (None outside a run)."""
-    return _CURRENT.get()
+    info = _CURRENT.get()
+    if isinstance(info, RunInfo):
+        return info.info
+    return info
 
 
 @runtime_checkable
@@ -284,10 +359,14 @@ class ConsoleObserver(NullObserver):
                   f"iteration(s), {summary.elapsed_seconds:.3f}s")
 
 
-def bind_conversation(info: ConversationInfo) -> Any:
-    """Make `info` the current conversation of this task; returns the reset token."""
-    return _CURRENT.set(info)
+def bind_conversation(info: ConversationInfo | RunInfo) -> Any:
+    """Make `info` the current conversation of this task; returns what to hand
+    `unbind_conversation` (the conversation it replaces, not a reset token: a token would
+    be one more object alive per run)."""
+    previous = _CURRENT.get()
+    _CURRENT.set(info)
+    return previous
 
 
-def unbind_conversation(token: Any) -> None:
-    _CURRENT.reset(token)
+def unbind_conversation(previous: Any) -> None:
+    _CURRENT.set(previous)

@@ -33,10 +33,17 @@ def build_request(
     """The request of one model turn: model, messages, sampling, tools, and the output
     schema's plan put on last (it may add a system sentence or force a tool), so
     requests are built the same way for an Agent, an `agent` step and an `llm_call`."""
-    request = ModelRequest(
-        model=model, messages=tuple(messages), temperature=temperature,
+    # `ModelRequest(...)` through its __init__ alone: a class called with keywords packs
+    # them into a dict first (Python 3.11), and a request is built per run.
+    request: ModelRequest = _new(ModelRequest)
+    _init_request(
+        request, model=model, messages=tuple(messages), temperature=temperature,
         max_tokens=max_tokens, tool_choice=tool_choice,
         tools=tools.specs if tools is not None else (), reasoning=reasoning,
         stream=stream, vendor_tools=tuple(vendor_tools), cache=cache,
     )
     return output.apply(request) if output is not None else request
+
+
+_new = object.__new__
+_init_request = ModelRequest.__init__
