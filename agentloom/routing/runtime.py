@@ -98,6 +98,13 @@ class Runtime:
             embedded model (a replay serves them from its recording).
     """
 
+    revision: int = 0
+    """Bumped by every change that can alter what `client(...)` builds (a provider added,
+    a rate limit, prices, breaker thresholds, `aclose`): a caller may keep a client it
+    got while this, `prices`, `retry` and `clock` are unchanged (a workflow step keeps
+    its router across runs so). Declared on the class, so a wrapper that reads through
+    to a runtime (and hands out clients of its own) is not taken for one."""
+
     def __init__(
         self,
         *,
@@ -142,6 +149,7 @@ class Runtime:
             tuple[str | None, HttpTimeout | None], tuple[Endpoint, Any, ModelClient]
         ] = {}
         self._closed = False
+        self.revision = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **kw: Any) -> Runtime:
@@ -202,6 +210,7 @@ class Runtime:
             name, config, env=self._env, existing=self._endpoints.get(name)
         )
         self._endpoints[name] = endpoint
+        self.revision += 1
         return endpoint
 
     def add_providers(self, providers: Mapping[str, Mapping[str, Any]] | None) -> None:
@@ -211,14 +220,17 @@ class Runtime:
     def set_rate_limit(self, provider: str, limit: RateLimit) -> None:
         """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting."""
         self.limiters.set(provider, limit)
+        self.revision += 1
 
     def set_prices(self, prices: PriceTable) -> None:
         """The price table of clients made from now on (workflow `config.prices`, --prices)."""
         self.prices = prices
+        self.revision += 1
 
     def set_breaker(self, settings: BreakerSettings) -> None:
         """Circuit breaker thresholds for every endpoint (workflow setting)."""
         self.breakers.configure(settings)
+        self.revision += 1
 
     def breaker_snapshot(self) -> dict[str, dict[str, Any]]:
         """Each endpoint's breaker state, for run summaries."""
@@ -465,6 +477,7 @@ class Runtime:
 
     async def aclose(self) -> None:
         self._closed = True
+        self.revision += 1
         local, self._local = self._local, None
         if local is not None:
             await local.aclose()

@@ -6,11 +6,20 @@ released them."""
 from __future__ import annotations
 
 import contextvars
+import inspect
+from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
-from wf_helpers import Factory, echo_model
+import pytest
+from wf_helpers import Factory, FakeClock, echo_model
 
+from agentloom.http import BufferedResponse, MockTransport
 from agentloom.messages import ModelRequest, ToolResultPart
+from agentloom.pricing import PriceTable
+from agentloom.providers import vendor_endpoint
+from agentloom.routing import BreakerSettings, RateLimit, RetryPolicy
+from agentloom.routing.runtime import Runtime
 from agentloom.testing.scripted import FunctionModel, tool_call
 from agentloom.tools import ToolRegistry, tool
 from agentloom.workflow import arun_workflow, load_workflow_text
@@ -178,3 +187,124 @@ async def test_a_reused_tool_box_follows_a_config_override_of_its_options() -> N
     again = await arun_workflow(wf, clients=factory, tools=registry)
     assert plain.steps["ask"].text == again.steps["ask"].text == "tool said RuntimeError: down"
     assert hinted.steps["ask"].text == "tool said RuntimeError: down\n\nTry another city."
+
+
+# --- a step's router, kept across runs while the runtime's revision holds ----------------
+
+ROUTED_FLOW = ("name: routed\nconfig: {provider: openai, model: gpt-4o-mini}\nsteps:\n"
+               "  - {id: a, type: llm_call, prompt: hi}\n")
+_REPLY = (b'{"id": "r", "object": "chat.completion", "model": "gpt-4o-mini", "choices": '
+          b'[{"index": 0, "message": {"role": "assistant", "content": "hello"}, '
+          b'"finish_reason": "stop"}], "usage": {"prompt_tokens": 1000, '
+          b'"completion_tokens": 1000, "total_tokens": 2000}}')
+
+
+class _Counting(Runtime):
+    """A runtime that keeps every client it built."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.built: list[Any] = []
+
+    def client(self, **kw: Any) -> Any:
+        made = super().client(**kw)
+        self.built.append(made)
+        return made
+
+
+class _ReadsThrough:
+    """A factory that reads through to a runtime but hands out a client of its own per
+    call (as a durable run's journal does): never taken for the runtime it wraps."""
+
+    def __init__(self, inner: Runtime) -> None:
+        self._inner = inner
+        self.built = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def client(self, **kw: Any) -> Any:
+        self.built += 1
+        return self._inner.client(**kw)
+
+
+def _routed() -> tuple[_Counting, MockTransport]:
+    transport = MockTransport(lambda request: BufferedResponse(
+        status=200, headers={"content-type": "application/json"}, body=_REPLY))
+    runtime = _Counting(endpoints=[vendor_endpoint("openai", api_key="sk-test")],
+                        transport=transport)
+    return runtime, transport
+
+
+async def test_a_steps_router_is_kept_across_runs_of_one_runtime() -> None:
+    runtime, transport = _routed()
+    wf = load_workflow_text(ROUTED_FLOW)
+    results = [await arun_workflow(wf, clients=runtime) for _ in range(3)]
+    assert len(runtime.built) == 1
+    assert [r.steps["a"].text for r in results] == ["hello"] * 3
+    assert len({r.steps["a"].usage.cost_usd for r in results}) == 1
+    assert len(transport.requests) == 3
+    # Another loaded copy of the file, or a config override, builds its own.
+    await arun_workflow(load_workflow_text(ROUTED_FLOW), clients=runtime)
+    await arun_workflow(wf.with_overrides(model="gpt-4o"), clients=runtime)
+    assert len(runtime.built) == 3
+
+
+_CHANGES: dict[str, Callable[[Runtime], Any]] = {
+    "add_provider": lambda rt: rt.add_provider(
+        "openai", {"base_url": "http://other.invalid/v1", "api_key": "sk-other"}),
+    "set_rate_limit": lambda rt: rt.set_rate_limit("openai", RateLimit(rpm=6000)),
+    "set_prices": lambda rt: rt.set_prices(PriceTable.from_mapping(
+        {"openai": {"gpt-4o-mini": {"input": 1, "output": 2}}})),
+    "set_breaker": lambda rt: rt.set_breaker(BreakerSettings(failure_threshold=1)),
+    "aclose": lambda rt: rt.aclose(),
+    "prices": lambda rt: setattr(rt, "prices", PriceTable.from_mapping(
+        {"openai": {"gpt-4o-mini": {"input": 1, "output": 2}}})),
+    "retry": lambda rt: setattr(rt, "retry", RetryPolicy(max_retries=1)),
+    "clock": lambda rt: setattr(rt, "clock", FakeClock()),
+}
+
+
+@pytest.mark.parametrize("change", sorted(_CHANGES))
+async def test_each_runtime_change_gives_the_step_a_fresh_router(change: str) -> None:
+    runtime, transport = _routed()
+    wf = load_workflow_text(ROUTED_FLOW)
+    before = await arun_workflow(wf, clients=runtime)
+    done = _CHANGES[change](runtime)
+    if inspect.isawaitable(done):
+        await done
+    after = await arun_workflow(wf, clients=runtime)
+    again = await arun_workflow(wf, clients=runtime)
+    assert before.ok and after.ok and again.ok
+    assert len(runtime.built) == 2  # rebuilt once, then kept again
+    router = runtime.built[-1]
+    # The fresh router is what a new one would be: the changed setting is in it.
+    (cand,) = router.candidates
+    if change == "add_provider":
+        assert transport.requests[-1].url.startswith("http://other.invalid/v1")
+    elif change == "set_rate_limit":
+        assert cand.limiter is not None and runtime.built[0].candidates[0].limiter is None
+    elif change in ("set_prices", "prices"):
+        assert after.steps["a"].usage.cost_usd == Decimal("0.003")
+        assert before.steps["a"].usage.cost_usd != after.steps["a"].usage.cost_usd
+    elif change == "set_breaker":
+        assert cand.breaker is not None and cand.breaker.settings.failure_threshold == 1
+    elif change == "retry":
+        assert router.retry is runtime.built[0].retry  # a step's client never retries
+    assert after.steps["a"].text == again.steps["a"].text == "hello"
+
+
+async def test_a_run_budget_or_a_wrapping_factory_builds_a_router_per_run() -> None:
+    runtime, _ = _routed()
+    budgeted = load_workflow_text(ROUTED_FLOW.replace(
+        "model: gpt-4o-mini}", "model: gpt-4o-mini, budget_usd: 5}"))
+    for _ in range(2):
+        assert (await arun_workflow(budgeted, clients=runtime)).ok
+    assert len(runtime.built) == 2
+    assert all(r.budget is not None for r in runtime.built)
+    assert runtime.built[0].budget is not runtime.built[1].budget
+    wrapper = _ReadsThrough(runtime)
+    wf = load_workflow_text(ROUTED_FLOW)
+    for _ in range(2):
+        assert (await arun_workflow(wf, clients=wrapper)).ok
+    assert wrapper.built == 2

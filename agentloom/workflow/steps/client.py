@@ -85,12 +85,50 @@ def client_for(node: StepNode, ctx: RunContext) -> ModelClient:
     cache = ctx.client_cache
     client = cache.get(key)
     if client is None:
-        client = cache[key] = ctx.clients.client(**kwargs)
+        if memos is not None and step.profile is None and ctx.budget is None:
+            client = _kept(memos, ctx.clients, config, kwargs)
+        else:
+            client = ctx.clients.client(**kwargs)
+        cache[key] = client
     first = getattr(client, "candidates", None)
     if first:
         primary = first[0]
         ctx.primaries[node.id] = (primary.provider, primary.model)
     return client
+
+
+class _Kept:
+    """A step's client kept across runs, with what it was built from."""
+
+    __slots__ = ("client", "clients", "clock", "config", "prices", "retry", "revision")
+
+    def __init__(self, clients: Any, config: WorkflowConfig, client: ModelClient) -> None:
+        self.clients = clients
+        self.config = config
+        self.revision = clients.revision
+        self.prices = clients.prices
+        self.retry = clients.retry
+        self.clock = clients.clock
+        self.client = client
+
+    def holds(self, clients: Any, config: WorkflowConfig) -> bool:
+        return (self.clients is clients and self.config is config
+                and self.revision == clients.revision and self.prices is clients.prices
+                and self.retry is clients.retry and self.clock is clients.clock)
+
+
+def _kept(memos: dict[str, Any], clients: Any, config: WorkflowConfig,
+          kwargs: dict[str, Any]) -> ModelClient:
+    """The step's client from an earlier run while the factory says nothing it is built
+    from changed (`Runtime.revision`, its prices, retry and clock); a factory without a
+    `revision` of its own class (a test's, or a wrapper handing out clients per run)
+    builds one per run, as before. Without a per-run budget only: a budget is the run's."""
+    if getattr(type(clients), "revision", None) is None:
+        return clients.client(**kwargs)  # type: ignore[no-any-return]
+    kept: _Kept | None = memos.get("kept")
+    if kept is None or not kept.holds(clients, config):
+        kept = memos["kept"] = _Kept(clients, config, clients.client(**kwargs))
+    return kept.client
 
 
 def _choice(node: StepNode, step: LLMCallStep, config: WorkflowConfig, model: str | None,
