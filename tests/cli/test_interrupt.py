@@ -63,6 +63,9 @@ def test_ctrl_c_saves_the_run_as_interrupted_and_resume_finishes_it(tmp_path: Pa
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while len(server.requests) < 2:  # the second call is in flight, held
+            if proc.poll() is not None:  # ended before its second call: say why
+                raise AssertionError(f"the run ended early ({proc.returncode}): "
+                                     f"{proc.communicate()[1]}")
             assert time.monotonic() < deadline, "the second call never came"
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
