@@ -5,21 +5,23 @@ released them."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from wf_helpers import Factory, FakeClock, echo_model
 
-from agentloom.http import BufferedResponse, MockTransport
 from agentloom.messages import ModelRequest, ToolResultPart
 from agentloom.pricing import PriceTable
 from agentloom.providers import vendor_endpoint
 from agentloom.routing import BreakerSettings, RateLimit, RetryPolicy
 from agentloom.routing.runtime import Runtime
+from agentloom.testing import FakeOpenAIServer
+from agentloom.testing._server import FakeReply
 from agentloom.testing.scripted import FunctionModel, tool_call
 from agentloom.tools import ToolRegistry, tool
 from agentloom.workflow import arun_workflow, load_workflow_text
@@ -193,10 +195,6 @@ async def test_a_reused_tool_box_follows_a_config_override_of_its_options() -> N
 
 ROUTED_FLOW = ("name: routed\nconfig: {provider: openai, model: gpt-4o-mini}\nsteps:\n"
                "  - {id: a, type: llm_call, prompt: hi}\n")
-_REPLY = (b'{"id": "r", "object": "chat.completion", "model": "gpt-4o-mini", "choices": '
-          b'[{"index": 0, "message": {"role": "assistant", "content": "hello"}, '
-          b'"finish_reason": "stop"}], "usage": {"prompt_tokens": 1000, '
-          b'"completion_tokens": 1000, "total_tokens": 2000}}')
 
 
 class _Counting(Runtime):
@@ -228,83 +226,92 @@ class _ReadsThrough:
         return self._inner.client(**kw)
 
 
-def _routed() -> tuple[_Counting, MockTransport]:
-    transport = MockTransport(lambda request: BufferedResponse(
-        status=200, headers={"content-type": "application/json"}, body=_REPLY))
-    runtime = _Counting(endpoints=[vendor_endpoint("openai", api_key="sk-test")],
-                        transport=transport)
-    return runtime, transport
+def _server() -> FakeOpenAIServer:
+    return FakeOpenAIServer(responder=lambda _body: FakeReply(
+        text="hello", input_tokens=1000, output_tokens=1000))
+
+
+@contextlib.asynccontextmanager
+async def _routed() -> AsyncIterator[tuple[_Counting, FakeOpenAIServer]]:
+    """A counting runtime over a fake OpenAI server on loopback."""
+    async with _server() as server:
+        runtime = _Counting(endpoints=[vendor_endpoint(
+            "openai", api_key="sk-test", base_url=server.openai_base_url)])
+        try:
+            yield runtime, server
+        finally:
+            await runtime.aclose()
 
 
 async def test_a_steps_router_is_kept_across_runs_of_one_runtime() -> None:
-    runtime, transport = _routed()
-    wf = load_workflow_text(ROUTED_FLOW)
-    results = [await arun_workflow(wf, clients=runtime) for _ in range(3)]
-    assert len(runtime.built) == 1
-    assert [r.steps["a"].text for r in results] == ["hello"] * 3
-    assert len({r.steps["a"].usage.cost_usd for r in results}) == 1
-    assert len(transport.requests) == 3
-    # Another loaded copy of the file, or a config override, builds its own.
-    await arun_workflow(load_workflow_text(ROUTED_FLOW), clients=runtime)
-    await arun_workflow(wf.with_overrides(model="gpt-4o"), clients=runtime)
-    assert len(runtime.built) == 3
+    async with _routed() as (runtime, server):
+        wf = load_workflow_text(ROUTED_FLOW)
+        results = [await arun_workflow(wf, clients=runtime) for _ in range(3)]
+        assert len(runtime.built) == 1
+        assert [r.steps["a"].text for r in results] == ["hello"] * 3
+        assert len({r.steps["a"].usage.cost_usd for r in results}) == 1
+        assert len(server.requests) == 3
+        # Another loaded copy of the file, or a config override, builds its own.
+        await arun_workflow(load_workflow_text(ROUTED_FLOW), clients=runtime)
+        await arun_workflow(wf.with_overrides(model="gpt-4o"), clients=runtime)
+        assert len(runtime.built) == 3
 
 
-_CHANGES: dict[str, Callable[[Runtime], Any]] = {
-    "add_provider": lambda rt: rt.add_provider(
-        "openai", {"base_url": "http://other.invalid/v1", "api_key": "sk-other"}),
-    "set_rate_limit": lambda rt: rt.set_rate_limit("openai", RateLimit(rpm=6000)),
-    "set_prices": lambda rt: rt.set_prices(PriceTable.from_mapping(
+_CHANGES: dict[str, Callable[[Runtime, FakeOpenAIServer], Any]] = {
+    "add_provider": lambda rt, other: rt.add_provider(
+        "openai", {"base_url": other.openai_base_url, "api_key": "sk-other"}),
+    "set_rate_limit": lambda rt, _: rt.set_rate_limit("openai", RateLimit(rpm=6000)),
+    "set_prices": lambda rt, _: rt.set_prices(PriceTable.from_mapping(
         {"openai": {"gpt-4o-mini": {"input": 1, "output": 2}}})),
-    "set_breaker": lambda rt: rt.set_breaker(BreakerSettings(failure_threshold=1)),
-    "aclose": lambda rt: rt.aclose(),
-    "prices": lambda rt: setattr(rt, "prices", PriceTable.from_mapping(
+    "set_breaker": lambda rt, _: rt.set_breaker(BreakerSettings(failure_threshold=1)),
+    "aclose": lambda rt, _: rt.aclose(),
+    "prices": lambda rt, _: setattr(rt, "prices", PriceTable.from_mapping(
         {"openai": {"gpt-4o-mini": {"input": 1, "output": 2}}})),
-    "retry": lambda rt: setattr(rt, "retry", RetryPolicy(max_retries=1)),
-    "clock": lambda rt: setattr(rt, "clock", FakeClock()),
+    "retry": lambda rt, _: setattr(rt, "retry", RetryPolicy(max_retries=1)),
+    "clock": lambda rt, _: setattr(rt, "clock", FakeClock()),
 }
 
 
 @pytest.mark.parametrize("change", sorted(_CHANGES))
 async def test_each_runtime_change_gives_the_step_a_fresh_router(change: str) -> None:
-    runtime, transport = _routed()
-    wf = load_workflow_text(ROUTED_FLOW)
-    before = await arun_workflow(wf, clients=runtime)
-    done = _CHANGES[change](runtime)
-    if inspect.isawaitable(done):
-        await done
-    after = await arun_workflow(wf, clients=runtime)
-    again = await arun_workflow(wf, clients=runtime)
-    assert before.ok and after.ok and again.ok
-    assert len(runtime.built) == 2  # rebuilt once, then kept again
-    router = runtime.built[-1]
-    # The fresh router is what a new one would be: the changed setting is in it.
-    (cand,) = router.candidates
-    if change == "add_provider":
-        assert transport.requests[-1].url.startswith("http://other.invalid/v1")
-    elif change == "set_rate_limit":
-        assert cand.limiter is not None and runtime.built[0].candidates[0].limiter is None
-    elif change in ("set_prices", "prices"):
-        assert after.steps["a"].usage.cost_usd == Decimal("0.003")
-        assert before.steps["a"].usage.cost_usd != after.steps["a"].usage.cost_usd
-    elif change == "set_breaker":
-        assert cand.breaker is not None and cand.breaker.settings.failure_threshold == 1
-    elif change == "retry":
-        assert router.retry is runtime.built[0].retry  # a step's client never retries
-    assert after.steps["a"].text == again.steps["a"].text == "hello"
+    async with _routed() as (runtime, server), _server() as other:
+        wf = load_workflow_text(ROUTED_FLOW)
+        before = await arun_workflow(wf, clients=runtime)
+        done = _CHANGES[change](runtime, other)
+        if inspect.isawaitable(done):
+            await done
+        after = await arun_workflow(wf, clients=runtime)
+        again = await arun_workflow(wf, clients=runtime)
+        assert before.ok and after.ok and again.ok
+        assert len(runtime.built) == 2  # rebuilt once, then kept again
+        router = runtime.built[-1]
+        # The fresh router is what a new one would be: the changed setting is in it.
+        (cand,) = router.candidates
+        if change == "add_provider":
+            assert (len(server.requests), len(other.requests)) == (1, 2)
+        elif change == "set_rate_limit":
+            assert cand.limiter is not None and runtime.built[0].candidates[0].limiter is None
+        elif change in ("set_prices", "prices"):
+            assert after.steps["a"].usage.cost_usd == Decimal("0.003")
+            assert before.steps["a"].usage.cost_usd != after.steps["a"].usage.cost_usd
+        elif change == "set_breaker":
+            assert cand.breaker is not None and cand.breaker.settings.failure_threshold == 1
+        elif change == "retry":
+            assert router.retry is runtime.built[0].retry  # a step's client never retries
+        assert after.steps["a"].text == again.steps["a"].text == "hello"
 
 
 async def test_a_run_budget_or_a_wrapping_factory_builds_a_router_per_run() -> None:
-    runtime, _ = _routed()
-    budgeted = load_workflow_text(ROUTED_FLOW.replace(
-        "model: gpt-4o-mini}", "model: gpt-4o-mini, budget_usd: 5}"))
-    for _ in range(2):
-        assert (await arun_workflow(budgeted, clients=runtime)).ok
-    assert len(runtime.built) == 2
-    assert all(r.budget is not None for r in runtime.built)
-    assert runtime.built[0].budget is not runtime.built[1].budget
-    wrapper = _ReadsThrough(runtime)
-    wf = load_workflow_text(ROUTED_FLOW)
-    for _ in range(2):
-        assert (await arun_workflow(wf, clients=wrapper)).ok
-    assert wrapper.built == 2
+    async with _routed() as (runtime, _):
+        budgeted = load_workflow_text(ROUTED_FLOW.replace(
+            "model: gpt-4o-mini}", "model: gpt-4o-mini, budget_usd: 5}"))
+        for _ in range(2):
+            assert (await arun_workflow(budgeted, clients=runtime)).ok
+        assert len(runtime.built) == 2
+        assert all(r.budget is not None for r in runtime.built)
+        assert runtime.built[0].budget is not runtime.built[1].budget
+        wrapper = _ReadsThrough(runtime)
+        wf = load_workflow_text(ROUTED_FLOW)
+        for _ in range(2):
+            assert (await arun_workflow(wf, clients=wrapper)).ok
+        assert wrapper.built == 2
