@@ -65,6 +65,13 @@ def _differ(a: Any, b: Any) -> bool:
         return True
 
 
+def _same_extra(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a value without a plain `==`: compared key by key
+        return False
+
+
 Redact = Callable[[Any], Any]
 
 
@@ -138,7 +145,12 @@ class DeltaBuilder:
         written = {**live, **{k: c for k, c in copies.items() if type(c) is not _Uncopyable}}
         redact = redact or _same
         loops, kept = self._loop_changes(redact)
-        extra_sets = {k: v for k, v in extra.items() if _differ(v, self._extra.get(k, _MISSING))}
+        if _same_extra(extra, self._extra):  # the usual step: one comparison, in C
+            extra_sets, extra_removed = {}, []
+        else:
+            extra_sets = {k: v for k, v in extra.items()
+                          if _differ(v, self._extra.get(k, _MISSING))}
+            extra_removed = [k for k in self._extra if k not in extra]
         self._pending = _Taken(state=live, copies=copies, removed=removed,
                                results=dict(self._results),
                                results_removed=set(self._results_removed),
@@ -149,7 +161,7 @@ class DeltaBuilder:
             step_results=dict(self._results), step_results_removed=sorted(self._results_removed),
             tool_loops=loops, loop_messages_kept=kept,
             tool_loops_removed=sorted(self._loops_removed), paused=paused, cost_usd=cost_usd,
-            extra=extra_sets, extra_removed=[k for k in self._extra if k not in extra])
+            extra=extra_sets, extra_removed=extra_removed)
 
     def commit(self) -> None:
         """The delta from the last `take` is stored."""

@@ -281,12 +281,26 @@ _USAGE_KEYS = tuple(encode_basestring_ascii(n) for n in _USAGE_NAMES)
 _USAGE_VALUES = attrgetter(*_USAGE_NAMES)
 
 
+_usage_memo: tuple[Any, str] = (None, "")
+"""The last `Usage` written and its text. A step's write holds its usage, which is
+often its reply's (written just before, with the reply); a `Usage` is frozen and holds
+only immutable values, so the same object has the same text. One tuple, rebound whole,
+so a reader never pairs one usage with another's text."""
+
+
 def _usage_json(u: Usage) -> str:
     """`_usage_to_dict(u)` as JSON text."""
+    global _usage_memo
+    memo = _usage_memo
+    if memo[0] is u:
+        return memo[1]
     pairs = zip(_USAGE_KEYS, _USAGE_VALUES(u), strict=True)
     body = ",".join([f"{k}:null" if v is None else f"{k}:{v!r}" if type(v) is int
+                     else f"{k}:true" if v is True else f"{k}:false" if v is False
                      else f"{k}:{_write(v)}" for k, v in pairs])
-    return f'{{"{_TAG}":"usage","v":{{{body}}}}}'
+    text = f'{{"{_TAG}":"usage","v":{{{body}}}}}'
+    _usage_memo = (u, text)
+    return text
 
 
 def _raw_json(value: Any) -> str:

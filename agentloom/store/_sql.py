@@ -8,8 +8,8 @@ checkpoints and deltas, the queries and retention. The writes a run makes at eve
 itself, sent with `batch()`: one round trip each, and a queued model exchange rides in
 the same trip as the run's next write (`_pending.py`). Every public method is one
 transaction, so a write lands whole or not at all; the seq of a checkpoint or delta
-comes from `UPDATE runs ... RETURNING latest_seq` inside it, so it is monotonic per run even
-with several writers (the row lock serialises them).
+comes from the `UPDATE runs` that advances `latest_seq` inside it, so it is monotonic per
+run even with several writers (the row lock serialises them).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from agentloom.store._serde import (
     delta_from_payload,
     delta_to_payload,
 )
-from agentloom.store._sql_base import RUN_COLS, Rows, SqlDb, SqlTx, utcnow
+from agentloom.store._sql_base import RUN_COLS, WROTE_ROW, Rows, SqlDb, SqlTx, utcnow
 from agentloom.store._sql_journal import SqlJournal
 
 __all__ = ["Rows", "SqlDb", "SqlStore", "SqlTx", "utcnow"]
@@ -130,11 +130,13 @@ class SqlStore(SqlJournal):
              "cost_usd = COALESCE(?, cost_usd) WHERE run_id = ?", (status, now, cost, run_id)),
             # Stamped with the time the UPDATE just wrote: one timestamp to convert.
             (f"INSERT INTO {table} (run_id, seq, created_at, payload) SELECT run_id, "
-             "latest_seq, updated_at, ?j FROM runs WHERE run_id = ? RETURNING seq",
-             (payload, run_id)),
+             "latest_seq, updated_at, ?j FROM runs WHERE run_id = ?", (payload, run_id)),
+            # The seq read back, not RETURNed: SQLite's RETURNING builds a temporary
+            # table, which costs more than this lookup (the write lock is still held).
+            ("SELECT latest_seq FROM runs WHERE run_id = ?", (run_id,)),
             *after,
         ])
-        inserted = results[len(queued) + 1]
+        inserted = results[len(queued) + 2]
         if not inserted:
             raise RunNotFound(run_id)
         return int(inserted[0][0])
@@ -258,7 +260,7 @@ class SqlStore(SqlJournal):
         await self._ensure()
         queued = self._queued.take(run_id)
         *_, rows = await self._batch_carrying(run_id, queued, self._carried(queued, (
-            "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? RETURNING run_id",
+            "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?" + WROTE_ROW,
             (status, self._now(), run_id))))
         if not rows:
             raise RunNotFound(run_id)
@@ -296,7 +298,7 @@ class SqlStore(SqlJournal):
             rows = await tx.execute(
                 "UPDATE runs SET claimed_by = ?, lease_until = ? WHERE run_id = ? AND "
                 "(claimed_by IS NULL OR claimed_by = ? OR lease_until IS NULL OR lease_until < ?)"
-                " RETURNING run_id",
+                + WROTE_ROW,
                 (worker_id, now + timedelta(seconds=lease_seconds), run_id, worker_id, now),
             )
             if rows:

@@ -52,6 +52,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+WROTE_ROW = " RETURNING run_id"
+"""The end of a write whose rows only tell whether it wrote a row: callers test them
+for truth, never read them (the SQLite adapter answers with its row count)."""
+
 RUN_COLS = ("run_id, workflow_name, workflow_hash, status, meta, started_at, updated_at, "
              "cost_usd, latest_seq, claimed_by, lease_until")
 

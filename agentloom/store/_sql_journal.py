@@ -17,7 +17,7 @@ from agentloom.store._base import (
     check_tool_status,
 )
 from agentloom.store._pending import Statement
-from agentloom.store._sql_base import SqlBase, SqlTx
+from agentloom.store._sql_base import WROTE_ROW, SqlBase, SqlTx
 
 
 class SqlJournal(SqlBase):
@@ -50,8 +50,8 @@ class SqlJournal(SqlBase):
             "name = COALESCE(excluded.name, tool_calls.name), "
             "arguments = COALESCE(excluded.arguments, tool_calls.arguments), "
             "result = excluded.result, updated_at = excluded.updated_at "
-            "WHERE NOT (tool_calls.status = 'done' AND excluded.status = 'in_flight') "
-            "RETURNING run_id",
+            "WHERE NOT (tool_calls.status = 'done' AND excluded.status = 'in_flight')"
+            + WROTE_ROW,
             (run_id, step_id, call_id, turn, status, bool(idempotent), name, args_json,
              result_json, self._now(), run_id),
         )))
@@ -89,7 +89,7 @@ class SqlJournal(SqlBase):
             "INSERT INTO model_exchanges (run_id, step_id, turn, request_hash, response, "
             "created_at) SELECT ?, ?, ?, ?, ?j, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
             "run_id = ?) ON CONFLICT (run_id, step_id, turn, request_hash) DO UPDATE SET "
-            "response = excluded.response, created_at = excluded.created_at RETURNING run_id",
+            "response = excluded.response, created_at = excluded.created_at" + WROTE_ROW,
             (run_id, step_id, turn, request_hash, self._dumps(response), self._now(), run_id),
         )
 

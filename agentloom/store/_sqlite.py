@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from agentloom.store._base import StoreConfigError, StoreCorrupt
 from agentloom.store._serde import Serializer
 from agentloom.store._sql import Rows, SqlStore
+from agentloom.store._sql_base import WROTE_ROW
 
 T = TypeVar("T")
 DEFAULT_PATH = Path(".agentloom") / "runs.db"
@@ -58,14 +59,34 @@ _PLACEHOLDERS: dict[str, str] = {}
 """SQL as written (`?j` for JSON) -> as SQLite takes it: the same few statements run at
 every step, and a lookup costs less than rewriting them."""
 
+_COUNTED: set[str] = set()
+"""Statements (as SQLite takes them) written with a `RETURNING run_id` that only tells
+whether they wrote a row (`WROTE_ROW`): run without it, their row count says the same.
+SQLite builds a temporary table for the rows a RETURNING gives, which costs more than
+the write itself (two such statements were a third of a step's checkpoint)."""
+
+_WROTE = (None,)
+
 
 def _sqlite_sql(sql: str) -> str:
     out = _PLACEHOLDERS.get(sql)
     if out is None:
         if len(_PLACEHOLDERS) > 512:  # SQL built with a variable list of marks
             _PLACEHOLDERS.clear()
-        out = _PLACEHOLDERS[sql] = sql.replace("?j", "?")
+            _COUNTED.clear()
+        out = sql.replace("?j", "?")
+        if out.endswith(WROTE_ROW):
+            out = out[:-len(WROTE_ROW)]
+            _COUNTED.add(out)
+        _PLACEHOLDERS[sql] = out
     return out
+
+
+def _rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Rows:
+    cursor = conn.execute(sql, params)
+    if sql in _COUNTED:  # a write (done by now): a row for each row it wrote
+        return [_WROTE] * cursor.rowcount
+    return cursor.fetchall()
 
 
 _AS_IS = frozenset({str, int, float, bytes, type(None)})
@@ -284,7 +305,7 @@ class _SqliteDb:
     def execute_sync(self, sql: str, params: tuple[Any, ...]) -> Rows:
         assert self._conn is not None
         try:
-            return self._conn.execute(sql, params).fetchall()
+            return _rows(self._conn, sql, params)
         except sqlite3.OperationalError as exc:
             self._raise_readonly(exc)
             raise
@@ -321,7 +342,7 @@ class _SqliteDb:
         # (or rolls back) even if the caller is cancelled meanwhile.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            out = [conn.execute(sql, params).fetchall() for sql, params in statements]
+            out = [_rows(conn, sql, params) for sql, params in statements]
             conn.execute("COMMIT")
         except BaseException as exc:
             self._rollback_if_open()
