@@ -228,8 +228,11 @@ class DeltaBuilder:
         # Keys hold another object than when written: found in C, position by position
         # (`commit` keeps the shadow in the state's key order), then checked by key, so
         # a key moved by a delete and re-insert is not taken for a changed one.
+        # `any` first: the usual step replaces no key it had (it adds one), and `any`
+        # costs less per key than `compress` and its list.
         flagged = list(compress(state.keys(),
-                                map(is_not, state.values(), shadow.values())))
+                                map(is_not, state.values(), shadow.values()))) \
+            if any(map(is_not, state.values(), shadow.values())) else []
         changed = [k for k in flagged if shadow.get(k, _MISSING) is not state[k]]
         tail = list(islice(state.keys(), len(shadow), None)) if len(state) > len(shadow) \
             else []
