@@ -20,10 +20,11 @@ import asyncio
 import contextlib
 import dataclasses
 from functools import partial
+from time import monotonic as _monotonic
 from time import time as _time
 from typing import Any
 
-from agentloom._clock import SYSTEM_CLOCK, SystemClock, reader
+from agentloom._clock import SYSTEM_CLOCK, SystemClock
 from agentloom.errors import (
     AgentLoopError,
     LoopBudgetExceeded,
@@ -36,6 +37,7 @@ from agentloom.loop._budget import (
     BudgetWarnings,
     Deadline,
     StallDetector,
+    _TimerScope,
     absorb_cancel,
     run_deadline,
 )
@@ -88,7 +90,9 @@ class _Run:
         self.opts = opts
         self.on_event = on_event
         clock = self.clock = opts.clock or SYSTEM_CLOCK
-        now = self.now = reader(clock)
+        # On the system clock its C function itself: a read through the method costs
+        # about ten times the read, and a run reads the clock several times.
+        now = self.now = _monotonic if type(clock) is SystemClock else clock.now
         started = self.started = now()
         so = opts.summary_options or _NO_EXTRAS
         # Its ConversationInfo is built only if something asks for it: the summary reads
@@ -196,13 +200,6 @@ class _Run:
     def call_failed(self, exc: BaseException, t0: float) -> None:
         self.dispatch.emit("on_model_error", exc, self.iterations, self.now() - t0)
 
-    def call_ended(self, response: ModelResponse, t0: float) -> None:
-        if self.solo:
-            self.collector.on_response(response, self.iterations, self.now() - t0)
-        else:
-            self.dispatch.emit("on_response", response, self.iterations,
-                               self.now() - t0)
-
     # --- one tool batch ----------------------------------------------------------------
     def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
         stall = self.stall
@@ -306,12 +303,25 @@ _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
 _new = object.__new__
 _init_info = RunInfo.__init__
+_init_run = _Run.__init__
 _init_collector = SummaryCollector.__init__
 _ITERATION_LIMIT = ConversationStatus.ITERATION_LIMIT
 """Read once: a member of an Enum read off its class goes through the metaclass's
 `__getattr__` hook on Python 3.11 (~1 k instructions)."""
 _FIRST_TURN = CallContext(step_id=None, turn=1)
 """The first call of a run outside a workflow step (frozen, so one serves every run)."""
+
+
+_STATUS_OF: dict[str | None, ConversationStatus] = {}
+"""`status_for_finish` of the finish reasons seen (a few words per provider), looked up
+rather than worked out per run."""
+
+
+def _status_of(finish_reason: str | None) -> ConversationStatus:
+    status = status_for_finish(finish_reason)
+    if len(_STATUS_OF) < 64:  # providers' words, not the model's: a bound all the same
+        _STATUS_OF[finish_reason] = status
+    return status
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -356,7 +366,8 @@ async def run_loop(
     opts = options or LoopOptions()
     if tools is not None and not request.tools:
         request = request.replace(tools=tools.specs)
-    run = _Run(client, request, tools, opts, on_event)
+    run: _Run = _new(_Run)  # through its __init__ alone: no class call per run
+    _init_run(run, client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
     listener: _RetryListener | None = None
     heard = None
@@ -373,7 +384,8 @@ async def run_loop(
             run.dispatch.emit("on_conversation_start", run.info.info)
         try:
             deadline = run.deadline
-            timer = deadline.timer() if deadline is not None else None
+            timer = (deadline if type(deadline) is _TimerScope  # its own timer
+                     else deadline.timer() if deadline is not None else None)
             if timer is not None:
                 # The system clock's scope, entered and left in line: `async with`
                 # would make two coroutines per run and keep a bound method alive.
@@ -475,7 +487,13 @@ async def _drive(run: _Run) -> LoopResult:
             call_request = request.replace(
                 messages=request.messages if messages is None else tuple(messages),
                 stream=stream, tool_choice=tool_choice)
-        t0 = run.begin_call(call_request)
+        if run.iterations == 0 and run.solo and run.warnings is _NO_WARNINGS:
+            # `begin_call` of a plain run's first call (most runs' only one), in line.
+            run.iterations = 1
+            run.collector.on_request(call_request, 1)
+            t0 = run.now()
+        else:
+            t0 = run.begin_call(call_request)
         try:
             # Restored by value, not by a reset token: one object less alive per call.
             outer = current_call_context.get()
@@ -493,7 +511,10 @@ async def _drive(run: _Run) -> LoopResult:
         except BaseException as exc:
             run.call_failed(exc, t0)
             raise
-        run.call_ended(response, t0)
+        if run.solo:
+            run.collector.on_response(response, run.iterations, run.now() - t0)
+        else:
+            run.dispatch.emit("on_response", response, run.iterations, run.now() - t0)
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
         if opts.max_total_tokens is not None:
@@ -513,9 +534,11 @@ async def _drive(run: _Run) -> LoopResult:
         if messages is None:
             if opts.validator is None and not (calls and request.tool_choice != "none"):
                 # The answer to a run's one request: no list of the conversation to build.
-                text = response.text
-                return _result(run, (message,), usage, response, text, response.finish_reason,
-                               text, status_for_finish(response.finish_reason))
+                text, reason = response.text, response.finish_reason
+                status = _STATUS_OF.get(reason)
+                if status is None:
+                    status = _status_of(reason)
+                return _result(run, (message,), usage, response, text, reason, text, status)
             messages = list(request.messages)
         messages.append(message)
         if calls and request.tool_choice != "none":
