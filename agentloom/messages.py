@@ -34,7 +34,7 @@ from agentloom._parts import (
     part_from_dict,
     part_to_dict,
 )
-from agentloom._record import FACTORY, FrozenRecord, freeze, frozen_record, set_field, thaw
+from agentloom._record import FACTORY, TWINS, FrozenRecord, freeze, frozen_record, set_field, thaw
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
@@ -57,14 +57,20 @@ class Message(FrozenRecord):
 
     @classmethod
     def system(cls, text: str) -> Message:
+        if cls is Message:
+            return new_message("system", (text_part(text),), None)
         return cls(role="system", parts=(TextPart(text=text),))
 
     @classmethod
     def user(cls, text: str, *media: MediaPart, name: str | None = None) -> Message:
+        if cls is Message:
+            return new_message("user", (text_part(text), *media), name)
         return cls(role="user", parts=(TextPart(text=text), *media), name=name)
 
     @classmethod
     def assistant(cls, text: str, *, name: str | None = None) -> Message:
+        if cls is Message:
+            return new_message("assistant", (text_part(text),), name)
         return cls(role="assistant", parts=(TextPart(text=text),), name=name)
 
     @property
@@ -74,6 +80,28 @@ class Message(FrozenRecord):
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
         return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+
+_new = object.__new__
+
+
+def new_message(role: Role, parts: tuple[Part, ...], name: str | None) -> Message:
+    """`Message(...)` by a positional factory (`agentloom._record`): per model call."""
+    this: Any = _new(TWINS[Message])
+    this.role = role
+    this.parts = parts
+    this.name = name
+    this.__class__ = Message
+    return this  # type: ignore[no-any-return]
+
+
+def text_part(text: str) -> TextPart:
+    """`TextPart(text=text)` by a positional factory."""
+    this: Any = _new(TWINS[TextPart])
+    this.text = text
+    this.kind = "text"
+    this.__class__ = TextPart
+    return this  # type: ignore[no-any-return]
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -313,11 +341,19 @@ class ModelResponse(FrozenRecord):
 
     @property
     def text(self) -> str:
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        parts = self.parts
+        if len(parts) == 1:
+            # Most replies are one piece of text: joined alone (the same str), no generator.
+            part = parts[0]
+            return "".join((part.text,)) if isinstance(part, TextPart) else ""
+        return "".join(p.text for p in parts if isinstance(p, TextPart))
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
-        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+        for part in self.parts:
+            if isinstance(part, ToolCallPart):
+                return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+        return ()  # most replies call no tool: no generator to find that out
 
     @property
     def reasoning(self) -> str | None:
@@ -325,7 +361,7 @@ class ModelResponse(FrozenRecord):
         return "".join(texts) if texts else None
 
     def to_message(self, *, name: str | None = None) -> Message:
-        return Message(role="assistant", parts=self.parts, name=name)
+        return new_message("assistant", self.parts, name)
 
 
 # --- stream events -----------------------------------------------------------------------
@@ -454,35 +490,10 @@ def message_from_dict(data: dict[str, Any]) -> Message:
 
 
 __all__ = [
-    "AudioPart",
-    "DocumentPart",
-    "FinishEvent",
-    "ImagePart",
-    "MediaPart",
-    "Message",
-    "ModelRequest",
-    "ModelResponse",
-    "NamedToolChoice",
-    "Part",
-    "ReasoningConfig",
-    "ReasoningDelta",
-    "ReasoningPart",
-    "ResponseFormat",
-    "Role",
-    "StreamEvent",
-    "TextDelta",
-    "TextPart",
-    "ToolCallDelta",
-    "ToolCallPart",
-    "ToolChoice",
-    "ToolResultPart",
-    "ToolSpec",
-    "Usage",
-    "UsageEvent",
-    "VendorEvent",
-    "VendorPart",
-    "message_from_dict",
-    "message_to_dict",
-    "part_from_dict",
-    "part_to_dict",
+    "AudioPart", "DocumentPart", "FinishEvent", "ImagePart", "MediaPart", "Message",
+    "ModelRequest", "ModelResponse", "NamedToolChoice", "Part", "ReasoningConfig",
+    "ReasoningDelta", "ReasoningPart", "ResponseFormat", "Role", "StreamEvent", "TextDelta",
+    "TextPart", "ToolCallDelta", "ToolCallPart", "ToolChoice", "ToolResultPart", "ToolSpec",
+    "Usage", "UsageEvent", "VendorEvent", "VendorPart", "message_from_dict",
+    "message_to_dict", "part_from_dict", "part_to_dict",
 ]

@@ -63,8 +63,8 @@ class AgentResources:
 
     def entered(self) -> bool:
         """Nothing for `enter()` to do on the running loop: a run needn't await it."""
-        if not self.owns_anything:
-            return True
+        if self.runtime is None and not self.transports and not self.plan.sources:
+            return True  # owns nothing (`owns_anything`, without the property per run)
         return self._loop is asyncio.get_running_loop() and not self.pending
 
     async def enter(self) -> None:

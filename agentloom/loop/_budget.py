@@ -109,7 +109,10 @@ def run_deadline(clock: Clock, at: float, started: float) -> Deadline:
     scope (`timer()` gives itself), so a run makes one object for it, not two; the
     scope is entered once."""
     if type(clock) is SystemClock:
-        return _TimerScope(clock, at, started)
+        # Through its __init__ alone: no class call per run.
+        scope: _TimerScope = _new(_TimerScope)
+        _init_timer(scope, clock, at, started)
+        return scope
     return Deadline(clock, at, started)
 
 
@@ -163,10 +166,12 @@ class _TimerScope(Deadline):
         left = self.at - (self.clock.now() if now is None else now)
         if left <= 0:
             raise self.expired()  # as `check()`, without a second read of the clock
-        host = self._host = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        host = self._host = asyncio.current_task(loop)
         assert host is not None
-        loop = host.get_loop()
-        self.when = loop.time() + left
+        # An asyncio loop's clock is the system clock's own (`time.monotonic`): the
+        # deadline is its time already, without a second read.
+        self.when = self.at if type(loop).time is _MONOTONIC_LOOP_TIME else loop.time() + left
         alarm = getattr(_ALARMS, "alarm", None)
         if alarm is None or alarm.loop() is not loop:
             alarm = _ALARMS.alarm = _Alarm(loop)
@@ -232,6 +237,11 @@ class _Alarm:
             # A scope the loop's clock resolution rang early for is due in a tick.
             self._arm(min(s.when for s in self.scopes))
 
+
+_new = object.__new__
+_init_timer = _TimerScope.__init__
+_MONOTONIC_LOOP_TIME = asyncio.BaseEventLoop.time
+"""`loop.time()` of asyncio's loops, `time.monotonic()` (as `SystemClock.now`)."""
 
 _ALARMS = threading.local()
 """This thread's `_Alarm`, for the loop it runs (one loop per thread at a time)."""

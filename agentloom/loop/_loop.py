@@ -20,9 +20,11 @@ import asyncio
 import contextlib
 import dataclasses
 from functools import partial
+from time import monotonic as _monotonic
+from time import time as _time
 from typing import Any
 
-from agentloom._clock import SYSTEM_CLOCK
+from agentloom._clock import SYSTEM_CLOCK, SystemClock
 from agentloom.errors import (
     AgentLoopError,
     LoopBudgetExceeded,
@@ -35,6 +37,7 @@ from agentloom.loop._budget import (
     BudgetWarnings,
     Deadline,
     StallDetector,
+    _TimerScope,
     absorb_cancel,
     run_deadline,
 )
@@ -46,6 +49,7 @@ from agentloom.loop._options import (
     MAX_TOKENS_CEILING,
     LoopOptions,
     LoopResult,
+    loop_result,
 )
 from agentloom.loop.collector import SummaryCollector, SummaryRecord
 from agentloom.loop.observer import Dispatch, RunInfo, bind_conversation, unbind_conversation
@@ -76,8 +80,8 @@ class _Run:
     """The mutable state of one conversation, and the loop's own facts for its summary."""
 
     __slots__ = ("_dispatch", "attempts", "client", "clock", "collector", "deadline", "info",
-                 "iterations", "on_event", "opts", "request", "solo", "stall", "started",
-                 "tool_seconds", "tools", "warnings")
+                 "iterations", "now", "on_event", "opts", "request", "solo", "stall",
+                 "started", "tool_seconds", "tools", "warnings")
 
     def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
                  opts: LoopOptions, on_event: Any) -> None:
@@ -85,18 +89,24 @@ class _Run:
         self.tools = tools
         self.opts = opts
         self.on_event = on_event
-        self.clock = opts.clock or SYSTEM_CLOCK
-        self.started = self.clock.now()
+        clock = self.clock = opts.clock or SYSTEM_CLOCK
+        # On the system clock its C function itself: a read through the method costs
+        # about ten times the read, and a run reads the clock several times.
+        now = self.now = _monotonic if type(clock) is SystemClock else clock.now
+        started = self.started = now()
         so = opts.summary_options or _NO_EXTRAS
         # Its ConversationInfo is built only if something asks for it: the summary reads
-        # the same fields off this.
-        self.info = RunInfo(
-            opts.conversation_id, opts.correlation_id, opts.parent_id, opts.agent_name,
+        # the same fields off this. Both made without a class call (no keywords to pack).
+        info = self.info = _new(RunInfo)
+        _init_info(
+            info, opts.conversation_id, opts.correlation_id, opts.parent_id, opts.agent_name,
             request.model, opts.max_iterations,
             (opts.deadline_seconds if opts.deadline is None
-             else max(0.0, opts.deadline - self.started)),
-            self.clock.wall(), opts.run_id, opts.step_id)
-        self.collector = SummaryCollector(timeline=so.timeline)
+             else max(0.0, opts.deadline - started)),
+            _time() if type(clock) is SystemClock else clock.wall(), opts.run_id,
+            opts.step_id)
+        collector = self.collector = _new(SummaryCollector)
+        _init_collector(collector, timeline=so.timeline)
         # Without an observer of the caller's, the per-turn callbacks go straight to the
         # collector (ours, which doesn't raise), the start and end of the run, which the
         # collector ignores, are skipped, and the dispatcher is made only if a rarer
@@ -112,10 +122,9 @@ class _Run:
         self.stall: StallDetector | None = None  # made by the first tool call
         self.deadline: Deadline | None = None
         if opts.deadline is not None:
-            self.deadline = run_deadline(self.clock, opts.deadline, self.started)
+            self.deadline = run_deadline(clock, opts.deadline, started)
         elif opts.deadline_seconds is not None:
-            self.deadline = run_deadline(self.clock, self.started + opts.deadline_seconds,
-                                         self.started)
+            self.deadline = run_deadline(clock, started + opts.deadline_seconds, started)
         self.iterations = 0
         self.tool_seconds = 0.0
         # The shared empty list until the router reports an attempt, at the end of the
@@ -136,7 +145,7 @@ class _Run:
         if self.deadline is not None:
             self.deadline.check()
             if self.warnings is not _NO_WARNINGS:  # nothing to warn of: no clock read
-                self.warnings.check("deadline", self.clock.now() - self.started,
+                self.warnings.check("deadline", self.now() - self.started,
                                     self.deadline.total)
 
     def check_tokens(self, usage: Usage) -> None:
@@ -186,25 +195,10 @@ class _Run:
             self.collector.on_request(request, self.iterations)
         else:
             self.dispatch.emit("on_request", request, self.iterations)
-        return self.clock.now()
-
-    def call_context(self) -> CallContext:
-        """What recording, replay and the run store key this exchange by: step and turn
-        (`recording.call_context`, without its generator on this path)."""
-        step_id = self.opts.step_id
-        if step_id is None and self.iterations == 1:
-            return _FIRST_TURN
-        return CallContext(step_id=step_id, turn=self.iterations)
+        return self.now()
 
     def call_failed(self, exc: BaseException, t0: float) -> None:
-        self.dispatch.emit("on_model_error", exc, self.iterations, self.clock.now() - t0)
-
-    def call_ended(self, response: ModelResponse, t0: float) -> None:
-        if self.solo:
-            self.collector.on_response(response, self.iterations, self.clock.now() - t0)
-        else:
-            self.dispatch.emit("on_response", response, self.iterations,
-                               self.clock.now() - t0)
+        self.dispatch.emit("on_model_error", exc, self.iterations, self.now() - t0)
 
     # --- one tool batch ----------------------------------------------------------------
     def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
@@ -241,7 +235,7 @@ class _Run:
                 if registered is not None and (name := registered(call.name)) != call.name:
                     seen = dataclasses.replace(call, name=name)
                 self.dispatch.emit("on_tool_start", seen)
-                t0 = self.clock.now()
+                t0 = self.now()
                 if tools is None:
                     result = ToolResultPart(call_id=call.id, name=call.name,
                                             content=f"unknown tool {call.name!r}",
@@ -254,10 +248,10 @@ class _Run:
                             raise
                         pauses.append(exc)
                         return None
-                self.dispatch.emit("on_tool_end", seen, result, self.clock.now() - t0)
+                self.dispatch.emit("on_tool_end", seen, result, self.now() - t0)
                 return result
 
-        t0 = self.clock.now()
+        t0 = self.now()
         try:
             # One task group per turn: every tool task ends (or is cancelled) before the
             # next model call; results keep the order of the calls.
@@ -266,7 +260,7 @@ class _Run:
         except BaseExceptionGroup as group:
             raise _first_error(group) from None
         finally:
-            self.tool_seconds += self.clock.now() - t0
+            self.tool_seconds += self.now() - t0
         if pauses:
             raise pauses[0]
         return [r for t in tasks if (r := t.result()) is not None]
@@ -277,7 +271,7 @@ class _Run:
         stall = self.stall
         return self.collector.record(
             self.info, status=status, iterations=self.iterations,
-            elapsed_seconds=self.clock.now() - self.started, tool_seconds=self.tool_seconds,
+            elapsed_seconds=self.now() - self.started, tool_seconds=self.tool_seconds,
             finish_reason=finish_reason,
             max_repeated_tool_calls=stall.max_repeated if stall is not None else 0,
             stalled=stall is not None and stall.stalled, error=error,
@@ -308,9 +302,26 @@ _NO_USAGE = Usage()
 _NO_GATE = contextlib.nullcontext()
 _NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
 _new = object.__new__
-_init_result = LoopResult.__init__
+_init_info = RunInfo.__init__
+_init_run = _Run.__init__
+_init_collector = SummaryCollector.__init__
+_ITERATION_LIMIT = ConversationStatus.ITERATION_LIMIT
+"""Read once: a member of an Enum read off its class goes through the metaclass's
+`__getattr__` hook on Python 3.11 (~1 k instructions)."""
 _FIRST_TURN = CallContext(step_id=None, turn=1)
 """The first call of a run outside a workflow step (frozen, so one serves every run)."""
+
+
+_STATUS_OF: dict[str | None, ConversationStatus] = {}
+"""`status_for_finish` of the finish reasons seen (a few words per provider), looked up
+rather than worked out per run."""
+
+
+def _status_of(finish_reason: str | None) -> ConversationStatus:
+    status = status_for_finish(finish_reason)
+    if len(_STATUS_OF) < 64:  # providers' words, not the model's: a bound all the same
+        _STATUS_OF[finish_reason] = status
+    return status
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -355,7 +366,8 @@ async def run_loop(
     opts = options or LoopOptions()
     if tools is not None and not request.tools:
         request = request.replace(tools=tools.specs)
-    run = _Run(client, request, tools, opts, on_event)
+    run: _Run = _new(_Run)  # through its __init__ alone: no class call per run
+    _init_run(run, client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
     listener: _RetryListener | None = None
     heard = None
@@ -372,7 +384,8 @@ async def run_loop(
             run.dispatch.emit("on_conversation_start", run.info.info)
         try:
             deadline = run.deadline
-            timer = deadline.timer() if deadline is not None else None
+            timer = (deadline if type(deadline) is _TimerScope  # its own timer
+                     else deadline.timer() if deadline is not None else None)
             if timer is not None:
                 # The system clock's scope, entered and left in line: `async with`
                 # would make two coroutines per run and keep a bound method alive.
@@ -402,7 +415,7 @@ async def run_loop(
                 run.dispatch.end(record)
             raise _with_summary(exc, record.summary, opts.wrap_errors)  # noqa: B904
         limit_error = None
-        if opts.wrap_errors and result.status is ConversationStatus.ITERATION_LIMIT:
+        if opts.wrap_errors and result.status is _ITERATION_LIMIT:
             limit_error = LoopBudgetExceeded("iterations", opts.max_iterations,
                                              result.iterations)
         record = run.summarize(result.status, finish_reason=result.finish_reason,
@@ -471,14 +484,24 @@ async def _drive(run: _Run) -> LoopResult:
         else:
             # `required` and a named tool apply to the first call only (spec 000).
             tool_choice = request.tool_choice if run.iterations == 0 else "auto"
-            assert messages is not None
-            call_request = request.replace(messages=tuple(messages), stream=stream,
-                                           tool_choice=tool_choice)
-        t0 = run.begin_call(call_request)
+            call_request = request.replace(
+                messages=request.messages if messages is None else tuple(messages),
+                stream=stream, tool_choice=tool_choice)
+        if run.iterations == 0 and run.solo and run.warnings is _NO_WARNINGS:
+            # `begin_call` of a plain run's first call (most runs' only one), in line.
+            run.iterations = 1
+            run.collector.on_request(call_request, 1)
+            t0 = run.now()
+        else:
+            t0 = run.begin_call(call_request)
         try:
             # Restored by value, not by a reset token: one object less alive per call.
             outer = current_call_context.get()
-            current_call_context.set(run.call_context())
+            # What recording, replay and the run store key this exchange by: step and
+            # turn (`recording.call_context`, without its generator on this path).
+            current_call_context.set(
+                _FIRST_TURN if opts.step_id is None and run.iterations == 1
+                else CallContext(step_id=opts.step_id, turn=run.iterations))
             try:
                 response = await run.client.complete(
                     call_request, on_event=run.sink if stream else None,
@@ -488,24 +511,36 @@ async def _drive(run: _Run) -> LoopResult:
         except BaseException as exc:
             run.call_failed(exc, t0)
             raise
-        run.call_ended(response, t0)
-        if messages is None:
-            messages = list(request.messages)
+        if run.solo:
+            run.collector.on_response(response, run.iterations, run.now() - t0)
+        else:
+            run.dispatch.emit("on_response", response, run.iterations, run.now() - t0)
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
-        run.check_tokens(usage)
-        if _unusable_truncation(response):
+        if opts.max_total_tokens is not None:
+            run.check_tokens(usage)
+        if response.finish_reason in TRUNCATED_REASONS and _unusable_truncation(response):
             # Cut off mid tool call (or before saying anything): it can't run and can't be
             # kept, so it is dropped and asked again with room to finish.
             run.collector.discard_turn()
             request = _grown(request, response)
             if run.iterations >= opts.max_iterations:
-                return _result(run, messages, start, usage, response, "",
-                               FINISH_MAX_ITERATIONS_NO_ANSWER, "",
-                               ConversationStatus.ITERATION_LIMIT)
+                return _result(run, () if messages is None else tuple(messages[start:]),
+                               usage, response, "", FINISH_MAX_ITERATIONS_NO_ANSWER, "",
+                               _ITERATION_LIMIT)
             continue
-        messages.append(response.to_message(name=opts.speaker))
+        message = response.to_message(name=opts.speaker)
         calls = response.tool_calls
+        if messages is None:
+            if opts.validator is None and not (calls and request.tool_choice != "none"):
+                # The answer to a run's one request: no list of the conversation to build.
+                text, reason = response.text, response.finish_reason
+                status = _STATUS_OF.get(reason)
+                if status is None:
+                    status = _status_of(reason)
+                return _result(run, (message,), usage, response, text, reason, text, status)
+            messages = list(request.messages)
+        messages.append(message)
         if calls and request.tool_choice != "none":
             if run.iterations >= opts.max_iterations:
                 if opts.wrap_errors:
@@ -517,8 +552,8 @@ async def _drive(run: _Run) -> LoopResult:
                     run.record_calls(calls)
                 finish = (FINISH_MAX_ITERATIONS if response.text.strip()
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
-                return _result(run, messages, start, usage, response, response.text, finish,
-                               response.text, ConversationStatus.ITERATION_LIMIT)
+                return _result(run, tuple(messages[start:]), usage, response, response.text,
+                               finish, response.text, _ITERATION_LIMIT)
             results = await run.run_tools(calls)
             messages.append(Message(role="tool", parts=tuple(results)))
             if journal is not None and opts.step_id is not None:
@@ -541,23 +576,17 @@ async def _drive(run: _Run) -> LoopResult:
                     "Reply again with only the corrected JSON."
                 ))
                 continue
-        return _result(run, messages, start, usage, response, text, response.finish_reason, output,
-                       status_for_finish(response.finish_reason))
+        return _result(run, tuple(messages[start:]), usage, response, text,
+                       response.finish_reason, output, status_for_finish(response.finish_reason))
 
 
-def _result(run: _Run, messages: list[Message], start: int, usage: Usage,
+def _result(run: _Run, new_messages: tuple[Message, ...], usage: Usage,
             response: ModelResponse, text: str, finish: str | None, output: Any,
             status: ConversationStatus) -> LoopResult:
     # A module function, not a closure in `_drive`: a closure would make four cells and
     # a function per run, alive (and walked by the garbage collector) the whole run.
-    # `LoopResult(...)` through its __init__ alone: a class called with keywords packs
-    # them into a dict first (Python 3.11), a tenth of what the record costs.
-    result: LoopResult = _new(LoopResult)
-    _init_result(
-        result, response=response, text=text, finish_reason=finish, usage=usage,
-        iterations=run.iterations, new_messages=tuple(messages[start:]), output=output,
-        attempts=run.attempts if run.attempts is not _NO_ATTEMPTS else [], status=status)
-    return result
+    return loop_result(response, text, finish, usage, run.iterations, new_messages, output,
+                       run.attempts if run.attempts is not _NO_ATTEMPTS else [], status)
 
 
 def _unusable_truncation(response: ModelResponse) -> bool:

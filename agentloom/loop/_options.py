@@ -155,3 +155,25 @@ class LoopResult(Record):
         keep it lazily, as `ConversationResult` does)."""
         assert self._summary is not None
         return self._summary
+
+
+_new = object.__new__
+
+
+def loop_result(response: ModelResponse, text: str, finish_reason: str | None, usage: Usage,
+                iterations: int, new_messages: tuple[Message, ...], output: Any,
+                attempts: list[AttemptRecord], status: ConversationStatus) -> LoopResult:
+    """`LoopResult(...)` positionally, as its __init__ sets it, without the class call
+    (a class called with keywords packs them into a dict first): one per run."""
+    self: LoopResult = _new(LoopResult)
+    self.response = response
+    self.text = text
+    self.finish_reason = finish_reason
+    self.usage = usage
+    self.iterations = iterations
+    self.new_messages = new_messages
+    self.output = output
+    self.attempts = attempts
+    self.status = status
+    self._summary = None
+    return self

@@ -58,6 +58,7 @@ from agentloom.loop.result import ConversationResult
 from agentloom.loop.stream import AgentEvent, EventFeed, feed_events
 from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
+from agentloom.loop.transcript import of as transcript_of
 from agentloom.messages import Message, ModelRequest, StreamEvent, ToolChoice
 from agentloom.providers import ModelClient
 from agentloom.routing.runtime import Runtime
@@ -372,9 +373,12 @@ class Agent:
                           ) -> ConversationResult:
         if not self._res.entered():
             await self._res.enter()
-        transcript = self._messages(Transcript.coerce(prompt))
-        result = await self._start(transcript, _ids(correlation_id, parent_id,
-                                                    conversation_id))
+        transcript = Transcript.coerce(prompt)
+        if self.system_prompt:
+            transcript = self._messages(transcript)
+        result = await self._start(
+            transcript, None if correlation_id is None and parent_id is None
+            and conversation_id is None else _ids(correlation_id, parent_id, conversation_id))
         return _finished(transcript, result)
 
     async def arun(self, prompt: str, **ids: str | None) -> str:
@@ -489,9 +493,15 @@ _OPTION_SOURCES = frozenset({
 
 
 def _finished(transcript: Transcript, result: LoopResult) -> ConversationResult:
-    # Positional: a class called with keywords packs them into a dict first.
-    return ConversationResult(transcript.append(*result.new_messages),
+    # Through its __init__ alone, positionally: no class call (nor keywords to pack).
+    done: ConversationResult = _new(ConversationResult)
+    _init_conversation_result(done, transcript_of(transcript.messages + result.new_messages),
                               result.summary_source(), result.output)
+    return done
+
+
+_new = object.__new__
+_init_conversation_result = ConversationResult.__init__
 
 
 def _ids(correlation_id: str | None, parent_id: str | None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentloom._record import TWINS
 from agentloom.messages import Message, ModelRequest, ReasoningConfig, ToolChoice
 
 if TYPE_CHECKING:
@@ -33,17 +34,26 @@ def build_request(
     """The request of one model turn: model, messages, sampling, tools, and the output
     schema's plan put on last (it may add a system sentence or force a tool), so
     requests are built the same way for an Agent, an `agent` step and an `llm_call`."""
-    # `ModelRequest(...)` through its __init__ alone: a class called with keywords packs
-    # them into a dict first (Python 3.11), and a request is built per run.
-    request: ModelRequest = _new(ModelRequest)
-    _init_request(
-        request, model=model, messages=tuple(messages), temperature=temperature,
-        max_tokens=max_tokens, tool_choice=tool_choice,
-        tools=tools.specs if tools is not None else (), reasoning=reasoning,
-        stream=stream, vendor_tools=tuple(vendor_tools), cache=cache,
-    )
-    return output.apply(request) if output is not None else request
+    # Made as its positional factory would (`agentloom._record`): a class called with
+    # keywords packs them into a dict first (Python 3.11), and a request is built per run.
+    # Every field of ModelRequest is set here (tests/loop checks against the class call).
+    request: Any = _new(TWINS[ModelRequest])
+    request.model = model
+    request.messages = messages if type(messages) is tuple else tuple(messages)
+    request.temperature = temperature
+    request.max_tokens = max_tokens
+    request.tools = tools.specs if tools is not None else ()
+    request.tool_choice = tool_choice
+    request.reasoning = reasoning
+    request.response_format = None
+    request.stream = stream
+    request.vendor_tools = vendor_tools if type(vendor_tools) is tuple else tuple(vendor_tools)
+    request.extra = {}
+    request.headers = {}
+    request.prefill = None
+    request.cache = cache
+    request.__class__ = ModelRequest
+    return output.apply(request) if output is not None else request  # type: ignore[no-any-return]
 
 
 _new = object.__new__
-_init_request = ModelRequest.__init__

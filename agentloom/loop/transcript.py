@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
-from agentloom.messages import Message, message_from_dict, message_to_dict
+from agentloom.messages import Message, message_from_dict, message_to_dict, new_message, text_part
 
 
 class Transcript(Sequence[Message]):
@@ -26,10 +26,14 @@ class Transcript(Sequence[Message]):
     @classmethod
     def coerce(cls, value: Transcript | Iterable[Message] | str) -> Transcript:
         """A transcript from a transcript, a list of messages or a single user prompt."""
+        # A prompt first: `isinstance` of anything but a Transcript against this class
+        # asks the ABC machinery (a Sequence), a tenth of an Agent call's bookkeeping.
+        if isinstance(value, str):
+            if cls is Transcript:
+                return of((new_message("user", (text_part(value),), None),))
+            return cls((Message.user(value),))
         if isinstance(value, Transcript):
             return value
-        if isinstance(value, str):
-            return cls((Message.user(value),))
         return cls(value)
 
     @property
@@ -46,7 +50,7 @@ class Transcript(Sequence[Message]):
 
     def append(self, *messages: Message) -> Transcript:
         """A new transcript with `messages` added at the end."""
-        return Transcript((*self._messages, *messages))
+        return of(self._messages + messages)
 
     def with_user(self, text: str) -> Transcript:
         return self.append(Message.user(text))
@@ -87,3 +91,13 @@ class Transcript(Sequence[Message]):
 
     def __repr__(self) -> str:
         return f"Transcript({len(self._messages)} messages)"
+
+
+_new = object.__new__
+
+
+def of(messages: tuple[Message, ...]) -> Transcript:
+    """`Transcript(messages)` of a tuple, without the class call (one per Agent run)."""
+    self: Transcript = _new(Transcript)  # its __init__, on the tuple as it is
+    self._messages = messages
+    return self
