@@ -23,7 +23,7 @@ How tokens are billed:
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, getcontext
 
 from agentloom.messages import Usage
 from agentloom.pricing._table import Price as Price
@@ -77,4 +77,74 @@ def price_usage(usage: Usage, price: Price, *, reasoning_in_output: bool = True)
     return total / _MILLION
 
 
-__all__ = ["Price", "PriceTable", "cost", "price_usage"]
+class Rates:
+    """One price, ready for many calls: `rates.cost(usage)` is `price_usage(usage, price)`,
+    the same `Decimal` to the digit and exponent, for a fraction of the work.
+
+    The four rates are held as integers at one common decimal exponent E (the smallest
+    of the four), so the weighted sum is integer arithmetic. `price_usage`'s products and
+    sums are exact whenever the total has fewer digits than the context's precision
+    (every term and partial sum is no larger: all are >= 0), and give that total at
+    exponent E: the integer times 10**E, exactly, after which the division by a million
+    is the same operation on the same operand. Anything else (a negative or non-integer count, a
+    price that isn't a finite non-negative `Decimal`, a total too long for the
+    precision) is handed to `price_usage` itself. Exponent limits are not looked at:
+    the default ones (+-999999) are a thousand times wider than any price needs.
+    """
+
+    __slots__ = ("_cached", "_input", "_output", "_unit", "_write", "price")
+
+    def __init__(self, price: Price) -> None:
+        self.price = price
+        fields = (price.input, _or(price.cached_input, price.input),
+                  _or(price.cache_write, price.input), price.output)
+        self._unit: Decimal | None = None
+        self._input = self._cached = self._write = self._output = 0
+        if not all(type(f) is Decimal and f.is_finite() and not f.is_signed() for f in fields):
+            return
+        shapes = [f.as_tuple() for f in fields]
+        low = min(int(t.exponent) for t in shapes)
+        if not -_EXPONENTS < low < _EXPONENTS:
+            return  # far from any real price: left to the plain arithmetic
+        # Integer coefficients by hand: exact whatever decimal context is current.
+        self._input, self._cached, self._write, self._output = (
+            int("".join(map(str, t.digits))) * 10 ** (int(t.exponent) - low) for t in shapes)
+        self._unit = Decimal((0, (1,), low))
+
+    def cost(self, usage: Usage, *, reasoning_in_output: bool = True) -> Decimal | None:
+        inp, output = usage.input_tokens, usage.output_tokens
+        if inp is None or output is None:
+            return None
+        if self._unit is None:
+            return price_usage(usage, self.price, reasoning_in_output=reasoning_in_output)
+        cached = usage.cache_read_tokens or 0
+        written = usage.cache_write_tokens or 0
+        uncached = inp
+        if usage.input_includes_cached is not False:
+            uncached = inp - cached - written
+            if not uncached > 0:
+                uncached = 0  # max(0, ...) of price_usage, without the builtin's call
+        if not reasoning_in_output and usage.reasoning_tokens:
+            output += usage.reasoning_tokens
+        total = (uncached * self._input + cached * self._cached + written * self._write
+                 + output * self._output)
+        # An int total means every count was one (a float or Decimal count spreads to
+        # the sum); `|` of ints is negative exactly when one of them is.
+        if (type(total) is not int or (uncached | cached | written | output) < 0
+                or total >= _EXACT_BELOW or getcontext().prec < _DIGITS):
+            return price_usage(usage, self.price, reasoning_in_output=reasoning_in_output)
+        return total * self._unit / _MILLION
+
+
+def _or(value: Decimal | None, default: Decimal) -> Decimal:
+    return value if value is not None else default
+
+
+_DIGITS = 28
+"""The default context's precision; a context at least as precise prices totals below
+10**28 exactly (a narrower one is left to `price_usage`, whose rounding it then decides)."""
+_EXACT_BELOW = 10**_DIGITS
+_EXPONENTS = 900
+
+
+__all__ = ["Price", "PriceTable", "Rates", "cost", "price_usage"]

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
-from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
+from agentloom._clock import SYSTEM_CLOCK, Clock, SystemClock
+from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field, thaw
 from agentloom.errors import AgentLoomError, ProviderError
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent, Usage
-from agentloom.pricing import Price, PriceTable, price_usage
+from agentloom.pricing import Price, PriceTable, Rates, price_usage
 from agentloom.providers import (
     AttemptRecord,
     AttemptSink,
@@ -250,9 +251,15 @@ class Router:
         self._prices = prices
         self._checks = tuple(checks)
         self._rng = rng or _jitter_rng()
-        self._priced: tuple[tuple[Candidate, Price | None], ...] | None = None
-        """Each candidate with its price, looked up on first need: price tables don't
-        change."""
+        self._priced: tuple[tuple[Candidate, Price | None, Rates | None], ...] | None = None
+        """Each candidate with its price (and the price's rates), looked up on first need:
+        price tables don't change."""
+        self._fast = False
+        """Whether the first candidate may take the straight path of `complete`: no rate
+        limiter to wait on, no budget to reserve from, nothing but the default checks."""
+        # The system clock's `now` is `time.monotonic`: called directly, one frame less.
+        self._now: Callable[[], float] = (
+            time.monotonic if type(clock) is SystemClock else clock.now)
 
     # --- the call ------------------------------------------------------------------------
 
@@ -265,26 +272,120 @@ class Router:
     ) -> ModelResponse:
         priced = self._priced
         if priced is None:
-            priced = self._priced = tuple((c, self.price_of(c)) for c in self.candidates)
-        if self.budget is not None:
-            for cand, price in priced:
+            priced = self._prepare()
+        if not self._fast or self.budget is not None:
+            return await self._from(0, request, on_event, on_attempt, None)
+        # The first attempt at the first candidate, straight through: what `_from` and
+        # `_try` do for it, without their frames, their bookkeeping objects or the
+        # budget and limiter steps this router has none of. A failure goes on to the
+        # full path where `_try` would have gone: its retries, then the other candidates.
+        cand, price, rates = priced[0]
+        req = request
+        if (request.model != cand.model or cand.params or cand.headers
+                or cand.max_tokens is not None):
+            req = self.request_for(cand, request)
+        caps = cand.capabilities
+        if caps is not None:
+            # The default checks, each called only when it could refuse (the same reasons).
+            reason = None
+            if req.tools and not caps.tools:
+                reason = check_tools(req, caps)
+            elif _has_media(req.messages):
+                reason = check_media(req, caps)
+            if reason:
+                refused = _Log()
+                self._refuse(refused, cand, reason)
+                return await self._from(1, request, on_event, on_attempt, refused)
+        breaker = cand.breaker
+        if breaker is not None and not breaker.allow():
+            shut = _Log()
+            shut.fail(self._open_error(cand))
+            return await self._from(1, request, on_event, on_attempt, shut)
+        policy = cand.retry or self.retry
+        sink = _Sink(on_event) if (req.stream or on_event) else None
+        pending: list[AttemptRecord] = []
+        log: _Log | None = None
+        pause: float | None = None
+        outcome: Outcome = "ignored"
+        started = self._now()
+        try:
+            response = await cand.client.complete(req, on_event=sink, on_attempt=pending.append)
+            outcome = "success"
+            if rates is not None and response.usage.cost_usd is None:
+                response = _with_cost(response, rates.cost(response.usage))
+        except (ProviderError, TransportError) as exc:
+            log = _Log()
+            log.pending = pending or None
+            err = self._as_provider_error(exc, cand)
+            if sink is not None and sink.delivered and not getattr(err, "partial", False):
+                err.partial = True
+            outcome = self._outcome(err, policy)
+            self._report(on_attempt, log, cand, 1, 0.0, started, err)
+            log.fail(err)
+            pause = self._pause(err, policy, 1)
+            if pause is not None and breaker is not None:
+                breaker.record(outcome)
+                breaker = None
+        finally:
+            if breaker is not None:
+                breaker.record(outcome)
+        if log is None:
+            if on_attempt is not None:
+                if not pending:
+                    on_attempt(self._own_record(cand, 1, 0.0, started, None))
+                for record in pending:
+                    if record.attempt != 1 or record.wait_before_seconds != 0.0:
+                        record = dataclasses.replace(record, attempt=1, wait_before_seconds=0.0)
+                    on_attempt(record)
+            return response
+        if pause is not None:
+            listener = retry_listener.get()
+            if listener is not None:
+                listener(1, err)
+            await self._clock.sleep(pause)
+            retried = await self._try(
+                cand, price, req, on_event, on_attempt, log, first=2, wait=pause)
+            if retried is not None:
+                return retried
+        if getattr(log.errors[-1], "partial", False):
+            raise self._failure(request, log)
+        return await self._from(1, request, on_event, on_attempt, log)
+
+    def _prepare(self) -> tuple[tuple[Candidate, Price | None, Rates | None], ...]:
+        priced = []
+        for cand in self.candidates:
+            price = self.price_of(cand)
+            priced.append((cand, price, None if price is None else Rates(price)))
+        self._priced = tuple(priced)
+        first = self.candidates[0]
+        self._fast = (first.limiter is None and first.unavailable is None
+                      and self._checks == DEFAULT_CHECKS)
+        return self._priced
+
+    async def _from(
+        self,
+        start: int,
+        request: ModelRequest,
+        on_event: EventSink | None,
+        on_attempt: AttemptSink | None,
+        log: _Log | None,
+    ) -> ModelResponse:
+        """The call from candidate `start` on (0: the whole call, budget check first)."""
+        priced = self._priced
+        assert priced is not None
+        if log is None:
+            log = _Log()
+        if start == 0 and self.budget is not None:
+            for cand, price, _ in priced:
                 if cand.unavailable is None:
                     self.budget.require_price(
                         cand.provider, cand.model, priced=price is not None
                     )
-        log = _Log()
-        for cand, price in priced:
+        for cand, price, _ in priced[start:]:
             req = self.request_for(cand, request)
             reason = self._refusal(cand, req)
             if reason is not None:
-                log.refuse(ProviderError(
-                    f"{cand.provider} cannot take this request: {reason}",
-                    provider=cand.provider,
-                    model=cand.model,
-                    phase="local",
-                    request_sent=False,
-                    retryable=False,
-                ))
+                self._refuse(log, cand, reason)
                 continue
             response = await self._try(cand, price, req, on_event, on_attempt, log)
             if response is not None:
@@ -292,6 +393,36 @@ class Router:
             if log.errors and getattr(log.errors[-1], "partial", False):
                 break  # text already reached the caller: no other provider may continue it
         raise self._failure(request, log)
+
+    @staticmethod
+    def _refuse(log: _Log, cand: Candidate, reason: str) -> None:
+        log.refuse(ProviderError(
+            f"{cand.provider} cannot take this request: {reason}",
+            provider=cand.provider,
+            model=cand.model,
+            phase="local",
+            request_sent=False,
+            retryable=False,
+        ))
+
+    @staticmethod
+    def _open_error(cand: Candidate) -> ProviderError:
+        return ProviderError(
+            f"circuit breaker for {cand.provider} is open after repeated failures",
+            provider=cand.provider,
+            model=cand.model,
+            phase="local",
+            request_sent=False,
+            retryable=True,
+        )
+
+    def _pause(self, err: ProviderError, policy: RetryPolicy, attempt: int) -> float | None:
+        """The wait before the next attempt after `err`, or None: no next attempt."""
+        if err.partial or not policy.is_retryable(err) or attempt > policy.max_retries:
+            return None
+        return policy.wait_before_retry(
+            attempt, retry_after_of(err, now_wall=self._clock.wall()), self._rng
+        )
 
     async def _try(
         self,
@@ -301,10 +432,13 @@ class Router:
         on_event: EventSink | None,
         on_attempt: AttemptSink | None,
         log: _Log,
+        *,
+        first: int = 1,
+        wait: float = 0.0,
     ) -> ModelResponse | None:
+        """Attempts `first`... at one candidate (`wait`: the pause before `first`)."""
         policy = cand.retry or self.retry
         clock = self._clock
-        wait = 0.0
         # The worst-case size only feeds the budget and the limiter: skip it without them.
         if self.budget is not None or cand.limiter is not None:
             prompt_estimate = estimate_prompt_tokens(req)
@@ -312,21 +446,12 @@ class Router:
                 req, self.budget.default_output_tokens if self.budget else 4096)
         else:
             prompt_estimate = bound = 0
-        for attempt in range(1, policy.max_retries + 2):
+        for attempt in range(first, policy.max_retries + 2):
             breaker = cand.breaker
             if breaker is not None and not breaker.allow():
                 if attempt > 1:
                     return None  # it opened during our retries: the last real error stands
-                log.fail(
-                    ProviderError(
-                        f"circuit breaker for {cand.provider} is open after repeated failures",
-                        provider=cand.provider,
-                        model=cand.model,
-                        phase="local",
-                        request_sent=False,
-                        retryable=True,
-                    )
-                )
+                log.fail(self._open_error(cand))
                 return None
             outcome: Outcome = "ignored"
             reservation = None
@@ -367,13 +492,10 @@ class Router:
                 if self.budget is not None and reservation is not None:
                     self.budget.release(reservation)
                     reservation = None
-                if err.partial or not policy.is_retryable(err) or attempt > policy.max_retries:
-                    return None
-                pause = policy.wait_before_retry(
-                    attempt, retry_after_of(err, now_wall=clock.wall()), self._rng
-                )
+                # None: not retryable, out of retries, or asked to wait longer than we allow
+                pause = self._pause(err, policy, attempt)
                 if pause is None:
-                    return None  # asked to wait longer than we allow: move on
+                    return None
                 if breaker is not None:
                     breaker.record(outcome)
                     breaker = None
@@ -537,10 +659,16 @@ _RESPONSE_FIELDS = ("parts", "usage", "finish_reason", "model", "provider", "res
                     "time_to_first_token")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "reasoning_tokens", "cost_usd", "input_includes_cached", "cost_estimated")
-# Built field by field (a third of `dataclasses.replace`'s cost, on every priced call)
-# only while these are all of the classes' fields; a new field falls back to replace.
+# Built field by field on a fresh object (what their `__init__`s do, without the keyword
+# calls that cost ~9 k instructions each, on every priced call) only while these are all
+# of the classes' fields; a new field falls back to replace.
 _DIRECT = (tuple(f.name for f in dataclasses.fields(ModelResponse)) == _RESPONSE_FIELDS
            and tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELDS)
+_new = object.__new__
+_set_class = vars(object)["__class__"].__set__
+_TWINS: list[type] = []
+"""The mutable twins of Usage and ModelResponse (see `agentloom._record`), taken on the
+first priced call: making one costs more than a process that never prices should pay."""
 
 
 def _with_cost(response: ModelResponse, cost: Decimal | None) -> ModelResponse:
@@ -548,20 +676,29 @@ def _with_cost(response: ModelResponse, cost: Decimal | None) -> ModelResponse:
     usage = response.usage
     if not _DIRECT:
         return dataclasses.replace(response, usage=usage.with_cost(cost))
-    return ModelResponse(
-        parts=response.parts,
-        usage=Usage(
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            reasoning_tokens=usage.reasoning_tokens, cost_usd=cost,
-            input_includes_cached=usage.input_includes_cached,
-            cost_estimated=cost is not None,
-        ),
-        finish_reason=response.finish_reason, model=response.model,
-        provider=response.provider, response_id=response.response_id,
-        time_to_first_token=response.time_to_first_token,
-    )
+    if not _TWINS:
+        _TWINS.extend(type(thaw(_new(cls))) for cls in (Usage, ModelResponse))
+    # Made as the twin and frozen by a class swap: a third of thaw(new) + freeze.
+    priced: Any = _new(_TWINS[0])
+    priced.input_tokens = usage.input_tokens
+    priced.output_tokens = usage.output_tokens
+    priced.cache_read_tokens = usage.cache_read_tokens
+    priced.cache_write_tokens = usage.cache_write_tokens
+    priced.reasoning_tokens = usage.reasoning_tokens
+    priced.cost_usd = cost
+    priced.input_includes_cached = usage.input_includes_cached
+    priced.cost_estimated = cost is not None
+    _set_class(priced, Usage)
+    copy: Any = _new(_TWINS[1])
+    copy.parts = response.parts
+    copy.usage = priced
+    copy.finish_reason = response.finish_reason
+    copy.model = response.model
+    copy.provider = response.provider
+    copy.response_id = response.response_id
+    copy.time_to_first_token = response.time_to_first_token
+    _set_class(copy, ModelResponse)
+    return copy  # type: ignore[no-any-return]
 
 
 def _tokens_used(usage: Usage) -> int | None:
