@@ -37,15 +37,19 @@ DRIVER = Path(__file__).with_name("agentloop_driver.py")
 
 
 def python312() -> str:
-    """A Python 3.12 interpreter (agentloop needs >= 3.12; ours runs on 3.11)."""
-    found = os.environ.get("AGENTLOOM_PYTHON312") or shutil.which("python3.12")
-    if not found:
-        pyenv = sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python")))
-        found = pyenv[-1] if pyenv else None
-    if not found:
-        raise RuntimeError("the agentloop differential tests need a Python 3.12 "
-                           "interpreter: set AGENTLOOM_PYTHON312 or put python3.12 on PATH")
-    return found
+    """A Python 3.12 interpreter (agentloop needs >= 3.12; ours runs on 3.11).
+
+    Each candidate is run once: a pyenv shim is on PATH as python3.12 even when pyenv's
+    global version is another one, and then it exits 127."""
+    candidates = [os.environ.get("AGENTLOOM_PYTHON312"), shutil.which("python3.12"),
+                  *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python")))]
+    for found in filter(None, candidates):
+        probe = subprocess.run([found, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0 and probe.stdout.strip() == "True":
+            return found
+    raise RuntimeError("the agentloop differential tests need a Python 3.12 "
+                       "interpreter: set AGENTLOOM_PYTHON312 or put python3.12 on PATH")
 
 
 def agentloop_venv() -> Path:
