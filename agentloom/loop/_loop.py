@@ -12,19 +12,16 @@ Budgets: iterations (the step still succeeds at the limit, with finish_reason
 cancels the call in flight, and total tokens. With `wrap_errors` (the Agent API) every
 failure is raised as an `AgentLoopError` carrying the summary, and an exhausted iteration
 budget raises `LoopBudgetExceeded` instead of returning.
+
+Here the driving loop and how a run ends; a run's state and its reports in `_run`, one
+turn's tool calls in `_tool_turn`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-from functools import partial
-from time import monotonic as _monotonic
-from time import time as _time
 from typing import Any
 
-from agentloom._clock import SYSTEM_CLOCK, SystemClock
 from agentloom.errors import (
     AgentLoopError,
     LoopBudgetExceeded,
@@ -33,14 +30,7 @@ from agentloom.errors import (
     StructuredOutputError,
     typed_provider_error,
 )
-from agentloom.loop._budget import (
-    BudgetWarnings,
-    Deadline,
-    StallDetector,
-    _TimerScope,
-    absorb_cancel,
-    run_deadline,
-)
+from agentloom.loop._budget import _TimerScope, absorb_cancel
 from agentloom.loop._journal import current_journal
 from agentloom.loop._options import (
     DEFAULT_MAX_TOKENS,
@@ -51,260 +41,24 @@ from agentloom.loop._options import (
     LoopResult,
     loop_result,
 )
-from agentloom.loop.collector import SummaryCollector, SummaryRecord
-from agentloom.loop.observer import Dispatch, RunInfo, bind_conversation, unbind_conversation
+from agentloom.loop._run import NO_ATTEMPTS, NO_WARNINGS, RetryListener, _Run
+from agentloom.loop._tool_turn import run_tools
+from agentloom.loop.observer import bind_conversation, unbind_conversation
 from agentloom.loop.summary import (
     TRUNCATED_REASONS,
     ConversationStatus,
     ConversationSummary,
-    SummaryOptions,
     status_for_finish,
 )
-from agentloom.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    StreamEvent,
-    TextDelta,
-    ToolCallPart,
-    ToolResultPart,
-    Usage,
-)
-from agentloom.providers import AttemptRecord, ModelClient
+from agentloom.messages import Message, ModelRequest, ModelResponse, Usage
+from agentloom.providers import ModelClient
 from agentloom.recording import CallContext, current_call_context
 from agentloom.routing.retry_notice import retry_listener
-from agentloom.tools.contracts import ToolBox, ToolContext
+from agentloom.tools.contracts import ToolBox
 
-
-class _Run:
-    """The mutable state of one conversation, and the loop's own facts for its summary."""
-
-    __slots__ = ("_dispatch", "attempts", "client", "clock", "collector", "deadline", "info",
-                 "iterations", "now", "on_event", "opts", "request", "solo", "stall",
-                 "started", "tool_seconds", "tools", "warnings")
-
-    def __init__(self, client: ModelClient, request: ModelRequest, tools: ToolBox | None,
-                 opts: LoopOptions, on_event: Any) -> None:
-        self.client = client
-        self.tools = tools
-        self.opts = opts
-        self.on_event = on_event
-        clock = self.clock = opts.clock or SYSTEM_CLOCK
-        # On the system clock its C function itself: a read through the method costs
-        # about ten times the read, and a run reads the clock several times.
-        now = self.now = _monotonic if type(clock) is SystemClock else clock.now
-        started = self.started = now()
-        so = opts.summary_options or _NO_EXTRAS
-        # Its ConversationInfo is built only if something asks for it: the summary reads
-        # the same fields off this. Both made without a class call (no keywords to pack).
-        info = self.info = _new(RunInfo)
-        _init_info(
-            info, opts.conversation_id, opts.correlation_id, opts.parent_id, opts.agent_name,
-            request.model, opts.max_iterations,
-            (opts.deadline_seconds if opts.deadline is None
-             else max(0.0, opts.deadline - started)),
-            _time() if type(clock) is SystemClock else clock.wall(), opts.run_id,
-            opts.step_id)
-        collector = self.collector = _new(SummaryCollector)
-        _init_collector(collector, timeline=so.timeline)
-        # Without an observer of the caller's, the per-turn callbacks go straight to the
-        # collector (ours, which doesn't raise), the start and end of the run, which the
-        # collector ignores, are skipped, and the dispatcher is made only if a rarer
-        # callback (a tool, a retry, a warning) needs it.
-        self.solo = opts.observer is None
-        self._dispatch: Dispatch | None = None
-        # Their callbacks hold the dispatcher, not this object: a bound method of `self`
-        # would make every run a reference cycle for the garbage collector to find.
-        # Without warning fractions nothing is ever fired or remembered: one serves all.
-        self.warnings = (BudgetWarnings(so.warn_at,
-                                        partial(self.dispatch.emit, "on_budget_warning"))
-                         if so.warn_at else _NO_WARNINGS)
-        self.stall: StallDetector | None = None  # made by the first tool call
-        self.deadline: Deadline | None = None
-        if opts.deadline is not None:
-            self.deadline = run_deadline(clock, opts.deadline, started)
-        elif opts.deadline_seconds is not None:
-            self.deadline = run_deadline(clock, started + opts.deadline_seconds, started)
-        self.iterations = 0
-        self.tool_seconds = 0.0
-        # The shared empty list until the router reports an attempt, at the end of the
-        # first exchange: no list of the run's is alive while its first call is in flight.
-        self.attempts: list[AttemptRecord] = _NO_ATTEMPTS
-        self.request = request
-
-    @property
-    def dispatch(self) -> Dispatch:
-        dispatch = self._dispatch
-        if dispatch is None:
-            dispatch = self._dispatch = Dispatch((self.collector, self.opts.observer))
-        return dispatch
-
-    # --- budgets ---------------------------------------------------------------------
-    def checkpoint(self) -> None:
-        """A turn boundary: the deadline is checked and its warnings fired."""
-        if self.deadline is not None:
-            self.deadline.check()
-            if self.warnings is not _NO_WARNINGS:  # nothing to warn of: no clock read
-                self.warnings.check("deadline", self.now() - self.started,
-                                    self.deadline.total)
-
-    def check_tokens(self, usage: Usage) -> None:
-        limit = self.opts.max_total_tokens
-        if limit is None:
-            return
-        total = usage.total_tokens
-        if total is None or total > limit:
-            raise LoopBudgetExceeded("tokens", limit, total)
-
-    # --- one model call ----------------------------------------------------------------
-    def __call__(self, record: AttemptRecord) -> None:
-        """The model call's attempt sink (`on_attempt`): the run itself, so that no bound
-        method is made per call and held by the router while the call is in flight."""
-        if self.attempts is _NO_ATTEMPTS:
-            self.attempts = [record]
-        else:
-            self.attempts.append(record)
-        if self.solo:
-            self.collector.on_attempt(record)
-        else:
-            self.dispatch.emit("on_attempt", record)
-
-    def retrying(self, attempt: int, error: ProviderError) -> None:
-        """The router is about to wait and try again after `error` (spec 002's on_retry:
-        before the wait, with the failed attempt's error, named by its kind)."""
-        self.dispatch.emit("on_retry", attempt, typed_provider_error(error))
-
-    def sink(self, event: StreamEvent) -> None:
-        if isinstance(event, TextDelta):
-            self.dispatch.emit("on_text_delta", event.text)
-        if self.on_event is not None:
-            self.on_event(event)
-
-    # `_drive` awaits the model itself, between these two: a coroutine of the run's own
-    # around the call would be one more object alive per call in flight.
-    def begin_call(self, request: ModelRequest) -> float:
-        """A model call is about to start: budgets checked, observers told; returns its
-        start time."""
-        if self.iterations or self.warnings is not _NO_WARNINGS:
-            # Before a run's first call the deadline scope has just checked the clock.
-            self.checkpoint()
-        self.iterations += 1
-        if self.warnings is not _NO_WARNINGS:
-            self.warnings.check("iterations", self.iterations, self.opts.max_iterations)
-        if self.solo:
-            self.collector.on_request(request, self.iterations)
-        else:
-            self.dispatch.emit("on_request", request, self.iterations)
-        return self.now()
-
-    def call_failed(self, exc: BaseException, t0: float) -> None:
-        self.dispatch.emit("on_model_error", exc, self.iterations, self.now() - t0)
-
-    # --- one tool batch ----------------------------------------------------------------
-    def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None:
-        stall = self.stall
-        if stall is None:
-            so = self.opts.summary_options or _NO_EXTRAS
-            stall = self.stall = StallDetector(so.stall_threshold,
-                                               partial(self.dispatch.emit, "on_stall"))
-        for c in calls:
-            stall.record(c.name, c.arguments)
-
-    async def run_tools(self, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
-        self.checkpoint()
-        self.record_calls(calls)
-        ctx = ToolContext(run_id=self.opts.run_id, step_id=self.opts.step_id,
-                          turn=self.iterations)
-        limit = max(1, self.opts.tool_concurrency)
-        # A gate only when it can close: calls within the limit never wait on it.
-        gate = asyncio.Semaphore(limit) if len(calls) > limit else _NO_GATE
-        tools = self.tools
-        # Observers (summaries, traces, spans) name a tool as the user declared it
-        # (`calc.add`), not by the wire-safe name the model was shown (`calc_add`).
-        registered = getattr(tools, "registered_name", None)
-        # A call that waits for a person (a pause signal, `pause = True`) ends the turn
-        # without cancelling its siblings: the ones running finish (their results are
-        # journalled), the ones not started stay so, and the turn is finished on resume.
-        pauses: list[Exception] = []
-
-        async def one(call: ToolCallPart) -> ToolResultPart | None:
-            async with gate:
-                if pauses:
-                    return None
-                seen = call
-                if registered is not None and (name := registered(call.name)) != call.name:
-                    seen = dataclasses.replace(call, name=name)
-                self.dispatch.emit("on_tool_start", seen)
-                t0 = self.now()
-                if tools is None:
-                    result = ToolResultPart(call_id=call.id, name=call.name,
-                                            content=f"unknown tool {call.name!r}",
-                                            is_error=True)
-                else:
-                    try:
-                        result = await tools.call(call, ctx)
-                    except Exception as exc:
-                        if getattr(exc, "pause", False) is not True:
-                            raise
-                        pauses.append(exc)
-                        return None
-                self.dispatch.emit("on_tool_end", seen, result, self.now() - t0)
-                return result
-
-        t0 = self.now()
-        try:
-            # One task group per turn: every tool task ends (or is cancelled) before the
-            # next model call; results keep the order of the calls.
-            async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(one(c)) for c in calls]
-        except BaseExceptionGroup as group:
-            raise _first_error(group) from None
-        finally:
-            self.tool_seconds += self.now() - t0
-        if pauses:
-            raise pauses[0]
-        return [r for t in tasks if (r := t.result()) is not None]
-
-    # --- the summary ---------------------------------------------------------------------
-    def summarize(self, status: ConversationStatus, *, finish_reason: str | None = None,
-                  error: BaseException | None = None) -> SummaryRecord:
-        stall = self.stall
-        return self.collector.record(
-            self.info, status=status, iterations=self.iterations,
-            elapsed_seconds=self.now() - self.started, tool_seconds=self.tool_seconds,
-            finish_reason=finish_reason,
-            max_repeated_tool_calls=stall.max_repeated if stall is not None else 0,
-            stalled=stall is not None and stall.stalled, error=error,
-        )
-
-
-class _RetryListener:
-    """The run's `retry_listener`, emptied when the run ends. Every timer armed during the
-    run (the deadline's, the HTTP client's read and total timeouts) keeps a snapshot of
-    the context until the event loop drops it, which for a cancelled 600 s timer can be
-    minutes later; holding the run itself there kept each run's objects alive that long,
-    so they piled up and drove the garbage collector into full collections."""
-
-    __slots__ = ("run",)
-
-    def __init__(self, run: _Run) -> None:
-        self.run: _Run | None = run
-
-    def __call__(self, attempt: int, error: ProviderError) -> None:
-        if self.run is not None:
-            self.run.retrying(attempt, error)
-
-
-_NO_EXTRAS = SummaryOptions()
-_NO_ATTEMPTS: list[AttemptRecord] = []
-"""Shared by every run for its attempts until the first one: never appended to."""
 _NO_USAGE = Usage()
-_NO_GATE = contextlib.nullcontext()
-_NO_WARNINGS = BudgetWarnings((), lambda kind, used, limit: None)
 _new = object.__new__
-_init_info = RunInfo.__init__
 _init_run = _Run.__init__
-_init_collector = SummaryCollector.__init__
 _ITERATION_LIMIT = ConversationStatus.ITERATION_LIMIT
 """Read once: a member of an Enum read off its class goes through the metaclass's
 `__getattr__` hook on Python 3.11 (~1 k instructions)."""
@@ -322,15 +76,6 @@ def _status_of(finish_reason: str | None) -> ConversationStatus:
     if len(_STATUS_OF) < 64:  # providers' words, not the model's: a bound all the same
         _STATUS_OF[finish_reason] = status
     return status
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_error(exc)
-        if not isinstance(exc, asyncio.CancelledError):
-            return exc
-    return group.exceptions[0]
 
 
 def status_for_error(exc: BaseException) -> ConversationStatus:
@@ -369,10 +114,10 @@ async def run_loop(
     run: _Run = _new(_Run)  # through its __init__ alone: no class call per run
     _init_run(run, client, request, tools, opts, on_event)
     token = bind_conversation(run.info)
-    listener: _RetryListener | None = None
+    listener: RetryListener | None = None
     heard = None
     if not run.solo:
-        listener = _RetryListener(run)
+        listener = RetryListener(run)
         heard = retry_listener.set(listener)
     elif retry_listener.get() is not None:
         # Without an observer of the caller's nobody hears a retry (the collector counts
@@ -487,7 +232,7 @@ async def _drive(run: _Run) -> LoopResult:
             call_request = request.replace(
                 messages=request.messages if messages is None else tuple(messages),
                 stream=stream, tool_choice=tool_choice)
-        if run.iterations == 0 and run.solo and run.warnings is _NO_WARNINGS:
+        if run.iterations == 0 and run.solo and run.warnings is NO_WARNINGS:
             # `begin_call` of a plain run's first call (most runs' only one), in line.
             run.iterations = 1
             run.collector.on_request(call_request, 1)
@@ -545,7 +290,7 @@ async def _drive(run: _Run) -> LoopResult:
             if run.iterations >= opts.max_iterations:
                 if opts.wrap_errors:
                     # An Agent runs the last turn's tools too, as spec 002's library does.
-                    results = await run.run_tools(calls)
+                    results = await run_tools(run, calls)
                     messages.append(Message(role="tool", parts=tuple(results)))
                 else:
                     # No later call would read their results, so the tools don't run.
@@ -554,7 +299,7 @@ async def _drive(run: _Run) -> LoopResult:
                           else FINISH_MAX_ITERATIONS_NO_ANSWER)
                 return _result(run, tuple(messages[start:]), usage, response, response.text,
                                finish, response.text, _ITERATION_LIMIT)
-            results = await run.run_tools(calls)
+            results = await run_tools(run, calls)
             messages.append(Message(role="tool", parts=tuple(results)))
             if journal is not None and opts.step_id is not None:
                 await journal.on_turn(opts.step_id, run.iterations, messages, usage)
@@ -586,7 +331,7 @@ def _result(run: _Run, new_messages: tuple[Message, ...], usage: Usage,
     # A module function, not a closure in `_drive`: a closure would make four cells and
     # a function per run, alive (and walked by the garbage collector) the whole run.
     return loop_result(response, text, finish, usage, run.iterations, new_messages, output,
-                       run.attempts if run.attempts is not _NO_ATTEMPTS else [], status)
+                       run.attempts if run.attempts is not NO_ATTEMPTS else [], status)
 
 
 def _unusable_truncation(response: ModelResponse) -> bool:

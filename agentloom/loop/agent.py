@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentloom._clock import Clock
 from agentloom.errors import ConfigError
 from agentloom.loop._agent_resources import AgentResources, abandon
+from agentloom.loop._agent_sync import SyncFace
 from agentloom.loop._agent_tools import give_transport, plan_tools
 from agentloom.loop._loop import run_loop
 from agentloom.loop._options import LoopOptions, LoopResult
@@ -66,7 +67,7 @@ from agentloom.structured import OutputPlan, output_spec, plan_output
 from agentloom.tools.contracts import ToolBox
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+    from collections.abc import AsyncGenerator, Callable, Coroutine
 
     from agentloom.structured import ResponseSchemaSpec
     from agentloom.tools import SandboxPolicy
@@ -78,7 +79,7 @@ DEFAULT_REASKS = 2
 """Re-asks a structured reply gets after the first invalid one."""
 
 
-class Agent:
+class Agent(SyncFace):
     """A model with tools and rules. See the module docstring for the return shapes.
 
         with Agent.from_env(os.environ, tools=[get_weather]) as agent:
@@ -428,62 +429,6 @@ class Agent:
         transcript = Transcript.coerce(prompt)
         ids = _ids(correlation_id, parent_id, conversation_id)
         return feed_events(feed, lambda: self._run(transcript, ids, feed))
-
-    # --- sync face ---------------------------------------------------------------------
-    def stream(self, prompt: str | Transcript | Sequence[Message],
-               **ids: str | None) -> Iterator[AgentEvent]:
-        """`astream` for callers that are not async: the run goes on on the agent's
-        loop while you read its events; leaving the loop early cancels it."""
-        events = self.astream(prompt, **ids)
-
-        async def step() -> AgentEvent | None:
-            try:
-                return await anext(events)
-            except StopAsyncIteration:
-                return None
-
-        async def close() -> None:
-            await events.aclose()
-
-        try:
-            while True:
-                event = self._portal.run(step, name="Agent.stream", twin="agent.astream")
-                if event is None:
-                    return
-                yield event
-        finally:
-            self._portal.run(close, name="Agent.stream", twin="agent.astream")
-
-    def run_result(self, prompt: str, **ids: str | None) -> ConversationResult:
-        return self._portal.run(lambda: self.arun_result(prompt, **ids),
-                                name="Agent.run_result", twin="agent.arun_result")
-
-    def run(self, prompt: str, **ids: str | None) -> str:
-        return self._portal.run(lambda: self.arun(prompt, **ids),
-                                name="Agent.run", twin="agent.arun")
-
-    def converse_result(self, messages: Transcript | Sequence[Message],
-                        **ids: str | None) -> ConversationResult:
-        return self._portal.run(lambda: self.aconverse_result(messages, **ids),
-                                name="Agent.converse_result", twin="agent.aconverse_result")
-
-    def converse(self, messages: Transcript | Sequence[Message],
-                 **ids: str | None) -> Transcript:
-        return self._portal.run(lambda: self.aconverse(messages, **ids),
-                                name="Agent.converse", twin="agent.aconverse")
-
-    def run_conversation_result(self, transcript: Transcript | Sequence[Message],
-                                prompt: str | None = None,
-                                **ids: str | None) -> ConversationResult:
-        return self._portal.run(
-            lambda: self.arun_conversation_result(transcript, prompt, **ids),
-            name="Agent.run_conversation_result", twin="agent.arun_conversation_result")
-
-    def run_conversation(self, transcript: Transcript | Sequence[Message],
-                         prompt: str | None = None, **ids: str | None) -> Transcript:
-        return self._portal.run(
-            lambda: self.arun_conversation(transcript, prompt, **ids),
-            name="Agent.run_conversation", twin="agent.arun_conversation")
 
 
 _OPTION_SOURCES = frozenset({

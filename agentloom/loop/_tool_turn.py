@@ -1,0 +1,107 @@
+"""One turn's tool calls: run every call of a reply at once, bounded, in one task group
+(so no tool task outlives its turn), and hand back their results in the order of the
+calls (spec 000, "The loop").
+
+A tool's failure is its result, not the loop's (the ToolBox makes it one); what escapes
+here is a bug or a cancellation, raised as itself, and a pause signal (`pause = True`),
+which ends the turn without cancelling the calls already running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from typing import Protocol
+
+from agentloom.loop._options import LoopOptions
+from agentloom.loop.observer import Dispatch
+from agentloom.messages import ToolCallPart, ToolResultPart
+from agentloom.tools.contracts import ToolBox, ToolContext
+
+
+class ToolRun(Protocol):
+    """What a turn's tools need of the run they belong to (`_run._Run`)."""
+
+    tools: ToolBox | None
+    opts: LoopOptions
+    iterations: int
+    tool_seconds: float
+    now: Callable[[], float]
+
+    @property
+    def dispatch(self) -> Dispatch: ...
+
+    def checkpoint(self) -> None: ...
+
+    def record_calls(self, calls: tuple[ToolCallPart, ...]) -> None: ...
+
+
+async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
+    """Run `calls` (one reply's) for `run`; their results, in the order of the calls."""
+    run.checkpoint()
+    run.record_calls(calls)
+    ctx = ToolContext(run_id=run.opts.run_id, step_id=run.opts.step_id,
+                      turn=run.iterations)
+    limit = max(1, run.opts.tool_concurrency)
+    # A gate only when it can close: calls within the limit never wait on it.
+    gate = asyncio.Semaphore(limit) if len(calls) > limit else _NO_GATE
+    tools = run.tools
+    # Observers (summaries, traces, spans) name a tool as the user declared it
+    # (`calc.add`), not by the wire-safe name the model was shown (`calc_add`).
+    registered = getattr(tools, "registered_name", None)
+    # A call that waits for a person (a pause signal, `pause = True`) ends the turn
+    # without cancelling its siblings: the ones running finish (their results are
+    # journalled), the ones not started stay so, and the turn is finished on resume.
+    pauses: list[Exception] = []
+
+    async def one(call: ToolCallPart) -> ToolResultPart | None:
+        async with gate:
+            if pauses:
+                return None
+            seen = call
+            if registered is not None and (name := registered(call.name)) != call.name:
+                seen = dataclasses.replace(call, name=name)
+            run.dispatch.emit("on_tool_start", seen)
+            t0 = run.now()
+            if tools is None:
+                result = ToolResultPart(call_id=call.id, name=call.name,
+                                        content=f"unknown tool {call.name!r}",
+                                        is_error=True)
+            else:
+                try:
+                    result = await tools.call(call, ctx)
+                except Exception as exc:
+                    if getattr(exc, "pause", False) is not True:
+                        raise
+                    pauses.append(exc)
+                    return None
+            run.dispatch.emit("on_tool_end", seen, result, run.now() - t0)
+            return result
+
+    t0 = run.now()
+    try:
+        # One task group per turn: every tool task ends (or is cancelled) before the
+        # next model call; results keep the order of the calls.
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(one(c)) for c in calls]
+    except BaseExceptionGroup as group:
+        raise _first_error(group) from None
+    finally:
+        run.tool_seconds += run.now() - t0
+    if pauses:
+        raise pauses[0]
+    return [r for t in tasks if (r := t.result()) is not None]
+
+
+_NO_GATE = contextlib.nullcontext()
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]
