@@ -21,6 +21,9 @@ from agentloom.routing._breaker import CircuitBreaker as CircuitBreaker
 from agentloom.routing._budget import Reservation as Reservation
 from agentloom.routing._budget import RunBudget as RunBudget
 from agentloom.routing._budget import estimate_prompt_tokens as estimate_prompt_tokens
+from agentloom.routing._candidate import CallFailed as CallFailed
+from agentloom.routing._candidate import Candidate as Candidate
+from agentloom.routing._candidate import CheckHook as CheckHook
 from agentloom.routing._client import ProviderClient as ProviderClient
 from agentloom.routing._limiter import Limiters as Limiters
 from agentloom.routing._limiter import RateLimit as RateLimit
@@ -41,9 +44,6 @@ from agentloom.routing._retry import RetryPolicy as RetryPolicy
 from agentloom.routing._retry import parse_retry_after as parse_retry_after
 from agentloom.routing._retry import retry_after_of as retry_after_of
 from agentloom.routing._retry import retry_after_seconds as retry_after_seconds
-from agentloom.routing._router import CallFailed as CallFailed
-from agentloom.routing._router import Candidate as Candidate
-from agentloom.routing._router import CheckHook as CheckHook
 from agentloom.routing._router import Router as Router
 from agentloom.routing._wrapper import WrapperClient as WrapperClient
 

@@ -17,209 +17,34 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
-from decimal import Decimal
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock, SystemClock
-from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field, thaw
-from agentloom.errors import AgentLoomError, ProviderError
-from agentloom.messages import ModelRequest, ModelResponse, StreamEvent, Usage
+from agentloom.errors import ProviderError
+from agentloom.messages import ModelRequest, ModelResponse, Usage
 from agentloom.pricing import Price, PriceTable, Rates, price_usage
 from agentloom.providers import (
     AttemptRecord,
     AttemptSink,
-    Capabilities,
     EventSink,
-    ModelClient,
-    check_attachments,
 )
-from agentloom.routing._breaker import CircuitBreaker, Outcome
+from agentloom.routing._breaker import Outcome
 from agentloom.routing._budget import RunBudget, estimate_prompt_tokens, output_bound
-from agentloom.routing._limiter import RateLimiter
+from agentloom.routing._call_log import CallLog, DeliverySink
+from agentloom.routing._candidate import (
+    DEFAULT_CHECKS,
+    CallFailed,
+    Candidate,
+    CheckHook,
+    check_media,
+    check_tools,
+    has_media,
+)
+from agentloom.routing._priced import with_cost
 from agentloom.routing._retry import RetryPolicy, retry_after_of
 from agentloom.routing.retry_notice import retry_listener
 from agentloom.transport import TransportError
-
-CheckHook = Callable[[ModelRequest, Capabilities], "str | None"]
-"""Returns why a provider cannot take a request, or None if it can."""
-
-
-@frozen_record
-class Candidate(FrozenRecord):
-    """One provider + model to try, with its own settings."""
-
-    provider: str
-    model: str
-    client: ModelClient
-    protocol: str | None = None
-    """The wire protocol the candidate's provider speaks (informational)."""
-    retry: RetryPolicy | None = None
-    """None: the router's policy."""
-    capabilities: Capabilities | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """Extra body parameters; the request's own `extra` wins over them."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    max_tokens: int | None = None
-    """Ceiling: used when the request sets none, and caps a larger one."""
-    price: Price | None = None
-    """A price for this model that wins over the table (a profile's pricing)."""
-    breaker: CircuitBreaker | None = None
-    limiter: RateLimiter | None = None
-    unavailable: str | None = None
-    """Why this candidate can't be used at all (a fallback provider whose key isn't set):
-    it is then skipped like a provider that can't take the request. It matters only when
-    the chain reaches it, so a working primary never trips over it."""
-
-    def __init__(
-        self, *, provider: str, model: str, client: ModelClient, protocol: str | None = None,
-        retry: RetryPolicy | None = None, capabilities: Capabilities | None = None,
-        params: Mapping[str, Any] = FACTORY, headers: Mapping[str, str] = FACTORY,
-        max_tokens: int | None = None, price: Price | None = None,
-        breaker: CircuitBreaker | None = None, limiter: RateLimiter | None = None,
-        unavailable: str | None = None,
-    ) -> None:
-        set_field(self, "provider", provider)
-        set_field(self, "model", model)
-        set_field(self, "client", client)
-        set_field(self, "protocol", protocol)
-        set_field(self, "retry", retry)
-        set_field(self, "capabilities", capabilities)
-        set_field(self, "params", {} if params is FACTORY else params)
-        set_field(self, "headers", {} if headers is FACTORY else headers)
-        set_field(self, "max_tokens", max_tokens)
-        set_field(self, "price", price)
-        set_field(self, "breaker", breaker)
-        set_field(self, "limiter", limiter)
-        set_field(self, "unavailable", unavailable)
-
-
-class CallFailed(ProviderError):
-    """Every candidate failed. Its attributes are the decisive error's (the last real
-    failure, preferred over "cannot take this request" refusals), so callers read
-    `.status`, `.retryable`, `.request_sent` as for any ProviderError.
-
-    Attributes:
-        errors: every candidate's error, in order.
-        attempts: every attempt made, as reported to on_attempt.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        decisive: ProviderError,
-        retryable: bool,
-        errors: Sequence[ProviderError],
-        attempts: Sequence[AttemptRecord],
-    ) -> None:
-        super().__init__(
-            message,
-            provider=decisive.provider,
-            model=decisive.model,
-            status=decisive.status,
-            phase=decisive.phase,
-            request_sent=decisive.request_sent,
-            retryable=retryable,
-            headers=decisive.headers,
-            retry_after=decisive.retry_after,
-            body=decisive.body,
-            request_id=decisive.request_id,
-            partial=getattr(decisive, "partial", False),
-        )
-        self.errors = tuple(errors)
-        self.attempts = tuple(attempts)
-
-
-def check_tools(request: ModelRequest, capabilities: Capabilities) -> str | None:
-    if request.tools and not capabilities.tools:
-        return "the model does not support tool calling"
-    return None
-
-
-def check_media(request: ModelRequest, capabilities: Capabilities) -> str | None:
-    """Attachments (images, PDFs, audio), by the providers' capability facts."""
-    if not _has_media(request.messages):
-        return None  # the common case: nothing to check
-    try:
-        reason = check_attachments([p for m in request.messages for p in m.parts], capabilities)
-    except AgentLoomError as exc:
-        return str(exc)
-    return reason or None
-
-
-def _has_media(messages: Sequence[Any]) -> bool:
-    # Plain loops: this runs before every attempt, and a generator per call costs more
-    # than the scan of a short conversation.
-    for m in messages:
-        for p in m.parts:
-            if p.kind in _MEDIA_KINDS:
-                return True
-    return False
-
-
-_MEDIA_KINDS = frozenset({"image", "document", "audio"})
-DEFAULT_CHECKS: tuple[CheckHook, ...] = (check_tools, check_media)
-
-
-class _Sink:
-    """The event sink of one streamed attempt: passes events on and remembers that one
-    went out (a reply that reached the caller is never retried or moved elsewhere)."""
-
-    __slots__ = ("delivered", "on_event")
-
-    def __init__(self, on_event: EventSink | None) -> None:
-        self.on_event = on_event
-        self.delivered = False
-
-    def __call__(self, event: StreamEvent) -> None:
-        self.delivered = True
-        if self.on_event is not None:
-            self.on_event(event)
-
-
-class _Log:
-    """One call's bookkeeping in one object: the records an attempt's client reported
-    (it is the client's `on_attempt`, and holds them until the router numbers them), the
-    errors and failed attempts `CallFailed` carries, and which errors were refusals. Its
-    lists are made on first use, so a call that succeeds at once makes none, and fewer
-    objects live through each call's wait for the collector to walk."""
-
-    __slots__ = ("attempts", "errors", "pending", "refused")
-
-    def __init__(self) -> None:
-        self.pending: list[AttemptRecord] | None = None
-        self.errors: list[ProviderError] = _NONE
-        self.attempts: list[AttemptRecord] = _NONE
-        self.refused: set[int] = _NO_IDS
-
-    def __call__(self, record: AttemptRecord) -> None:
-        if self.pending is None:
-            self.pending = [record]
-        else:
-            self.pending.append(record)
-
-    def fail(self, err: ProviderError) -> None:
-        if self.errors is _NONE:
-            self.errors = []
-        self.errors.append(err)
-
-    def keep(self, record: AttemptRecord) -> None:
-        if self.attempts is _NONE:
-            self.attempts = []
-        self.attempts.append(record)
-
-    def refuse(self, err: ProviderError) -> None:
-        if self.refused is _NO_IDS:
-            self.refused = set()
-        self.refused.add(id(err))
-        self.fail(err)
-
-
-_NONE: list[Any] = []
-"""The empty list every `_Log` starts with; it is replaced, never added to."""
-_NO_IDS: set[int] = set()
 
 
 class Router:
@@ -290,21 +115,21 @@ class Router:
             reason = None
             if req.tools and not caps.tools:
                 reason = check_tools(req, caps)
-            elif _has_media(req.messages):
+            elif has_media(req.messages):
                 reason = check_media(req, caps)
             if reason:
-                refused = _Log()
+                refused = CallLog()
                 self._refuse(refused, cand, reason)
                 return await self._from(1, request, on_event, on_attempt, refused)
         breaker = cand.breaker
         if breaker is not None and not breaker.allow():
-            shut = _Log()
+            shut = CallLog()
             shut.fail(self._open_error(cand))
             return await self._from(1, request, on_event, on_attempt, shut)
         policy = cand.retry or self.retry
-        sink = _Sink(on_event) if (req.stream or on_event) else None
+        sink = DeliverySink(on_event) if (req.stream or on_event) else None
         pending: list[AttemptRecord] = []
-        log: _Log | None = None
+        log: CallLog | None = None
         pause: float | None = None
         outcome: Outcome = "ignored"
         started = self._now()
@@ -312,9 +137,9 @@ class Router:
             response = await cand.client.complete(req, on_event=sink, on_attempt=pending.append)
             outcome = "success"
             if rates is not None and response.usage.cost_usd is None:
-                response = _with_cost(response, rates.cost(response.usage))
+                response = with_cost(response, rates.cost(response.usage))
         except (ProviderError, TransportError) as exc:
-            log = _Log()
+            log = CallLog()
             log.pending = pending or None
             err = self._as_provider_error(exc, cand)
             if sink is not None and sink.delivered and not getattr(err, "partial", False):
@@ -368,13 +193,13 @@ class Router:
         request: ModelRequest,
         on_event: EventSink | None,
         on_attempt: AttemptSink | None,
-        log: _Log | None,
+        log: CallLog | None,
     ) -> ModelResponse:
         """The call from candidate `start` on (0: the whole call, budget check first)."""
         priced = self._priced
         assert priced is not None
         if log is None:
-            log = _Log()
+            log = CallLog()
         if start == 0 and self.budget is not None:
             for cand, price, _ in priced:
                 if cand.unavailable is None:
@@ -395,26 +220,15 @@ class Router:
         raise self._failure(request, log)
 
     @staticmethod
-    def _refuse(log: _Log, cand: Candidate, reason: str) -> None:
-        log.refuse(ProviderError(
-            f"{cand.provider} cannot take this request: {reason}",
-            provider=cand.provider,
-            model=cand.model,
-            phase="local",
-            request_sent=False,
-            retryable=False,
-        ))
+    def _refuse(log: CallLog, cand: Candidate, reason: str) -> None:
+        log.refuse(_local_error(cand, f"{cand.provider} cannot take this request: {reason}",
+                                retryable=False))
 
     @staticmethod
     def _open_error(cand: Candidate) -> ProviderError:
-        return ProviderError(
-            f"circuit breaker for {cand.provider} is open after repeated failures",
-            provider=cand.provider,
-            model=cand.model,
-            phase="local",
-            request_sent=False,
-            retryable=True,
-        )
+        return _local_error(
+            cand, f"circuit breaker for {cand.provider} is open after repeated failures",
+            retryable=True)
 
     def _pause(self, err: ProviderError, policy: RetryPolicy, attempt: int) -> float | None:
         """The wait before the next attempt after `err`, or None: no next attempt."""
@@ -431,7 +245,7 @@ class Router:
         req: ModelRequest,
         on_event: EventSink | None,
         on_attempt: AttemptSink | None,
-        log: _Log,
+        log: CallLog,
         *,
         first: int = 1,
         wait: float = 0.0,
@@ -455,7 +269,7 @@ class Router:
                 return None
             outcome: Outcome = "ignored"
             reservation = None
-            sink = _Sink(on_event) if (req.stream or on_event) else None
+            sink = DeliverySink(on_event) if (req.stream or on_event) else None
             started = clock.now()
             try:
                 if self.budget is not None:
@@ -573,7 +387,7 @@ class Router:
     def _report(
         self,
         on_attempt: AttemptSink | None,
-        log: _Log,
+        log: CallLog,
         cand: Candidate,
         attempt: int,
         wait: float,
@@ -621,12 +435,12 @@ class Router:
     ) -> ModelResponse:
         """Cost from the price table unless the provider reported one; TPM refund."""
         if response.usage.cost_usd is None and price is not None:
-            response = _with_cost(response, price_usage(response.usage, price))
+            response = with_cost(response, price_usage(response.usage, price))
         if cand.limiter is not None:
             cand.limiter.settle(reservation_tokens, _tokens_used(response.usage))
         return response
 
-    def _failure(self, request: ModelRequest, log: _Log) -> CallFailed:
+    def _failure(self, request: ModelRequest, log: CallLog) -> CallFailed:
         errors, refusals, attempts = log.errors, log.refused, log.attempts
         real = [e for e in errors if id(e) not in refusals]
         decisive = real[-1] if real else errors[-1]
@@ -655,52 +469,6 @@ class Router:
         return failure
 
 
-_RESPONSE_FIELDS = ("parts", "usage", "finish_reason", "model", "provider", "response_id",
-                    "time_to_first_token")
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                 "reasoning_tokens", "cost_usd", "input_includes_cached", "cost_estimated")
-# Built field by field on a fresh object (what their `__init__`s do, without the keyword
-# calls that cost ~9 k instructions each, on every priced call) only while these are all
-# of the classes' fields; a new field falls back to replace.
-_DIRECT = (tuple(f.name for f in dataclasses.fields(ModelResponse)) == _RESPONSE_FIELDS
-           and tuple(f.name for f in dataclasses.fields(Usage)) == _USAGE_FIELDS)
-_new = object.__new__
-_set_class = vars(object)["__class__"].__set__
-_TWINS: list[type] = []
-"""The mutable twins of Usage and ModelResponse (see `agentloom._record`), taken on the
-first priced call: making one costs more than a process that never prices should pay."""
-
-
-def _with_cost(response: ModelResponse, cost: Decimal | None) -> ModelResponse:
-    """The response with its usage's cost set (and marked estimated when known)."""
-    usage = response.usage
-    if not _DIRECT:
-        return dataclasses.replace(response, usage=usage.with_cost(cost))
-    if not _TWINS:
-        _TWINS.extend(type(thaw(_new(cls))) for cls in (Usage, ModelResponse))
-    # Made as the twin and frozen by a class swap: a third of thaw(new) + freeze.
-    priced: Any = _new(_TWINS[0])
-    priced.input_tokens = usage.input_tokens
-    priced.output_tokens = usage.output_tokens
-    priced.cache_read_tokens = usage.cache_read_tokens
-    priced.cache_write_tokens = usage.cache_write_tokens
-    priced.reasoning_tokens = usage.reasoning_tokens
-    priced.cost_usd = cost
-    priced.input_includes_cached = usage.input_includes_cached
-    priced.cost_estimated = cost is not None
-    _set_class(priced, Usage)
-    copy: Any = _new(_TWINS[1])
-    copy.parts = response.parts
-    copy.usage = priced
-    copy.finish_reason = response.finish_reason
-    copy.model = response.model
-    copy.provider = response.provider
-    copy.response_id = response.response_id
-    copy.time_to_first_token = response.time_to_first_token
-    _set_class(copy, ModelResponse)
-    return copy  # type: ignore[no-any-return]
-
-
 def _tokens_used(usage: Usage) -> int | None:
     return usage.total_tokens  # output_tokens include reasoning for every provider
 
@@ -719,3 +487,9 @@ def _jitter_rng() -> random.Random:
     if not _JITTER_RNG:
         _JITTER_RNG.append(random.Random())
     return _JITTER_RNG[0]
+
+
+def _local_error(cand: Candidate, message: str, *, retryable: bool) -> ProviderError:
+    """An error raised here, before any request left: nothing was sent to `cand`."""
+    return ProviderError(message, provider=cand.provider, model=cand.model, phase="local",
+                         request_sent=False, retryable=retryable)
