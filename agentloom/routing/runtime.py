@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.errors import ConfigError, MissingKeyError
-from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.pricing import PriceTable
 from agentloom.providers import (
-    AttemptSink,
     Endpoint,
-    EventSink,
     ModelClient,
     endpoints_from_env,
     get_protocol,
@@ -54,6 +51,7 @@ from agentloom.routing import (
     RunBudget,
 )
 from agentloom.routing._client import ProviderClient
+from agentloom.routing._lazy_client import LazyClient, UnusableClient
 from agentloom.routing._providers import endpoint_from_config
 from agentloom.routing.local import LocalModelServer
 from agentloom.transport import HttpTimeout, Transport
@@ -384,7 +382,7 @@ class Runtime:
                 # A fallback that can't be used (its key isn't set, say) must not stop a
                 # primary that works: the router skips it, with this reason, if reached.
                 built = [Candidate(provider=entry.provider or "fallback",
-                                   model=entry.model or "", client=_Unusable(),
+                                   model=entry.model or "", client=UnusableClient(),
                                    unavailable=str(exc))]
             candidates.extend(built)
         return Router(candidates, retry=policy, clock=self.clock, budget=budget, prices=self.prices)
@@ -420,7 +418,7 @@ class Runtime:
         return Candidate(
             provider=provider,
             model=model,
-            client=_LazyClient(self, endpoint, timeout),
+            client=LazyClient(self, endpoint, timeout),
             protocol=protocol,
             retry=policy,
             capabilities=get_protocol(protocol).capabilities(model),
@@ -490,48 +488,3 @@ class Runtime:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-class _Unusable:
-    """The client of a candidate the router always skips (`Candidate.unavailable`)."""
-
-    async def complete(self, request: ModelRequest, **_: Any) -> ModelResponse:
-        raise AssertionError("an unusable fallback candidate was called")
-
-
-class _LazyClient:
-    """A provider client built on first call: the transport and the local server are
-    created only when a call really happens, inside the running loop."""
-
-    __slots__ = ("_client", "_endpoint", "_runtime", "_timeout")
-
-    def __init__(
-        self, runtime: Runtime, endpoint: Endpoint | None, timeout: HttpTimeout | None
-    ) -> None:
-        self._runtime = runtime
-        self._endpoint = endpoint
-        self._timeout = timeout
-        self._client: ModelClient | None = None
-
-    def complete(
-        self,
-        request: ModelRequest,
-        *,
-        on_event: EventSink | None = None,
-        on_attempt: AttemptSink | None = None,
-    ) -> Coroutine[Any, Any, ModelResponse]:
-        # Not a coroutine of its own once the client exists: the built client's call is
-        # handed back as is, one frame fewer on every call and every resumption.
-        client = self._client
-        if client is not None:
-            return client.complete(request, on_event=on_event, on_attempt=on_attempt)
-        return self._first(request, on_event, on_attempt)
-
-    async def _first(
-        self, request: ModelRequest, on_event: EventSink | None, on_attempt: AttemptSink | None
-    ) -> ModelResponse:
-        client = self._client
-        if client is None:
-            client = self._client = await self._runtime.provider_client(
-                self._endpoint, self._timeout)
-        return await client.complete(request, on_event=on_event, on_attempt=on_attempt)

@@ -1,5 +1,5 @@
 """Running a loaded workflow: the entry points and child runner (`start.py`), the ready-queue
-scheduler (`run.py`), the run context steps
+scheduler (`run.py`, awaiting each step through `awaiting.py`), the run context steps
 see (`context.py`, with `run_child` for nested runs), step results, step retries and
 deadlines, `on_error` blocks, nested-run limits, observers and summaries, the pause signal.
 

@@ -22,14 +22,12 @@ import asyncio
 import contextvars
 import random
 from collections import deque
-from collections.abc import Coroutine, Generator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentloom._clock import Clock
 from agentloom.errors import BudgetExceeded, DeadlineExceeded, LoopBudgetExceeded, WorkflowError
-from agentloom.loop import Deadline
 from agentloom.providers.model_names import same_model
+from agentloom.workflow.engine.awaiting import InContext, deadline_passed, step_deadline
 from agentloom.workflow.engine.context import (
     RunContext,
 )
@@ -134,12 +132,12 @@ class _Run:
                 else:
                     await self._schedule()
             else:
-                deadline = _deadline(clock, self.config.timeout)
+                deadline = step_deadline(clock, self.config.timeout)
                 try:
                     async with deadline.scope():
                         await self._schedule()
                 except LoopBudgetExceeded as exc:
-                    if not _expired(exc, deadline):
+                    if not deadline_passed(exc, deadline):
                         raise
                     raise TimeoutError from None
         except TimeoutError:
@@ -192,7 +190,7 @@ class _Run:
         self.running = 1
         self.results[node_id].status = StepStatus.RUNNING
         try:
-            await _InContext(self._step_task(self.wf.nodes[node_id]),
+            await InContext(self._step_task(self.wf.nodes[node_id]),
                              contextvars.copy_context())
         except Exception as exc:  # as the task group would have reported it
             raise BaseExceptionGroup("unhandled errors in a TaskGroup", [exc]) from None
@@ -322,13 +320,13 @@ class _Run:
                 if timeout is None:
                     outcome = await execute(node, self.ctx)
                     return outcome
-                deadline = _deadline(self.ctx.clock, timeout)
+                deadline = step_deadline(self.ctx.clock, timeout)
                 try:
                     async with deadline.scope():
                         outcome = await execute(node, self.ctx)
                         return outcome
                 except LoopBudgetExceeded as exc:
-                    if not _expired(exc, deadline):
+                    if not deadline_passed(exc, deadline):
                         raise
                     raise DeadlineExceeded(
                         f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
@@ -487,41 +485,3 @@ class _Run:
                 continue
             out[node.step.output or node.id] = r.output if node.step.output else r.text
         return out
-
-
-class _InContext:
-    """Await a coroutine in `context` without a task of its own: each step of it runs
-    inside `context.run`, so the context variables it sets stay its own, as in a task
-    started with that context. Python 3.11 has no eager tasks to do this."""
-
-    __slots__ = ("_context", "_coro")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> None:
-        self._coro, self._context = coro, context
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        run, coro = self._context.run, self._coro
-        send, throw = coro.send, coro.throw
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                yielded = run(send, value) if error is None else run(throw, error)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                value, error = (yield yielded), None
-            except BaseException as exc:  # delivered to the coroutine, as a task would
-                value, error = None, exc
-
-
-def _deadline(clock: Clock, seconds: float) -> Deadline:
-    now = clock.now()
-    return Deadline(clock, now + seconds, now)
-
-
-def _expired(exc: LoopBudgetExceeded, deadline: Deadline) -> bool:
-    """Whether `exc` is `deadline` passing, not a budget of a loop inside the step."""
-    return exc.kind == "deadline" and deadline.clock.now() >= deadline.at
-
-
