@@ -4,7 +4,8 @@ Every provider module translates between these and its own wire format, so nothi
 `providers/` ever sees a vendor's JSON. They are plain slotted dataclasses because they sit
 on the hot path of every call; each part carries a `kind` discriminator so that a recording
 or checkpoint can be turned back into objects with a dictionary lookup (`part_from_dict`).
-The parts are defined in `agentloom._parts` and re-exported here: import them from here.
+The parts are defined in `agentloom._parts`, most stream events in `agentloom._events`;
+both are re-exported here: import them from here.
 
 `None` in a usage field means the provider did not report it, never zero.
 
@@ -20,6 +21,13 @@ from dataclasses import field
 from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
+from agentloom._events import (
+    FinishEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    VendorEvent,
+)
 from agentloom._parts import (
     AudioPart,
     DocumentPart,
@@ -364,64 +372,7 @@ class ModelResponse(FrozenRecord):
         return new_message("assistant", self.parts, name)
 
 
-# --- stream events -----------------------------------------------------------------------
-
-
-@frozen_record
-class TextDelta(FrozenRecord):
-    """A piece of the reply's text."""
-
-    text: str
-    kind: Literal["text_delta"] = "text_delta"
-
-    def __init__(self, *, text: str, kind: Literal["text_delta"] = "text_delta") -> None:
-        set_field(self, "text", text)
-        set_field(self, "kind", kind)
-
-
-@frozen_record
-class ReasoningDelta(FrozenRecord):
-    """A piece of reasoning text, or its signature or redacted payload."""
-
-    text: str = ""
-    signature: str | None = None
-    redacted: str | None = None
-    kind: Literal["reasoning_delta"] = "reasoning_delta"
-
-    def __init__(
-        self, *, text: str = "", signature: str | None = None, redacted: str | None = None,
-        kind: Literal["reasoning_delta"] = "reasoning_delta",
-    ) -> None:
-        this = thaw(self)
-        this.text = text
-        this.signature = signature
-        this.redacted = redacted
-        this.kind = kind
-        freeze(this)
-
-
-@frozen_record
-class ToolCallDelta(FrozenRecord):
-    """A piece of a tool call. `index` ties pieces of one call together; `id` and `name`
-    come with the first piece, `arguments` is appended."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str = ""
-    kind: Literal["tool_call_delta"] = "tool_call_delta"
-
-    def __init__(
-        self, *, index: int, id: str | None = None, name: str | None = None, arguments: str = "",
-        kind: Literal["tool_call_delta"] = "tool_call_delta",
-    ) -> None:
-        this = thaw(self)
-        this.index = index
-        this.id = id
-        this.name = name
-        this.arguments = arguments
-        this.kind = kind
-        freeze(this)
+# --- stream events (the others are in agentloom._events) -------------------------------
 
 
 @frozen_record
@@ -433,39 +384,6 @@ class UsageEvent(FrozenRecord):
 
     def __init__(self, *, usage: Usage, kind: Literal["usage"] = "usage") -> None:
         set_field(self, "usage", usage)
-        set_field(self, "kind", kind)
-
-
-@frozen_record
-class FinishEvent(FrozenRecord):
-    """The end of a streamed reply: the provider's finish reason and ids."""
-
-    finish_reason: str | None
-    model: str | None = None
-    response_id: str | None = None
-    kind: Literal["finish"] = "finish"
-
-    def __init__(
-        self, *, finish_reason: str | None, model: str | None = None,
-        response_id: str | None = None, kind: Literal["finish"] = "finish",
-    ) -> None:
-        this = thaw(self)
-        this.finish_reason = finish_reason
-        this.model = model
-        this.response_id = response_id
-        this.kind = kind
-        freeze(this)
-
-
-@frozen_record
-class VendorEvent(FrozenRecord):
-    """A whole vendor block, once the stream has finished it (see `VendorPart`)."""
-
-    part: VendorPart
-    kind: Literal["vendor_event"] = "vendor_event"
-
-    def __init__(self, *, part: VendorPart, kind: Literal["vendor_event"] = "vendor_event") -> None:
-        set_field(self, "part", part)
         set_field(self, "kind", kind)
 
 
