@@ -186,7 +186,11 @@ class Usage(FrozenRecord):
 
     def with_cost(self, cost: Decimal | None) -> Usage:
         """This usage priced from the price table (`cost_estimated`)."""
-        return dataclasses.replace(self, cost_usd=cost, cost_estimated=cost is not None)
+        return new_usage(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens,
+            self.cache_write_tokens, self.reasoning_tokens, cost, self.input_includes_cached,
+            cost is not None,
+        )
 
 
 def _no_parameters() -> dict[str, Any]:
@@ -370,6 +374,47 @@ class ModelResponse(FrozenRecord):
 
     def to_message(self, *, name: str | None = None) -> Message:
         return new_message("assistant", self.parts, name)
+
+
+# Positional factories (`agentloom._record`) of the records every model call makes: a
+# decoder's usage and reply, and the router's priced copy of them. Each is equal to the
+# keyword call of its class with the same values (tests/loop/test_positional_factories.py).
+
+
+def new_usage(
+    input_tokens: int | None, output_tokens: int | None, cache_read_tokens: int | None,
+    cache_write_tokens: int | None, reasoning_tokens: int | None, cost_usd: Decimal | None,
+    input_includes_cached: bool | None, cost_estimated: bool,
+) -> Usage:
+    """`Usage(...)` with every field given, in order."""
+    this: Any = _new(TWINS[Usage])
+    this.input_tokens = input_tokens
+    this.output_tokens = output_tokens
+    this.cache_read_tokens = cache_read_tokens
+    this.cache_write_tokens = cache_write_tokens
+    this.reasoning_tokens = reasoning_tokens
+    this.cost_usd = cost_usd
+    this.input_includes_cached = input_includes_cached
+    this.cost_estimated = cost_estimated
+    this.__class__ = Usage
+    return this  # type: ignore[no-any-return]
+
+
+def new_response(
+    parts: tuple[Part, ...], usage: Usage, finish_reason: str | None, model: str,
+    provider: str, response_id: str | None, time_to_first_token: float | None,
+) -> ModelResponse:
+    """`ModelResponse(...)` with every field given, in order."""
+    this: Any = _new(TWINS[ModelResponse])
+    this.parts = parts
+    this.usage = usage
+    this.finish_reason = finish_reason
+    this.model = model
+    this.provider = provider
+    this.response_id = response_id
+    this.time_to_first_token = time_to_first_token
+    this.__class__ = ModelResponse
+    return this  # type: ignore[no-any-return]
 
 
 # --- stream events (the others are in agentloom._events) -------------------------------

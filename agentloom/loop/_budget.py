@@ -323,9 +323,15 @@ class StallDetector:
             self._emit(name, count)
 
 
+# `json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))` with the codec made
+# once: `dumps` with any keyword builds a JSONEncoder per call (a third of a digest).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_PARSE = json.JSONDecoder().decode
+
+
 def _digest(name: str, arguments: str) -> bytes:
     try:
-        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+        canonical = _CANONICAL(_PARSE(arguments))
     except ValueError:
         canonical = arguments.strip()
     return hashlib.blake2b(f"{name}\0{canonical}".encode(), digest_size=16).digest()

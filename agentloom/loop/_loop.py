@@ -44,6 +44,7 @@ from agentloom.loop._options import (
 from agentloom.loop._run import NO_ATTEMPTS, NO_WARNINGS, RetryListener, _Run
 from agentloom.loop._tool_turn import run_tools
 from agentloom.loop.observer import bind_conversation, unbind_conversation
+from agentloom.loop.request import turn_request
 from agentloom.loop.summary import (
     TRUNCATED_REASONS,
     ConversationStatus,
@@ -229,9 +230,9 @@ async def _drive(run: _Run) -> LoopResult:
         else:
             # `required` and a named tool apply to the first call only (spec 000).
             tool_choice = request.tool_choice if run.iterations == 0 else "auto"
-            call_request = request.replace(
-                messages=request.messages if messages is None else tuple(messages),
-                stream=stream, tool_choice=tool_choice)
+            call_request = turn_request(
+                request, request.messages if messages is None else tuple(messages),
+                stream, tool_choice)
         if run.iterations == 0 and run.solo and run.warnings is NO_WARNINGS:
             # `begin_call` of a plain run's first call (most runs' only one), in line.
             run.iterations = 1

@@ -56,4 +56,27 @@ def build_request(
     return output.apply(request) if output is not None else request  # type: ignore[no-any-return]
 
 
+def turn_request(request: ModelRequest, messages: tuple[Message, ...], stream: bool,
+                 tool_choice: ToolChoice) -> ModelRequest:
+    """`request.replace(messages=..., stream=..., tool_choice=...)`, made field by field as
+    `build_request` is: the loop asks this for every call after a run's first."""
+    turn: Any = _new(TWINS[ModelRequest])
+    turn.model = request.model
+    turn.messages = messages
+    turn.temperature = request.temperature
+    turn.max_tokens = request.max_tokens
+    turn.tools = request.tools
+    turn.tool_choice = tool_choice
+    turn.reasoning = request.reasoning
+    turn.response_format = request.response_format
+    turn.stream = stream
+    turn.vendor_tools = request.vendor_tools
+    turn.extra = request.extra
+    turn.headers = request.headers
+    turn.prefill = request.prefill
+    turn.cache = request.cache
+    turn.__class__ = ModelRequest
+    return turn  # type: ignore[no-any-return]
+
+
 _new = object.__new__

@@ -33,6 +33,9 @@ from agentloom.messages import (
     Usage,
     UsageEvent,
     VendorPart,
+    new_response,
+    new_usage,
+    text_part,
 )
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
 from agentloom.providers._common import prompt_cache_key
@@ -207,16 +210,14 @@ def decode_usage(raw: Any) -> Usage | None:
         return None
     prompt = raw.get("prompt_tokens_details")
     completion = raw.get("completion_tokens_details")
-    return Usage(
-        input_tokens=raw.get("prompt_tokens"),
-        output_tokens=raw.get("completion_tokens"),
-        cache_read_tokens=prompt.get("cached_tokens") if isinstance(prompt, dict) else None,
-        cache_write_tokens=(
-            prompt.get("cache_write_tokens") if isinstance(prompt, dict) else None),
-        reasoning_tokens=(
-            completion.get("reasoning_tokens") if isinstance(completion, dict) else None
-        ),
-        input_includes_cached=True,
+    if isinstance(prompt, dict):
+        cache_read, cache_write = prompt.get("cached_tokens"), prompt.get("cache_write_tokens")
+    else:
+        cache_read = cache_write = None
+    return new_usage(
+        raw.get("prompt_tokens"), raw.get("completion_tokens"), cache_read, cache_write,
+        completion.get("reasoning_tokens") if isinstance(completion, dict) else None,
+        None, True, False,
     )
 
 
@@ -361,18 +362,14 @@ class OpenAIProtocol:
         if reasoning and _keep_reasoning(request):
             parts.append(ReasoningPart(text=reasoning))
         if content:
-            parts.append(TextPart(text=content))
+            parts.append(text_part(content))
         for i, call in enumerate(message.get("tool_calls") or ()):
             fn = call["function"]
             parts.append(ToolCallPart(id=call.get("id") or f"call_{i}", name=fn["name"],
                                       arguments=fn.get("arguments") or ""))
-        return ModelResponse(
-            parts=tuple(parts),
-            usage=chunk_usage(obj) or Usage(),
-            finish_reason=choice.get("finish_reason"),
-            model=obj.get("model") or request.model,
-            provider=endpoint.name,
-            response_id=obj.get("id"),
+        return new_response(
+            tuple(parts), chunk_usage(obj) or Usage(), choice.get("finish_reason"),
+            obj.get("model") or request.model, endpoint.name, obj.get("id"), None,
         )
 
     def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder:

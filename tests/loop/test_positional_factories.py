@@ -4,11 +4,12 @@ class calls make: every field set, same class, equal, frozen."""
 from __future__ import annotations
 
 import dataclasses
+from decimal import Decimal
 
 import pytest
 
 from agentloom.loop._options import LoopResult, loop_result
-from agentloom.loop.request import build_request
+from agentloom.loop.request import build_request, turn_request
 from agentloom.loop.transcript import Transcript, of
 from agentloom.messages import (
     Message,
@@ -16,10 +17,14 @@ from agentloom.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolSpec,
     Usage,
     new_message,
+    new_response,
+    new_usage,
     text_part,
 )
+from agentloom.routing._priced import with_cost
 
 
 def _fields(obj: object) -> dict[str, object]:
@@ -68,3 +73,48 @@ def test_loop_result_and_transcript_factories() -> None:
     msgs = (Message.user("hi"),)
     assert of(msgs) == Transcript(msgs) and type(of(msgs)) is Transcript
     assert Transcript.coerce("hi") == Transcript(msgs)
+
+
+def test_usage_and_response_factories_match_the_class_calls() -> None:
+    usage = new_usage(9, 7, 2, None, 1, Decimal("0.5"), True, False)
+    assert type(usage) is Usage
+    assert _fields(usage) == _fields(Usage(
+        input_tokens=9, output_tokens=7, cache_read_tokens=2, reasoning_tokens=1,
+        cost_usd=Decimal("0.5"), input_includes_cached=True))
+    parts = (TextPart(text="a"),)
+    reply = new_response(parts, usage, "stop", "m", "p", "id-1", 0.25)
+    assert type(reply) is ModelResponse
+    assert _fields(reply) == _fields(ModelResponse(
+        parts=parts, usage=usage, finish_reason="stop", model="m", provider="p",
+        response_id="id-1", time_to_first_token=0.25))
+    assert hash(reply) == hash(dataclasses.replace(reply))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        usage.input_tokens = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reply.model = "x"  # type: ignore[misc]
+
+
+def test_a_priced_copy_changes_the_cost_alone() -> None:
+    usage = Usage(input_tokens=9, output_tokens=7, cache_write_tokens=3,
+                  input_includes_cached=False)
+    reply = ModelResponse(parts=(TextPart(text="a"),), usage=usage, finish_reason="stop",
+                          model="m", provider="p", response_id="r", time_to_first_token=0.1)
+    priced = with_cost(reply, Decimal("0.002"))
+    assert priced == dataclasses.replace(reply, usage=dataclasses.replace(
+        usage, cost_usd=Decimal("0.002"), cost_estimated=True))
+    assert usage.with_cost(None) == usage  # no price: not estimated either
+    assert type(priced) is ModelResponse and type(priced.usage) is Usage
+
+
+def test_turn_request_is_replace_of_messages_stream_and_tool_choice() -> None:
+    spec = ToolSpec(name="f", description="d")
+    request = ModelRequest(model="m", messages=(Message.user("hi"),), temperature=0.1,
+                           max_tokens=5, tools=(spec,), tool_choice="required", stream=True,
+                           extra={"seed": 1}, headers={"x": "y"}, prefill="{", cache="auto")
+    msgs = (Message.user("hi"), Message.assistant("yo"))
+    turn = turn_request(request, msgs, False, "auto")
+    assert type(turn) is ModelRequest
+    assert _fields(turn) == _fields(
+        request.replace(messages=msgs, stream=False, tool_choice="auto"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        turn.model = "x"  # type: ignore[misc]
