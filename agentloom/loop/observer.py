@@ -106,7 +106,7 @@ class RunInfo:
     def conversation_id(self) -> str:
         cid = self._conversation_id
         if cid is None:
-            cid = self._conversation_id = _new_id()
+            cid = self._conversation_id = new_id()
         return cid
 
     @property
@@ -132,7 +132,7 @@ _ID_CLEAR = int.from_bytes(bytes.fromhex("ffffffffffff0fff3fffffffffffffff") * _
 _ID_SET = int.from_bytes(bytes.fromhex("00000000000040008000000000000000") * _ID_BATCH)
 
 
-def _new_id() -> str:
+def new_id() -> str:
     """A random (version 4) UUID as 32 hex digits, like `uuid4().hex` at a tenth of its
     cost (it runs once per conversation). Ids are made 64 at a time: the random bytes
     from one `os.urandom` (a system call per conversation was most of the cost), the

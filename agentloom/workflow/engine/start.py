@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
+from agentloom.loop.observer import new_id
 from agentloom.workflow.engine.context import (
     CURRENT_RUN,
     ClientFactory,
@@ -78,7 +78,7 @@ async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactor
         run_id = durable.run_id
         bound = durable.bind()
     parent = CURRENT_RUN.get()  # the run this one is nested in, if any
-    ctx = RunContext(workflow=workflow, run_id=run_id or uuid.uuid4().hex, state=state,
+    ctx = RunContext(workflow=workflow, run_id=run_id or new_id(), state=state,
                      clients=clients, tools=tools, clock=clock, on_event=on_event,
                      transport=transport, observers=observers, runner=ENGINE,
                      durable=durable if durable is not None
