@@ -82,17 +82,25 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
 
     t0 = run.now()
     try:
-        # One task group per turn: every tool task ends (or is cancelled) before the
-        # next model call; results keep the order of the calls.
-        async with asyncio.TaskGroup() as tg:
-            tasks = [tg.create_task(one(c)) for c in calls]
+        if len(calls) == 1:
+            # A turn of one call (most of them) awaits it in this task: a task group's
+            # task would cost a task and a turn of the event loop for the same result,
+            # error and cancellation.
+            only = await one(calls[0])
+            results = [] if only is None else [only]
+        else:
+            # One task group per turn: every tool task ends (or is cancelled) before
+            # the next model call; results keep the order of the calls.
+            async with asyncio.TaskGroup() as tg:
+                tasks = [tg.create_task(one(c)) for c in calls]
+            results = [r for t in tasks if (r := t.result()) is not None]
     except BaseExceptionGroup as group:
         raise _first_error(group) from None
     finally:
         run.tool_seconds += run.now() - t0
     if pauses:
         raise pauses[0]
-    return [r for t in tasks if (r := t.result()) is not None]
+    return results
 
 
 _NO_GATE = contextlib.nullcontext()
