@@ -1,6 +1,7 @@
 """One turn's tool calls: run every call of a reply at once, bounded, in one task group
 (so no tool task outlives its turn), and hand back their results in the order of the
-calls (spec 000, "The loop").
+calls (spec 000, "The loop"). A turn of one call runs it in the run's own task, in a copy
+of the task's context, as a task of its own would see it.
 
 A tool's failure is its result, not the loop's (the ToolBox makes it one); what escapes
 here is a bug or a cancellation, raised as itself, and a pause signal (`pause = True`),
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
-from collections.abc import Callable
-from typing import Protocol
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Protocol, TypeVar
 
 from agentloom.loop._options import LoopOptions
 from agentloom.loop.observer import Dispatch
@@ -85,8 +88,8 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
         if len(calls) == 1:
             # A turn of one call (most of them) awaits it in this task: a task group's
             # task would cost a task and a turn of the event loop for the same result,
-            # error and cancellation.
-            only = await one(calls[0])
+            # error, cancellation and context.
+            only = await in_own_context(one(calls[0]))
             results = [] if only is None else [only]
         else:
             # One task group per turn: every tool task ends (or is cancelled) before
@@ -104,6 +107,36 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
 
 
 _NO_GATE = contextlib.nullcontext()
+_T = TypeVar("_T")
+
+
+@types.coroutine
+def in_own_context(coro: Coroutine[Any, Any, _T]) -> Generator[Any, Any, _T]:
+    """Await `coro` in the calling task but in a copy of its context, as if it were a task
+    of its own: a context variable it sets stays its own, one the caller set it sees.
+    Each step of `coro` runs inside the copy; what it waits on (a future, or a bare yield)
+    goes up to the task unchanged, and what the task throws in (a cancellation) comes
+    down to `coro` the same way."""
+    ctx = contextvars.copy_context()
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = (ctx.run(coro.send, value) if error is None
+                        else ctx.run(coro.throw, error))
+            except StopIteration as done:
+                result: _T = done.value
+                return result
+            value = error = None
+            try:
+                value = yield step
+            except GeneratorExit:
+                raise
+            except BaseException as exc:  # the task's cancellation, or a thrown error
+                error = exc
+    finally:
+        ctx.run(coro.close)  # nothing to do once it has returned or raised
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
