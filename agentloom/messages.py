@@ -163,19 +163,16 @@ class Usage(FrozenRecord):
             cost = self.cost_usd
         else:
             cost = self.cost_usd + other.cost_usd
-        return Usage(
-            input_tokens=_add(self.input_tokens, other.input_tokens),
-            output_tokens=_add(self.output_tokens, other.output_tokens),
-            cache_read_tokens=_add(self.cache_read_tokens, other.cache_read_tokens),
-            cache_write_tokens=_add(self.cache_write_tokens, other.cache_write_tokens),
-            reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
-            cost_usd=cost,
-            input_includes_cached=(
-                self.input_includes_cached
-                if other.input_includes_cached is None
-                else other.input_includes_cached
-            ),
-            cost_estimated=self.cost_estimated or other.cost_estimated,
+        return new_usage(
+            _add(self.input_tokens, other.input_tokens),
+            _add(self.output_tokens, other.output_tokens),
+            _add(self.cache_read_tokens, other.cache_read_tokens),
+            _add(self.cache_write_tokens, other.cache_write_tokens),
+            _add(self.reasoning_tokens, other.reasoning_tokens),
+            cost,
+            (self.input_includes_cached if other.input_includes_cached is None
+             else other.input_includes_cached),
+            self.cost_estimated or other.cost_estimated,
         )
 
     @property
