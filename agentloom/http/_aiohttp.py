@@ -296,7 +296,7 @@ class AiohttpTransport:
         if limits.bare is None or request.stream:
             return await self._aiohttp_timed(session, request, limits, limit)
         # A reply read whole (almost every call), its time limits kept by one `_Watch`.
-        scope = asyncio.timeout(None)
+        scope = asyncio.timeout_at(None)  # `timeout(None)` without its read of the loop
         watch = _Watch(self._loop or asyncio.get_running_loop(), scope, limits.read,
                        limits.total)
         resp: aiohttp.ClientResponse | None = None
