@@ -2,10 +2,11 @@
 
 Call the model with the declared tools; a reply without tool calls is the answer;
 otherwise run every call of the reply at once (bounded, one task group per turn, so no
-tool task outlives its turn), send the results back in the order of the calls, and call
-again, at most `max_iterations` model calls in all (spec 000, "The loop"). Tool failures
-never fail the loop: they are tool results. Every run yields a metadata-only summary
-(spec 002), on success and failure, and observers are called from one place (`Dispatch`).
+tool task outlives its turn; a lone call in the run's task, in a copy of its context),
+send the results back in the order of the calls, and call again, at most
+`max_iterations` model calls in all (spec 000, "The loop"). Tool failures never fail the
+loop: they are tool results. Every run yields a metadata-only summary (spec 002), on
+success and failure, and observers are called from one place (`Dispatch`).
 
 Budgets: iterations (the step still succeeds at the limit, with finish_reason
 `max_tool_iterations`, and status iteration_limit), a deadline on the run's clock that
