@@ -271,7 +271,8 @@ class _SqliteDb:
         """Whether the connection's busy timeout is the store's (the worker's calls) or 0
         (a write on the event loop): set by whichever thread uses it, when it changes."""
         self._writes = 0
-        """Writes since the last WAL checkpoint."""
+        """Writes and transactions since the last WAL checkpoint (a read-only transaction
+        counts too: one checkpoint early now and then costs less than telling them apart)."""
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._worker is None:
