@@ -38,7 +38,8 @@ class SqlDb(Protocol):
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Rows]:
         """Run `statements` as one transaction, in one trip where the driver allows
-        (SQLite: one hop to its thread for BEGIN, all of them and COMMIT)."""
+        (SQLite: BEGIN, all of them and COMMIT on the event loop while its worker thread
+        is idle and the database unlocked, else in one hop to that thread)."""
         ...
 
     async def migration_lock(self, tx: SqlTx) -> None:
