@@ -280,12 +280,15 @@ class _SqliteDb:
         try:
             result: T = await self._worker.submit(self._waiting, (fn, args))
         except sqlite3.DatabaseError as exc:
-            # A page damaged deep in the file surfaces on the first statement that reads it.
-            corrupt = _corrupt(self.path, exc)
-            if corrupt is None:
-                raise
-            raise corrupt from None
+            self._raise_if_corrupt(exc)
+            raise
         return result
+
+    def _raise_if_corrupt(self, exc: sqlite3.DatabaseError) -> None:
+        # A page damaged deep in the file surfaces on the first statement that reads it.
+        corrupt = _corrupt(self.path, exc)
+        if corrupt is not None:
+            raise corrupt from None
 
     def _waiting(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         """(worker) `fn(*args)` with the store's busy timeout."""
@@ -309,10 +312,8 @@ class _SqliteDb:
                 return None  # `_batch_sync` rolled back what it began
             raise
         except sqlite3.DatabaseError as exc:
-            corrupt = _corrupt(self.path, exc)
-            if corrupt is None:
-                raise
-            raise corrupt from None
+            self._raise_if_corrupt(exc)
+            raise
 
     def _count_write(self) -> None:
         """(event loop) One more write; every `_CHECKPOINT_EVERY`, a WAL checkpoint for
