@@ -9,6 +9,7 @@ collector serves one conversation, so concurrent runs never share counters.
 from __future__ import annotations
 
 from dataclasses import field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +21,8 @@ from agentloom.loop.summary import (
     ConversationSummary,
     FailedAttempt,
     TurnRecord,
+    UsageSummary,
+    as_validated,
     cache_hit_rate,
     normalized_stop_reason,
     usage_fields,
@@ -240,44 +243,103 @@ class SummaryCollector(NullObserver):
     def build_summary(self, r: SummaryRecord) -> ConversationSummary:
         info = r.info
         usage = self.usage
-        fields: dict[str, Any] = r.error_fields or {}
         finish_reason = r.finish_reason
-        # The model's validator on a dict: the same validation, values and fields set as
-        # `ConversationSummary(**...)`, without `BaseModel.__init__`'s keyword repacking
-        # (a tenth of the cost of reading a summary).
-        summary: ConversationSummary = ConversationSummary.__pydantic_validator__.validate_python({
-            "conversation_id": info.conversation_id,
-            "correlation_id": info.correlation_id,
-            "parent_id": info.parent_id,
-            "agent_name": info.agent_name,
-            "provider": self.provider or r.error_provider,
-            "model": self.model or info.model,
+        if finish_reason is None:
+            finish_reason = self.finish_reason
+        provider = self.provider or r.error_provider
+        model = self.model or info.model
+        conversation_id, started_at = info.conversation_id, info.started_at
+        correlation_id, parent_id, agent_name = info.correlation_id, info.parent_id, info.agent_name
+        iteration_limit, deadline_seconds = info.iteration_limit, info.deadline_seconds
+        elapsed = r.elapsed_seconds
+        usage_values = usage_fields(usage, self.provider_cost)
+        values: dict[str, Any] = {
+            "conversation_id": conversation_id,
+            "correlation_id": correlation_id,
+            "parent_id": parent_id,
+            "agent_name": agent_name,
+            "provider": provider,
+            "model": model,
             "status": r.status,
             "iterations": r.iterations,
-            "iteration_limit": info.iteration_limit,
-            "deadline_seconds": info.deadline_seconds,
-            "elapsed_seconds": r.elapsed_seconds,
-            "started_at": info.started_at,
-            "tool_calls": self.tool_calls,  # validation copies both dicts
+            "iteration_limit": iteration_limit,
+            "deadline_seconds": deadline_seconds,
+            "elapsed_seconds": elapsed,
+            "started_at": started_at,
+            "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
             "provider_retries": self.provider_retries,
-            # Validated in the same call as the summary (as `UsageSummary.from_usage`).
-            "usage": usage_fields(usage, self.provider_cost),
+            "usage": usage_values,
             "estimated_cost_usd": (float(self.estimated_cost)
                                    if self.estimated_cost is not None else None),
-            "finish_reason": finish_reason if finish_reason is not None else self.finish_reason,
+            "finish_reason": finish_reason,
             "model_seconds": self.model_seconds,
             "retry_wait_seconds": self.retry_wait_seconds,
             "tool_seconds": r.tool_seconds,
             "tool_duration_seconds": self.tool_duration_seconds,
             "cache_hit_rate": cache_hit_rate(usage),  # the same token fields as above
+            # Unset without an error (not in `model_fields_set`), as their defaults.
+            "error_type": None,
+            "provider_status_code": None,
+            "error_phase": None,
+            "error_request_sent": None,
+            "error_request_id": None,
+            "error_attempts_sent": None,
             "failed_attempts": tuple(self.failed_attempts),
             "max_repeated_tool_calls": r.max_repeated_tool_calls,
             "stalled": r.stalled,
             "timeline": self.timeline() if self._timeline else None,
-            **fields,
-        })
+        }
+        errors = r.error_fields
+        # Values the loop made itself are of their field's type; these came from the
+        # caller (ids, limits, a clock, a client's reply). Of their exact types, as they
+        # are in any run but an odd one, validation would hand every value back as it is.
+        if (errors is None and type(conversation_id) is str
+                and type(correlation_id) in _TEXT and type(parent_id) in _TEXT
+                and type(agent_name) in _TEXT and type(provider) in _TEXT
+                and type(model) in _TEXT and type(finish_reason) in _TEXT
+                and type(iteration_limit) in _COUNT and type(deadline_seconds) in _SECONDS
+                and type(elapsed) is float and type(started_at) in _TIME
+                and type(usage.input_tokens) in _COUNT and type(usage.output_tokens) in _COUNT
+                and type(usage.cache_read_tokens) in _COUNT
+                and type(usage.cache_write_tokens) in _COUNT
+                and type(usage.reasoning_tokens) in _COUNT
+                and type(usage.input_includes_cached) in _FLAG
+                and (not self.tool_calls or _names(self.tool_calls))):
+            values["tool_calls"] = dict(self.tool_calls)  # copied, as validation does
+            values["tool_errors"] = dict(self.tool_errors)
+            values["usage"] = as_validated(UsageSummary, usage_values, set(usage_values))
+            built: ConversationSummary = as_validated(ConversationSummary, values,
+                                                      set(_WITHOUT_ERROR))
+            return built
+        # Anything else is validated, as `ConversationSummary(**given)` would be (the
+        # validator on a dict, without `BaseModel.__init__`'s keyword repacking).
+        if errors is None:
+            given = {k: v for k, v in values.items() if k in _WITHOUT_ERROR}
+        else:
+            given = {**values, **errors}
+        summary: ConversationSummary = ConversationSummary.__pydantic_validator__.validate_python(
+            given)
         return summary
+
+
+_NONE = type(None)
+_TEXT = frozenset({str, _NONE})
+_COUNT = frozenset({int, _NONE})
+_SECONDS = frozenset({float, _NONE})
+_TIME = frozenset({datetime, _NONE})
+_FLAG = frozenset({bool, _NONE})
+
+
+def _names(counts: dict[str, int]) -> bool:
+    """Tool names are str (`tool_errors` counts a subset of the same names)."""
+    return all(type(name) is str for name in counts)
+
+
+_WITHOUT_ERROR = frozenset(ConversationSummary.model_fields).difference({
+    "error_type", "provider_status_code", "error_phase", "error_request_sent",
+    "error_request_id", "error_attempts_sent"})
+"""The fields a summary of a run without an error was given (`model_fields_set`)."""
 
 
 class SummaryRecord:

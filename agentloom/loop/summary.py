@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -169,6 +169,25 @@ class UsageSummary(BaseModel):
         built: UsageSummary = cls.__pydantic_validator__.validate_python(
             usage_fields(usage, provider_cost))
         return built
+
+
+def as_validated(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
+    """The instance of `cls` that validating `values` (every field, in field order, each
+    value already of its field's exact type) would give, built without validating them:
+    validation hands such values back as they are, so it would only cost time. What
+    `model_construct` does, without its walk over the fields with their defaults.
+    `fields_set` is the fields the caller gave (`model_fields_set`)."""
+    model = _new(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+_M = TypeVar("_M", bound=BaseModel)
+_new = object.__new__
+_set = object.__setattr__
 
 
 def usage_fields(usage: Usage, provider_cost: Decimal | None = None) -> dict[str, Any]:
