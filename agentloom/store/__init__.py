@@ -17,29 +17,31 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom._lazy import lazy_getattr
 from agentloom.store._base import (
+    CheckpointStore,
+    ResumeAction,
+    RunExists,
+    RunNotFound,
+    StoreConfigError,
+    StoreCorrupt,
+    StoreError,
+    tool_call_resume_action,
+)
+from agentloom.store._records import (
     FINISHED_STATUSES,
     RUN_STATUSES,
     Checkpoint,
     CheckpointDelta,
-    CheckpointStore,
     ModelExchangeRecord,
     PauseInfo,
-    ResumeAction,
-    RunExists,
-    RunNotFound,
     RunPage,
     RunQuery,
     RunRecord,
     RunStatus,
-    StoreConfigError,
-    StoreCorrupt,
     StoredWrite,
-    StoreError,
     ToolCallRecord,
     ToolLoopProgress,
     apply_delta,
     query_matches,
-    tool_call_resume_action,
 )
 
 __all__ = [

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from itertools import compress, islice, repeat
 from operator import is_not, ne
 from typing import Any
 
-from agentloom.store._base import CheckpointDelta, PauseInfo, RunStatus, ToolLoopProgress
+from agentloom._record import Record, record
+from agentloom.store._records import CheckpointDelta, PauseInfo, RunStatus, ToolLoopProgress
 
 _MISSING: Any = object()
 _IMMUTABLE = frozenset({str, int, float, bool, type(None), Decimal, bytes})
@@ -273,8 +273,8 @@ class DeltaBuilder:
         return loops, kept
 
 
-@dataclass(slots=True, kw_only=True)
-class _Taken:
+@record
+class _Taken(Record):
     """What the last `take` put in its delta, for `commit` to record."""
 
     state: dict[str, Any]
@@ -287,6 +287,22 @@ class _Taken:
     extra: dict[str, Any]
     order: list[str] | None = None
     """The state's keys, when the shadow's order no longer matches theirs."""
+
+    def __init__(
+        self, *, state: dict[str, Any], copies: dict[str, Any], removed: list[str],
+        results: dict[str, Any], results_removed: set[str],
+        turns: dict[str, tuple[int, list[Any]]], loops_removed: set[str],
+        extra: dict[str, Any], order: list[str] | None = None,
+    ) -> None:
+        self.state = state
+        self.copies = copies
+        self.removed = removed
+        self.results = results
+        self.results_removed = results_removed
+        self.turns = turns
+        self.loops_removed = loops_removed
+        self.extra = extra
+        self.order = order
 
 
 def _same(value: Any) -> Any:

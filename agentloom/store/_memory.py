@@ -17,23 +17,25 @@ from decimal import Decimal
 from typing import Any
 
 from agentloom.store._base import (
+    RunExists,
+    RunNotFound,
+    StoreError,
+    check_status,
+    check_tool_status,
+)
+from agentloom.store._records import (
     FINISHED_STATUSES,
     Checkpoint,
     CheckpointDelta,
     ModelExchangeRecord,
-    RunExists,
-    RunNotFound,
     RunPage,
     RunQuery,
     RunRecord,
     RunStatus,
     StoredWrite,
-    StoreError,
     ToolCallRecord,
     ToolCallStatus,
     apply_delta,
-    check_status,
-    check_tool_status,
     query_matches,
 )
 from agentloom.store._serde import (

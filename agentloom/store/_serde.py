@@ -31,13 +31,8 @@ from agentloom.messages import (
     part_from_dict,
     part_to_dict,
 )
-from agentloom.store._base import (
-    Checkpoint,
-    CheckpointDelta,
-    PauseInfo,
-    StoreError,
-    ToolLoopProgress,
-)
+from agentloom.store._base import StoreError
+from agentloom.store._records import Checkpoint, CheckpointDelta, PauseInfo, ToolLoopProgress
 
 _TAG = "__al__"
 _PART_KINDS = frozenset(

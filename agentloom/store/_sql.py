@@ -19,19 +19,17 @@ from datetime import UTC, timedelta
 from decimal import Decimal
 from typing import Any
 
-from agentloom.store._base import (
+from agentloom.store._base import RunExists, RunNotFound, check_status
+from agentloom.store._records import (
     FINISHED_STATUSES,
     Checkpoint,
     CheckpointDelta,
-    RunExists,
-    RunNotFound,
     RunPage,
     RunQuery,
     RunRecord,
     RunStatus,
     StoredWrite,
     apply_delta,
-    check_status,
     like_pattern,
 )
 from agentloom.store._serde import (

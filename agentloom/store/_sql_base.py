@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol, Self
 
-from agentloom.store._base import RunRecord, StoreError
+from agentloom.store._base import StoreError
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
 from agentloom.store._pending import PendingWrites, Statement
+from agentloom.store._records import RunRecord
 from agentloom.store._serde import JsonSerializer, Serializer
 
 Rows = list[tuple[Any, ...]]

@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloom.store._base import (
-    ModelExchangeRecord,
-    RunNotFound,
-    StoreError,
-    ToolCallRecord,
-    ToolCallStatus,
-    check_tool_status,
-)
+from agentloom.store._base import RunNotFound, StoreError, check_tool_status
 from agentloom.store._pending import Statement
+from agentloom.store._records import ModelExchangeRecord, ToolCallRecord, ToolCallStatus
 from agentloom.store._sql_base import WROTE_ROW, SqlBase, SqlTx
 
 

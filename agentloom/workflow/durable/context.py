@@ -10,10 +10,10 @@ variable carries a person's answer to the tool call that asked for it.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentloom._record import Record, record
 from agentloom.workflow.engine.pause import ANSWER_KINDS, PauseRun
 
 if TYPE_CHECKING:
@@ -32,12 +32,16 @@ call_answer: ContextVar[Any] = ContextVar("agentloom_call_answer", default=UNSET
 """The answer a resumed tool call brings to the `ask(...)` inside it."""
 
 
-@dataclass(slots=True, kw_only=True)
-class Decision:
+@record
+class Decision(Record):
     """What `agentloom resume` brings: an approval, a rejection or an answer."""
 
     approve: bool | None = None
     answer: Any = UNSET
+
+    def __init__(self, *, approve: bool | None = None, answer: Any = UNSET) -> None:
+        self.approve = approve
+        self.answer = answer
 
     @property
     def has_answer(self) -> bool:

@@ -22,11 +22,12 @@ import asyncio
 import hashlib
 import time
 from contextvars import Token
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from agentloom._record import FACTORY, Record, record
 from agentloom.loop import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
 from agentloom.redact import REDACTED, SECRET_STEP_FIELDS, Redactor
@@ -65,8 +66,8 @@ _STORE_STATUS = {"success": "succeeded", "failed": "failed", "deadline_exceeded"
                  "paused": "paused", "needs_decision": "needs_decision"}
 
 
-@dataclass(slots=True)
-class DurableRun:
+@record
+class DurableRun(Record):
     """One run's link to its store. Build it with `start` (a new run) or `resume`."""
 
     store: CheckpointStore
@@ -78,39 +79,78 @@ class DurableRun:
     decision: Decision = field(default_factory=Decision)
     now: Any = None
     """Wall-clock source (UTC datetime) for approval deadlines; injectable for tests."""
-    _tools: dict[tuple[str, str], ToolCallRecord] = field(default_factory=dict)
-    _exchanges: dict[tuple[str, int, str], Any] = field(default_factory=dict)
-    _loops: dict[str, ToolLoopProgress] = field(default_factory=dict)
-    _loop_usage: dict[str, Any] = field(default_factory=dict)
-    _loop_nested: dict[str, Any] = field(default_factory=dict)
-    """Step -> model usage of the workflow functions its finished loop turns called."""
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _restored: set[str] = field(default_factory=set)
-    _decided: set[str] = field(default_factory=set)
-    _seen: dict[tuple[str, str], int] = field(default_factory=dict)
-    _run: RunView | None = None
-    _child_results: dict[str, Any] = field(default_factory=dict)
-    """Finished steps of nested runs (namespaced `parent/step`) whose parent step is not
-    finished yet: see `_durable_scope.py`."""
-    _child_not_taken: dict[str, str] = field(default_factory=dict)
     worker_id: str | None = None
     """Set by the CLI: this process holds the run's claim (renewed as it saves) so a
     second `agentloom resume` of the same run is refused while this one runs."""
     lease_seconds: float = 120.0
-    _claimed_at: float | None = None
-    served_exchanges: int = 0
-    reused_tool_calls: int = 0
-    _final: set[str] = field(default_factory=set)
+    # --- what the run keeps as it goes (set by __init__, not passed) -------------------
+    served_exchanges: int = field(default=0, init=False)
+    reused_tool_calls: int = field(default=0, init=False)
+    _tools: dict[tuple[str, str], ToolCallRecord] = field(init=False)
+    _exchanges: dict[tuple[str, int, str], Any] = field(init=False)
+    _loops: dict[str, ToolLoopProgress] = field(init=False)
+    _loop_usage: dict[str, Any] = field(init=False)
+    _loop_nested: dict[str, Any] = field(init=False)
+    """Step -> model usage of the workflow functions its finished loop turns called."""
+    _lock: asyncio.Lock = field(init=False)
+    _restored: set[str] = field(init=False)
+    _decided: set[str] = field(init=False)
+    _seen: dict[tuple[str, str], int] = field(init=False)
+    _run: RunView | None = field(default=None, init=False)
+    _child_results: dict[str, Any] = field(init=False)
+    """Finished steps of nested runs (namespaced `parent/step`) whose parent step is not
+    finished yet: see `_durable_scope.py`."""
+    _child_not_taken: dict[str, str] = field(init=False)
+    _claimed_at: float | None = field(default=None, init=False)
+    _final: set[str] = field(init=False)
     """Steps the engine has finished with (`step_done`): their stored form is reused."""
-    _final_cache: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
-    _deltas: DeltaBuilder = field(default_factory=DeltaBuilder)
+    _final_cache: dict[str, tuple[Any, Any, Any]] = field(init=False)
+    _deltas: DeltaBuilder = field(init=False)
     """What the store holds, so a step's write carries only what the step changed."""
-    _delta_epoch: Any = _UNSET
+    _delta_epoch: Any = field(default=_UNSET, init=False)
     """What the redactor redacted when the store's writes were made (`_UNSET`: the next
     write is whole, as after a resume)."""
-    _cost: tuple[Decimal, bool, bool] = (Decimal(0), False, False)
+    _cost: tuple[Decimal, bool, bool] = field(init=False)
     """(total, seen, unknown) over `_costed`: the run's cost, kept as steps finish."""
-    _costed: set[str] = field(default_factory=set)
+    _costed: set[str] = field(init=False)
+
+    def __init__(
+        self, *, store: CheckpointStore, run_id: str, workflow_hash: str,
+        redactor: Redactor | None = None, meta: dict[str, Any] = FACTORY,
+        resumed: Checkpoint | None = None, decision: Decision = FACTORY, now: Any = None,
+        worker_id: str | None = None, lease_seconds: float = 120.0,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.workflow_hash = workflow_hash
+        self.redactor = redactor
+        self.meta = {} if meta is FACTORY else meta
+        self.resumed = resumed
+        self.decision = Decision() if decision is FACTORY else decision
+        self.now = now
+        self.worker_id = worker_id
+        self.lease_seconds = lease_seconds
+        self.served_exchanges = 0
+        self.reused_tool_calls = 0
+        self._tools = {}
+        self._exchanges = {}
+        self._loops = {}
+        self._loop_usage = {}
+        self._loop_nested = {}
+        self._lock = asyncio.Lock()
+        self._restored = set()
+        self._decided = set()
+        self._seen = {}
+        self._run = None
+        self._child_results = {}
+        self._child_not_taken = {}
+        self._claimed_at = None
+        self._final = set()
+        self._final_cache = {}
+        self._deltas = DeltaBuilder()
+        self._delta_epoch = _UNSET
+        self._cost = (Decimal(0), False, False)
+        self._costed = set()
 
     # --- lifecycle -----------------------------------------------------------------
 
