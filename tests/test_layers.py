@@ -63,6 +63,8 @@ LAZY_TARGETS: dict[str, str] = {
     "workflow step loads it to check thinking settings, an OpenAI run without them never",
     "agentloom.store.PauseInfo": "the store's records and protocol (~10 ms of import) load "
     "with the store; a run without checkpoints needs this one only when it pauses",
+    "agentloom.loop.summary": "the summary's pydantic models load when a summary is first "
+    "built (`collector.summary_models`): a run of the command line never reads one",
 }
 """Modules (or a face's lazy names) that may be imported inside a function anywhere:
 optional extras and heavy imports loaded on first use."""

@@ -2,8 +2,9 @@
 
 Job: THE agent loop and the one `Agent`, the one deadline helper (`Deadline`),
 summaries, observers. May import: the layers up to `tools` (tests/test_layers.py holds
-the rule). `ConversationResult` and `Transcript` (an `Agent`'s results) load on first
-use: a workflow's steps run the loop without them.
+the rule). `ConversationResult` and `Transcript` (an `Agent`'s results) and the summary's
+pydantic models (`ConversationSummary`, `TurnRecord`) load on first use: a workflow's
+steps run the loop without them, and a summary nobody reads is never built.
 """
 
 from typing import TYPE_CHECKING
@@ -45,24 +46,22 @@ from agentloom.loop.observer import (
 from agentloom.loop.observer import (
     current_conversation as current_conversation,
 )
-from agentloom.loop.summary import (
+from agentloom.loop.status import (
     ConversationStatus as ConversationStatus,
 )
-from agentloom.loop.summary import (
-    ConversationSummary as ConversationSummary,
-)
-from agentloom.loop.summary import (
+from agentloom.loop.status import (
     SummaryOptions as SummaryOptions,
-)
-from agentloom.loop.summary import (
-    TurnRecord as TurnRecord,
 )
 from agentloom.tools.contracts import ToolBox as ToolBox
 from agentloom.tools.contracts import ToolContext as ToolContext
 
 if TYPE_CHECKING:
     from agentloom.loop.result import ConversationResult as ConversationResult
+    from agentloom.loop.summary import ConversationSummary as ConversationSummary
+    from agentloom.loop.summary import TurnRecord as TurnRecord
     from agentloom.loop.transcript import Transcript as Transcript
 
 __getattr__ = lazy_getattr(__name__, {"ConversationResult": "agentloom.loop.result",
+                                      "ConversationSummary": "agentloom.loop.summary",
+                                      "TurnRecord": "agentloom.loop.summary",
                                       "Transcript": "agentloom.loop.transcript"}, globals())

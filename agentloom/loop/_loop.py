@@ -21,7 +21,7 @@ turn's tool calls in `_tool_turn`.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import (
     AgentLoopError,
@@ -46,17 +46,15 @@ from agentloom.loop._run import NO_ATTEMPTS, NO_WARNINGS, RetryListener, _Run
 from agentloom.loop._tool_turn import run_tools
 from agentloom.loop.observer import bind_conversation, unbind_conversation
 from agentloom.loop.request import turn_request
-from agentloom.loop.summary import (
-    TRUNCATED_REASONS,
-    ConversationStatus,
-    ConversationSummary,
-    status_for_finish,
-)
+from agentloom.loop.status import TRUNCATED_REASONS, ConversationStatus, status_for_finish
 from agentloom.messages import Message, ModelRequest, ModelResponse, Usage
 from agentloom.providers import ModelClient
 from agentloom.recording import CallContext, current_call_context
 from agentloom.routing.retry_notice import retry_listener
 from agentloom.tools.contracts import ToolBox
+
+if TYPE_CHECKING:
+    from agentloom.loop.summary import ConversationSummary
 
 _NO_USAGE = Usage()
 _new = object.__new__

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloom._clock import Clock
 from agentloom._record import FACTORY, Record, record
 from agentloom.loop._contracts import OutputValidator
 from agentloom.loop._journal import LoopJournal
 from agentloom.loop.collector import SummaryRecord
-from agentloom.loop.summary import ConversationStatus, ConversationSummary, SummaryOptions
+from agentloom.loop.status import ConversationStatus, SummaryOptions
 from agentloom.messages import Message, ModelResponse, Usage
 from agentloom.providers import AttemptRecord
+
+if TYPE_CHECKING:
+    from agentloom.loop.summary import ConversationSummary
 
 FINISH_MAX_ITERATIONS = "max_tool_iterations"
 FINISH_MAX_ITERATIONS_NO_ANSWER = "max_tool_iterations_no_answer"

@@ -16,7 +16,7 @@ from agentloom.loop._budget import BudgetWarnings, Deadline, StallDetector, run_
 from agentloom.loop._options import LoopOptions
 from agentloom.loop.collector import SummaryCollector, SummaryRecord
 from agentloom.loop.observer import Dispatch, RunInfo
-from agentloom.loop.summary import ConversationStatus, SummaryOptions
+from agentloom.loop.status import ConversationStatus, SummaryOptions
 from agentloom.messages import ModelRequest, StreamEvent, TextDelta, ToolCallPart, Usage
 from agentloom.providers import AttemptRecord, ModelClient
 from agentloom.tools.contracts import ToolBox

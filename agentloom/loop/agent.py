@@ -56,8 +56,8 @@ from agentloom.loop._sync import Portal
 from agentloom.loop.observer import MultiObserver
 from agentloom.loop.request import build_request
 from agentloom.loop.result import ConversationResult
+from agentloom.loop.status import SummaryOptions
 from agentloom.loop.stream import AgentEvent, EventFeed, feed_events
-from agentloom.loop.summary import SummaryOptions
 from agentloom.loop.transcript import Transcript
 from agentloom.loop.transcript import of as transcript_of
 from agentloom.messages import Message, ModelRequest, StreamEvent, ToolChoice

@@ -11,24 +11,37 @@ from __future__ import annotations
 from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from agentloom._record import FACTORY, Record, record
 from agentloom.errors import AgentLoopError, ProviderError, provider_error_class
 from agentloom.loop.observer import ConversationInfo, NullObserver, RunInfo
-from agentloom.loop.summary import (
+from agentloom.loop.status import (
     ConversationStatus,
-    ConversationSummary,
-    FailedAttempt,
-    TurnRecord,
-    UsageSummary,
-    as_validated,
     cache_hit_rate,
     normalized_stop_reason,
     usage_fields,
 )
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
 from agentloom.providers import AttemptRecord
+
+if TYPE_CHECKING:
+    from agentloom.loop.summary import ConversationSummary, FailedAttempt, TurnRecord
+
+
+def summary_models() -> ModuleType:
+    """`agentloom.loop.summary`, imported when a summary (or a failed attempt's record)
+    is first built: its pydantic models cost more to define than a one-step run of the
+    command line spends on its own code, and most workflow runs never read a summary."""
+    if not _LOADED:
+        from agentloom.loop import summary
+
+        _LOADED.append(summary)
+    return _LOADED[0]
+
+
+_LOADED: list[ModuleType] = []
 
 _NO_USAGE = Usage()
 _NONE_YET: list[Any] = []
@@ -111,7 +124,7 @@ class SummaryCollector(NullObserver):
         if not record.ok:
             if self.failed_attempts is _NONE_YET:
                 self.failed_attempts = []
-            self.failed_attempts.append(FailedAttempt(
+            self.failed_attempts.append(summary_models().FailedAttempt(
                 provider=record.provider, model=record.model, attempt=record.attempt,
                 error_type=_kind_name(record.error_type, record.status, record.phase),
                 status_code=record.status,
@@ -180,10 +193,12 @@ class SummaryCollector(NullObserver):
 
     # --- the summary -----------------------------------------------------------------
     def timeline(self) -> tuple[TurnRecord, ...]:
+        """The `TurnRecord`s, one per model call."""
+        turn_record = summary_models().TurnRecord
         out = []
         for t in self._turns:
             u = t.usage
-            out.append(TurnRecord(
+            out.append(turn_record(
                 index=t.index, duration_seconds=t.duration, stop_reason=t.stop_reason,
                 input_tokens=u.input_tokens if u else None,
                 output_tokens=u.output_tokens if u else None,
@@ -241,6 +256,7 @@ class SummaryCollector(NullObserver):
                              _attr(error, "provider"))
 
     def build_summary(self, r: SummaryRecord) -> ConversationSummary:
+        models = summary_models()
         info = r.info
         usage = self.usage
         finish_reason = r.finish_reason
@@ -308,18 +324,19 @@ class SummaryCollector(NullObserver):
                 and (not self.tool_calls or _names(self.tool_calls))):
             values["tool_calls"] = dict(self.tool_calls)  # copied, as validation does
             values["tool_errors"] = dict(self.tool_errors)
-            values["usage"] = as_validated(UsageSummary, usage_values, set(usage_values))
-            built: ConversationSummary = as_validated(ConversationSummary, values,
-                                                      set(_WITHOUT_ERROR))
+            values["usage"] = models.as_validated(models.UsageSummary, usage_values,
+                                                  set(usage_values))
+            built: ConversationSummary = models.as_validated(
+                models.ConversationSummary, values, set(models.FIELDS_WITHOUT_ERROR))
             return built
         # Anything else is validated, as `ConversationSummary(**given)` would be (the
         # validator on a dict, without `BaseModel.__init__`'s keyword repacking).
         if errors is None:
-            given = {k: v for k, v in values.items() if k in _WITHOUT_ERROR}
+            given = {k: v for k, v in values.items() if k in models.FIELDS_WITHOUT_ERROR}
         else:
             given = {**values, **errors}
-        summary: ConversationSummary = ConversationSummary.__pydantic_validator__.validate_python(
-            given)
+        summary: ConversationSummary = (
+            models.ConversationSummary.__pydantic_validator__.validate_python(given))
         return summary
 
 
@@ -336,10 +353,6 @@ def _names(counts: dict[str, int]) -> bool:
     return all(type(name) is str for name in counts)
 
 
-_WITHOUT_ERROR = frozenset(ConversationSummary.model_fields).difference({
-    "error_type", "provider_status_code", "error_phase", "error_request_sent",
-    "error_request_id", "error_attempts_sent"})
-"""The fields a summary of a run without an error was given (`model_fields_set`)."""
 
 
 class SummaryRecord:

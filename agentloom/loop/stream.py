@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from agentloom.loop.observer import NullObserver
 from agentloom.loop.result import ConversationResult
-from agentloom.loop.summary import normalized_stop_reason
+from agentloom.loop.status import normalized_stop_reason
 from agentloom.messages import (
     ModelResponse,
     ReasoningDelta,
