@@ -45,6 +45,8 @@ dict twice).
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError, dataclass
 from operator import attrgetter
@@ -95,6 +97,9 @@ class _Factory:
     def __repr__(self) -> str:
         return "<factory>"
 
+
+_SPECIAL = re.compile(r"\b(ClassVar|InitVar|KW_ONLY)\b")
+"""Annotations `dataclass` treats apart (not fields, or a marker): not record fields."""
 
 FACTORY: Any = _Factory()
 """Default of a field with a default factory: "not given", as the generated __init__ has."""
@@ -180,8 +185,30 @@ else:
 
     record = frozen_record  # the base class (`Record` or `FrozenRecord`) makes the difference
 
+    def _dataclass(cls, kw_only):
+        """`dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)(cls)`,
+        told the field types after the fact: it matches each annotation string against
+        ClassVar, InitVar and KW_ONLY, most of a record's cost at import, and none of these
+        is a record's field type (a record naming one is made the plain way).
+        `tests/test_record.py` holds the result equal to what `dataclass` makes."""
+        written = inspect.get_annotations(cls)
+        if any(_SPECIAL.search(a) for a in written.values() if type(a) is str):
+            return dataclass(slots=True, kw_only=kw_only, init=False, repr=False,
+                             eq=False)(cls)
+        cls.__annotations__ = dict.fromkeys(written, object)
+        try:
+            made = dataclass(slots=True, kw_only=kw_only, init=False, repr=False,
+                             eq=False)(cls)
+        finally:
+            cls.__annotations__ = written
+        made.__annotations__ = written
+        for f in made.__dataclass_fields__.values():
+            if f.name in written:
+                f.type = written[f.name]
+        return made
+
     def _make(cls, kw_only):
-        cls = dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)(cls)
+        cls = _dataclass(cls, kw_only)
         fields = dataclasses.fields(cls)
         names = tuple(f.name for f in fields)
         # A `field(init=False)` is no parameter: `__post_init__` sets it, as generated.
