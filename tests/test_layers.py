@@ -65,6 +65,8 @@ LAZY_TARGETS: dict[str, str] = {
     "with the store; a run without checkpoints needs this one only when it pauses",
     "agentloom.loop.summary": "the summary's pydantic models load when a summary is first "
     "built (`collector.summary_models`): a run of the command line never reads one",
+    "agentloom.workflow.durable.scope": "a durable run's view of a nested run, loaded with "
+    "its first subworkflow, map item, error handler or function body",
 }
 """Modules (or a face's lazy names) that may be imported inside a function anywhere:
 optional extras and heavy imports loaded on first use."""

@@ -240,6 +240,9 @@ class RunRecord(FrozenRecord):
 
 @frozen_record
 class ToolCallRecord(FrozenRecord):
+    """One journalled tool call of a run: `in_flight` before it runs, `done` with its
+    stored result after (what a resume reuses or re-runs)."""
+
     run_id: str
     step_id: str
     turn: int
@@ -272,6 +275,9 @@ class ToolCallRecord(FrozenRecord):
 
 @frozen_record
 class ModelExchangeRecord(FrozenRecord):
+    """One model reply a run paid for, under the hash of its request: a resume serves it
+    instead of asking again."""
+
     run_id: str
     step_id: str
     turn: int

@@ -274,6 +274,12 @@ class SqlStore(SqlJournal):
         marks = ", ".join("?" for _ in statuses)
         where = f"updated_at < ? AND status IN ({marks})"
         params = (cutoff, *sorted(statuses))
+        # Every `agentloom run` prunes, and mostly nothing is old enough: one read then,
+        # not a write transaction of six statements to prepare.
+        (found,) = await self._db.batch([(f"SELECT 1 FROM runs WHERE {where} LIMIT 1",
+                                          params)])
+        if not found:
+            return 0
         async with self._db.transaction() as tx:
             ids = await tx.execute(f"SELECT run_id FROM runs WHERE {where}", params)
             for table in ("checkpoints", "checkpoint_deltas", "tool_calls",

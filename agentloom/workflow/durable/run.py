@@ -22,25 +22,25 @@ import asyncio
 import hashlib
 import time
 from contextvars import Token
-from dataclasses import field, fields, replace
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentloom._record import FACTORY, Record, record
+from agentloom._record import FACTORY
 from agentloom.loop import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
 from agentloom.redact import REDACTED, SECRET_STEP_FIELDS, Redactor
 from agentloom.store import Checkpoint, DeltaBuilder, EncodeOnce, PauseInfo, ToolLoopProgress
 from agentloom.workflow.durable.context import UNSET, Decision, ask
 from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
-from agentloom.workflow.durable.scope import DurableScope
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
 from agentloom.workflow.engine.pause import ANSWER_KINDS, PauseRun, coerce_answer
 from agentloom.workflow.engine.result import StepResult, StepStatus
 
 if TYPE_CHECKING:
     from agentloom.store import CheckpointStore, ToolCallRecord
+    from agentloom.workflow.durable.scope import DurableScope
     from agentloom.workflow.engine.hooks import RunView
 
 _UNSET = UNSET
@@ -66,53 +66,20 @@ _STORE_STATUS = {"success": "succeeded", "failed": "failed", "deadline_exceeded"
                  "paused": "paused", "needs_decision": "needs_decision"}
 
 
-@record
-class DurableRun(Record):
-    """One run's link to its store. Build it with `start` (a new run) or `resume`."""
+class DurableRun:
+    """One run's link to its store. Build it with `start` (a new run) or `resume`.
 
-    store: CheckpointStore
-    run_id: str
-    workflow_hash: str
-    redactor: Redactor | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    resumed: Checkpoint | None = None
-    decision: Decision = field(default_factory=Decision)
-    now: Any = None
-    """Wall-clock source (UTC datetime) for approval deadlines; injectable for tests."""
-    worker_id: str | None = None
-    """Set by the CLI: this process holds the run's claim (renewed as it saves) so a
-    second `agentloom resume` of the same run is refused while this one runs."""
-    lease_seconds: float = 120.0
-    # --- what the run keeps as it goes (set by __init__, not passed) -------------------
-    served_exchanges: int = field(default=0, init=False)
-    reused_tool_calls: int = field(default=0, init=False)
-    _tools: dict[tuple[str, str], ToolCallRecord] = field(init=False)
-    _exchanges: dict[tuple[str, int, str], Any] = field(init=False)
-    _loops: dict[str, ToolLoopProgress] = field(init=False)
-    _loop_usage: dict[str, Any] = field(init=False)
-    _loop_nested: dict[str, Any] = field(init=False)
-    """Step -> model usage of the workflow functions its finished loop turns called."""
-    _lock: asyncio.Lock = field(init=False)
-    _restored: set[str] = field(init=False)
-    _decided: set[str] = field(init=False)
-    _seen: dict[tuple[str, str], int] = field(init=False)
-    _run: RunView | None = field(default=None, init=False)
-    _child_results: dict[str, Any] = field(init=False)
-    """Finished steps of nested runs (namespaced `parent/step`) whose parent step is not
-    finished yet: see `_durable_scope.py`."""
-    _child_not_taken: dict[str, str] = field(init=False)
-    _claimed_at: float | None = field(default=None, init=False)
-    _final: set[str] = field(init=False)
-    """Steps the engine has finished with (`step_done`): their stored form is reused."""
-    _final_cache: dict[str, tuple[Any, Any, Any]] = field(init=False)
-    _deltas: DeltaBuilder = field(init=False)
-    """What the store holds, so a step's write carries only what the step changed."""
-    _delta_epoch: Any = field(default=_UNSET, init=False)
-    """What the redactor redacted when the store's writes were made (`_UNSET`: the next
-    write is whole, as after a resume)."""
-    _cost: tuple[Decimal, bool, bool] = field(init=False)
-    """(total, seen, unknown) over `_costed`: the run's cost, kept as steps finish."""
-    _costed: set[str] = field(init=False)
+    A plain class, not a dataclass: it is a service the engine calls, not a value, and
+    generating a dataclass of its thirty-odd attributes cost every checkpointed run of
+    the command line ~2 M instructions at import."""
+
+    __slots__ = (
+        "_child_not_taken", "_child_results", "_claimed_at", "_cost", "_costed", "_decided",
+        "_delta_epoch", "_deltas", "_exchanges", "_final", "_final_cache", "_lock", "_loop_nested",
+        "_loop_usage", "_loops", "_restored", "_run", "_seen", "_tools", "decision",
+        "lease_seconds", "meta", "now", "redactor", "resumed", "reused_tool_calls",
+        "run_id", "served_exchanges", "store", "worker_id", "workflow_hash",
+    )
 
     def __init__(
         self, *, store: CheckpointStore, run_id: str, workflow_hash: str,
@@ -128,29 +95,40 @@ class DurableRun(Record):
         self.resumed = resumed
         self.decision = Decision() if decision is FACTORY else decision
         self.now = now
+        """Wall-clock source (UTC datetime) for approval deadlines; injectable for tests."""
         self.worker_id = worker_id
+        """Set by the CLI: this process holds the run's claim (renewed as it saves) so a
+        second `agentloom resume` of the same run is refused while this one runs."""
         self.lease_seconds = lease_seconds
         self.served_exchanges = 0
         self.reused_tool_calls = 0
-        self._tools = {}
-        self._exchanges = {}
-        self._loops = {}
-        self._loop_usage = {}
-        self._loop_nested = {}
+        self._tools: dict[tuple[str, str], ToolCallRecord] = {}
+        self._exchanges: dict[tuple[str, int, str], Any] = {}
+        self._loops: dict[str, ToolLoopProgress] = {}
+        self._loop_usage: dict[str, Any] = {}
+        self._loop_nested: dict[str, Any] = {}
+        """Step -> model usage of the workflow functions its finished loop turns called."""
         self._lock = asyncio.Lock()
-        self._restored = set()
-        self._decided = set()
-        self._seen = {}
-        self._run = None
-        self._child_results = {}
-        self._child_not_taken = {}
-        self._claimed_at = None
-        self._final = set()
-        self._final_cache = {}
+        self._restored: set[str] = set()
+        self._decided: set[str] = set()
+        self._seen: dict[tuple[str, str], int] = {}
+        self._run: RunView | None = None
+        self._child_results: dict[str, Any] = {}
+        """Finished steps of nested runs (namespaced `parent/step`) whose parent step is
+        not finished yet: see `scope.py`."""
+        self._child_not_taken: dict[str, str] = {}
+        self._claimed_at: float | None = None
+        self._final: set[str] = set()
+        """Steps the engine has finished with (`step_done`): their stored form is reused."""
+        self._final_cache: dict[str, tuple[Any, Any, Any]] = {}
         self._deltas = DeltaBuilder()
-        self._delta_epoch = _UNSET
-        self._cost = (Decimal(0), False, False)
-        self._costed = set()
+        """What the store holds, so a step's write carries only what the step changed."""
+        self._delta_epoch: Any = _UNSET
+        """What the redactor redacted when the store's writes were made (`_UNSET`: the
+        next write is whole, as after a resume)."""
+        self._cost: tuple[Decimal, bool, bool] = (Decimal(0), False, False)
+        """(total, seen, unknown) over `_costed`: the run's cost, kept as steps finish."""
+        self._costed: set[str] = set()
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -344,6 +322,10 @@ class DurableRun(Record):
 
     def child(self, name: str) -> DurableScope:
         """The durable view of a nested run named `name` (a step id, `step/index`...)."""
+        # Loaded with the first nested run: a run without subworkflows, maps, error
+        # handlers or workflow functions never needs it.
+        from agentloom.workflow.durable.scope import DurableScope
+
         return DurableScope(self, f"{name}/")
 
     def keep_child_result(self, key: str, result: StepResult) -> None:
