@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -42,14 +43,11 @@ _PATTERN_SOURCES: tuple[tuple[str, str], ...] = (
 )
 """Each pattern's source and replacement; compiled on first use (`_pattern`): most runs
 never see text holding an anchor, and the five compiles cost ~4 M instructions."""
-_COMPILED: dict[int, re.Pattern[str]] = {}
 
 
-def _pattern(index: int) -> re.Pattern[str]:
-    found = _COMPILED.get(index)
-    if found is None:
-        found = _COMPILED[index] = re.compile(_PATTERN_SOURCES[index][0])
-    return found
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source)
 
 
 MIN_SECRET_LENGTH = 6
@@ -238,9 +236,10 @@ class Redactor:
             # Each pattern has a literal anchor: a substring test on the lowercased text
             # skips the regexes that cannot match (most lines hold no key at all).
             lowered = text.lower()
-            for i, anchors in enumerate(_ANCHORS):
+            for (source, replacement), anchors in zip(_PATTERN_SOURCES, _ANCHORS,
+                                                      strict=True):
                 if any(a in lowered for a in anchors):
-                    text = _pattern(i).sub(_PATTERN_SOURCES[i][1], text)
+                    text = _pattern(source).sub(replacement, text)
         return text
 
     def match_spans(self, text: str) -> list[tuple[int, int]]:
@@ -251,9 +250,9 @@ class Redactor:
             spans += [m.span() for m in self._secret_re.finditer(text)]
         if self._patterns:
             lowered = text.lower()
-            for i, anchors in enumerate(_ANCHORS):
+            for (source, _), anchors in zip(_PATTERN_SOURCES, _ANCHORS, strict=True):
                 if any(a in lowered for a in anchors):
-                    spans += [m.span() for m in _pattern(i).finditer(text)]
+                    spans += [m.span() for m in _pattern(source).finditer(text)]
         merged: list[tuple[int, int]] = []
         for s, e in sorted(spans):
             if merged and s < merged[-1][1]:

@@ -8,6 +8,7 @@ collector serves one conversation, so concurrent runs never share counters.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import field
 from datetime import datetime
 from decimal import Decimal
@@ -30,18 +31,14 @@ if TYPE_CHECKING:
     from agentloom.loop.summary import ConversationSummary, FailedAttempt, TurnRecord
 
 
+@functools.cache
 def summary_models() -> ModuleType:
     """`agentloom.loop.summary`, imported when a summary (or a failed attempt's record)
     is first built: its pydantic models cost more to define than a one-step run of the
     command line spends on its own code, and most workflow runs never read a summary."""
-    if not _LOADED:
-        from agentloom.loop import summary
+    from agentloom.loop import summary
 
-        _LOADED.append(summary)
-    return _LOADED[0]
-
-
-_LOADED: list[ModuleType] = []
+    return summary
 
 _NO_USAGE = Usage()
 _NONE_YET: list[Any] = []
