@@ -12,13 +12,24 @@ runs in a fresh child process, one after the other, against that server:
   - provider: `ProviderClient.complete` (encode, transport, decode, retries, breaker);
   - agent_direct: `Agent(provider_client).arun_result(prompt)`: the loop over the same
               ProviderClient, without the runtime's router (fallback, breaker, limiter);
-  - agent:    `Agent.from_env(mapping).arun_result(prompt)` with no tools: the whole
-              path, router, loop, summary and observers included, as applications call it;
+  - agent_text: `Agent.from_env(mapping).arun(prompt)` with no tools: the call most
+              applications make, router and loop included, its reply text checked; the
+              run's summary is left unread, so it is never built;
+  - agent:    `Agent.from_env(mapping).arun_result(prompt)` with no tools, and its
+              summary read (`result.summary.status`): the whole path, router, loop,
+              summary and observers included;
   - agent_sync: the same through the sync face (`run_result`, the portal thread).
 `--breakdown` adds the in-process cost of the layers above HTTP, with an instant
 in-memory model: `run_loop` bare, with its deadline, and `Agent.arun_result`.
 The per-call figure is the median of 300 sequential calls after 30 warm-up calls; each
-client runs 3 times and the best median is kept, which filters out a noisy neighbour.
+client runs 3 times (`--repeats`), the clients interleaved, and the best median is kept,
+which filters out a noisy neighbour. CPU per call is the client process's CPU time
+(user and system) over its timed calls, and the least of its runs is reported: on a
+shared machine a run's CPU time only grows with what the neighbours do (cache misses,
+a slower clock), so the least is the closest to the call's own cost, and every client is
+read the same way. On a machine of two or more cores the fake server is pinned to the
+first core and every client to the second (`--no-pin` to leave them free), so that the
+two never share a core's caches or wait for each other's time slices.
 `--ttft` streams the 50-chunk reply (2 ms between chunks, as bench_transport.py does) and
 times the first text: raw aiohttp (the first SSE chunk with content) against
 `async for event in agent.astream(prompt)` (the first `text_delta` event).
@@ -28,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,8 +52,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_transport import BODY, PY, machine, start_server, stop_server  # noqa: E402
 
-CLIENTS = ("aiohttp", "provider", "agent_direct", "agent", "agent_sync")
+CLIENTS = ("aiohttp", "provider", "agent_direct", "agent_text", "agent", "agent_sync")
 PROMPT = "hi"
+REPLY_TEXT = "Hello from the fake server."
+"""What bench/_fake_server.py answers a call that is not streamed."""
 WARMUP = 30
 
 
@@ -119,6 +133,19 @@ async def run_agent_direct(base_url: str, n: int) -> Timing:
         return await _timed(call, n)
     finally:
         await transport.aclose()
+
+
+async def run_agent_text(base_url: str, n: int) -> Timing:
+    from agentloom import Agent
+
+    async with Agent.from_env(env_for(base_url), tools=[], temperature=0) as agent:
+
+        async def call() -> None:
+            text = await agent.arun(PROMPT)
+            if text != REPLY_TEXT:
+                raise RuntimeError(f"agent run answered {text!r}")
+
+        return await _timed(call, n)
 
 
 async def run_agent(base_url: str, n: int) -> Timing:
@@ -261,7 +288,8 @@ def child(name: str, base_url: str, n: int, profile: bool) -> None:
         if name == "agent_sync":
             return run_agent_sync(base_url, n)
         runner = {"aiohttp": run_aiohttp, "provider": run_provider,
-                  "agent_direct": run_agent_direct, "agent": run_agent,
+                  "agent_direct": run_agent_direct, "agent_text": run_agent_text,
+                  "agent": run_agent,
                   "ttft_aiohttp": run_ttft_aiohttp, "ttft_agent": run_ttft_agent}[name]
         return asyncio.run(runner(base_url, n))
 
@@ -279,6 +307,31 @@ def child(name: str, base_url: str, n: int, profile: bool) -> None:
     print(json.dumps({"median_us": statistics.median(times) * 1e6,
                       "mean_us": statistics.fmean(times) * 1e6,
                       "cpu_us_per_call": cpu * 1e6}))
+
+
+def cpu_sets(*, pin: bool) -> tuple[set[int] | None, set[int] | None]:
+    """The cores for the fake server and for the clients: the first core and the next
+    one this process may use, or (None, None) to leave both free (one core, or no pin)."""
+    if not pin or not hasattr(os, "sched_getaffinity"):
+        return None, None
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None, None
+    return {cores[0]}, {cores[1]}
+
+
+def start_pinned(server_cpus: set[int] | None, client_cpus: set[int] | None,
+                 chunk_delay: float) -> tuple[subprocess.Popen[str], str]:
+    """The fake server on its core; this process, and so every client it starts, on
+    the clients' core (children inherit the affinity)."""
+    if server_cpus is None or client_cpus is None:
+        return start_server(0.0, chunk_delay)
+    os.sched_setaffinity(0, server_cpus)
+    try:
+        started = start_server(0.0, chunk_delay)
+    finally:
+        os.sched_setaffinity(0, client_cpus)
+    return started
 
 
 def run_child(name: str, base_url: str, n: int, profile: bool = False) -> dict[str, Any]:
@@ -304,6 +357,10 @@ def main() -> None:
     parser.add_argument("--child")
     parser.add_argument("--url")
     parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each client, interleaved (default 3)")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="leave the server and the clients free to use any core")
     args = parser.parse_args()
     if args.child == "breakdown":
         print(json.dumps(breakdown()))
@@ -312,10 +369,12 @@ def main() -> None:
         child(args.child, args.url, args.n, args.profile)
         return
 
-    n, repeats = (100, 2) if args.quick else (300, 3)
+    n, repeats = (100, 2) if args.quick else (300, args.repeats)
     if args.ttft:
         n = 50 if args.quick else 100
-    proc, url = start_server(0.0, 0.002 if args.ttft else 0.0)
+    server_cpus, client_cpus = cpu_sets(pin=not args.no_pin)
+    free_cpus = os.sched_getaffinity(0) if client_cpus is not None else None
+    proc, url = start_pinned(server_cpus, client_cpus, 0.002 if args.ttft else 0.0)
     base_url = url + "/v1"
     try:
         if args.profile:
@@ -332,10 +391,16 @@ def main() -> None:
         results: dict[str, dict[str, Any]] = {}
         for name in names:
             best = min(runs[name], key=lambda r: float(r["median_us"]))
-            results[name] = {**best,
-                             "runs_median_us": [round(r["median_us"]) for r in runs[name]]}
+            results[name] = {
+                **best,
+                "cpu_us_per_call": min(float(r["cpu_us_per_call"]) for r in runs[name]),
+                "runs_median_us": [round(r["median_us"]) for r in runs[name]],
+                "runs_cpu_us": [round(r["cpu_us_per_call"]) for r in runs[name]],
+            }
     finally:
         stop_server(proc)
+        if free_cpus is not None:
+            os.sched_setaffinity(0, free_cpus)  # the in-process breakdown below runs free
     report(results, n, repeats, "ttft_aiohttp" if args.ttft else "aiohttp")
     if args.breakdown:
         out = subprocess.run([PY, __file__, "--child", "breakdown"], stdout=subprocess.PIPE,
@@ -348,7 +413,8 @@ def main() -> None:
 def report(results: dict[str, dict[str, Any]], n: int, repeats: int,
            floor_name: str = "aiohttp") -> None:
     print(f"{time.strftime('%Y-%m-%d')}  {machine()}")
-    print(f"{n} sequential calls after warm-up, best median of {repeats} runs\n")
+    print(f"{n} sequential calls after warm-up, best median (and least CPU) of {repeats} "
+          "runs\n")
     floor = results.get(floor_name, {})
     print(f"{'client':<14}{'median us':>11}{'mean us':>10}{'cpu us':>9}"
           f"{'median/aiohttp':>16}{'cpu/aiohttp':>13}")
