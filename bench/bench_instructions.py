@@ -18,8 +18,9 @@ rather than replacing it. Needs valgrind; each figure takes a minute or two.
   the same run keeping its checkpoints (into a SQLite store a first run created);
 - per call: (count at 600 calls - count at 100 calls) / 500 (`--calls` changes the two
   counts), for raw aiohttp,
-  `ProviderClient.complete` and `Agent.from_env(...).arun_result` (reading the summary's
-  status, as `bench_agent.py` does), each over loopback HTTP.
+  `ProviderClient.complete`, `Agent.from_env(...).arun` (`agent_text`: the reply's text,
+  the summary never built) and `Agent.from_env(...).arun_result` (`agent`: reading the
+  summary's status, as `bench_agent.py` does), each over loopback HTTP.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ async def main():
             await client.complete(request)
         async def agent_call():
             assert (await agent.arun_result("hi")).summary.status.succeeded
-        call = {"aiohttp": raw, "provider": provider, "agent": agent_call}[which]
+        async def agent_text():
+            assert await agent.arun("hi")
+        call = {"aiohttp": raw, "provider": provider, "agent": agent_call,
+                "agent_text": agent_text}[which]
         for _ in range(20 + n):
             await call()
     await transport.aclose()
@@ -100,7 +104,7 @@ def main() -> None:
                     help="also count the run with checkpoints (SQLite)")
     ap.add_argument("--per-call", metavar="CLIENTS",
                     help="per call only, for these clients (comma-separated: aiohttp, "
-                         "provider, agent); skips the whole-process counts")
+                         "provider, agent_text, agent); skips the whole-process counts")
     ap.add_argument("--calls", default="100,600", metavar="LOW,HIGH",
                     help="the two call counts the per-call figure is taken between "
                          "(default 100,600; 200,2200 is steadier: a full collection "

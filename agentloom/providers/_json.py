@@ -43,7 +43,7 @@ def load_body(data: bytes | str) -> Any:
     in its own words: lone surrogates, a BOM, UTF-16 and UTF-32, nesting deeper than
     pydantic_core's limit, every malformed body."""
     try:
-        return _from_json(data, cache_strings=False)
+        return _from_json(data)
     except (ValueError, TypeError):
         return json.loads(data)
 
