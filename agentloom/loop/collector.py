@@ -266,43 +266,38 @@ class SummaryCollector(NullObserver):
         iteration_limit, deadline_seconds = info.iteration_limit, info.deadline_seconds
         elapsed = r.elapsed_seconds
         usage_values = usage_fields(usage, self.provider_cost)
-        values: dict[str, Any] = {
-            "conversation_id": conversation_id,
-            "correlation_id": correlation_id,
-            "parent_id": parent_id,
-            "agent_name": agent_name,
-            "provider": provider,
-            "model": model,
-            "status": r.status,
-            "iterations": r.iterations,
-            "iteration_limit": iteration_limit,
-            "deadline_seconds": deadline_seconds,
-            "elapsed_seconds": elapsed,
-            "started_at": started_at,
-            "tool_calls": self.tool_calls,
-            "tool_errors": self.tool_errors,
-            "provider_retries": self.provider_retries,
-            "usage": usage_values,
-            "estimated_cost_usd": (float(self.estimated_cost)
-                                   if self.estimated_cost is not None else None),
-            "finish_reason": finish_reason,
-            "model_seconds": self.model_seconds,
-            "retry_wait_seconds": self.retry_wait_seconds,
-            "tool_seconds": r.tool_seconds,
-            "tool_duration_seconds": self.tool_duration_seconds,
-            "cache_hit_rate": cache_hit_rate(usage),  # the same token fields as above
-            # Unset without an error (not in `model_fields_set`), as their defaults.
-            "error_type": None,
-            "provider_status_code": None,
-            "error_phase": None,
-            "error_request_sent": None,
-            "error_request_id": None,
-            "error_attempts_sent": None,
-            "failed_attempts": tuple(self.failed_attempts),
-            "max_repeated_tool_calls": r.max_repeated_tool_calls,
-            "stalled": r.stalled,
-            "timeline": self.timeline() if self._timeline else None,
-        }
+        # Every field in field order (the copy), those without an error filled in; the
+        # six error fields stay None, as their defaults.
+        values = models.NO_VALUES.copy()
+        values["conversation_id"] = conversation_id
+        values["correlation_id"] = correlation_id
+        values["parent_id"] = parent_id
+        values["agent_name"] = agent_name
+        values["provider"] = provider
+        values["model"] = model
+        values["status"] = r.status
+        values["iterations"] = r.iterations
+        values["iteration_limit"] = iteration_limit
+        values["deadline_seconds"] = deadline_seconds
+        values["elapsed_seconds"] = elapsed
+        values["started_at"] = started_at
+        values["tool_calls"] = self.tool_calls
+        values["tool_errors"] = self.tool_errors
+        values["provider_retries"] = self.provider_retries
+        values["usage"] = usage_values
+        values["estimated_cost_usd"] = (float(self.estimated_cost)
+                                        if self.estimated_cost is not None else None)
+        values["finish_reason"] = finish_reason
+        values["model_seconds"] = self.model_seconds
+        values["retry_wait_seconds"] = self.retry_wait_seconds
+        values["tool_seconds"] = r.tool_seconds
+        values["tool_duration_seconds"] = self.tool_duration_seconds
+        values["cache_hit_rate"] = cache_hit_rate(usage)  # the same token fields as above
+        values["failed_attempts"] = tuple(self.failed_attempts)
+        values["max_repeated_tool_calls"] = r.max_repeated_tool_calls
+        values["stalled"] = r.stalled
+        if self._timeline:
+            values["timeline"] = self.timeline()
         errors = r.error_fields
         # Values the loop made itself are of their field's type; these came from the
         # caller (ids, limits, a clock, a client's reply). Of their exact types, as they
