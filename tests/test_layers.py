@@ -3,7 +3,8 @@
 The rules are written down here and in docs/architecture.md, and nowhere else. Each layer
 may import only the layers below it (a package may import itself):
 
-    types:  _version, messages, _parts, _events, errors, _clock, redact, transport, _lazy, _record
+    types:  _version, messages, _parts, _events, errors, _clock, redact, transport, _lazy, _record,
+            _jsontext
     http < providers < pricing < routing < recording < structured, conversation < tools
     < loop < store < observe < workflow < testing < scale < ui < compat < cli < __main__
 
@@ -23,7 +24,7 @@ from tests._import_graph import Import, collect, cycles
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_version", "messages", "errors", "_clock", "redact", "transport", "_lazy",
-               "_record", "_parts", "_events"}),
+               "_record", "_parts", "_events", "_jsontext"}),
     frozenset({"http"}),
     frozenset({"providers"}),
     frozenset({"pricing"}),

@@ -332,6 +332,6 @@ _PARSE = json.JSONDecoder().decode
 def _digest(name: str, arguments: str) -> bytes:
     try:
         canonical = _CANONICAL(_PARSE(arguments))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read or write
         canonical = arguments.strip()
     return hashlib.blake2b(f"{name}\0{canonical}".encode(), digest_size=16).digest()

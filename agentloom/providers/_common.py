@@ -13,6 +13,7 @@ import hashlib
 import json
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.messages import (
     Message,
     ModelRequest,
@@ -138,7 +139,7 @@ def loads_object(text: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = _jsontext.loads(text)
     except ValueError:
         return {"_raw_arguments": text}
     return value if isinstance(value, dict) else {"_value": value}

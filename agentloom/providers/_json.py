@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic_core import from_json as _from_json
 
+from agentloom import _jsontext
+
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # Not in typeshed: the C encoder's maker (None without the C codec).
 _MAKE_ENCODER: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
@@ -41,11 +43,12 @@ def load_body(data: bytes | str) -> Any:
     numbers to the bit, strings, key order and the last of duplicate keys win: see
     tests/providers/test_json_codec.py). What it refuses, json.loads reads or refuses
     in its own words: lone surrogates, a BOM, UTF-16 and UTF-32, nesting deeper than
-    pydantic_core's limit, every malformed body."""
+    pydantic_core's limit, every malformed body. Nesting too deep for json.loads as well
+    is a JSONDecodeError (`agentloom._jsontext`), the body error of any bad reply."""
     try:
         return _from_json(data)
     except (ValueError, TypeError):
-        return json.loads(data)
+        return _jsontext.loads(data)
 
 
 __all__ = ["dump_body", "load_body"]

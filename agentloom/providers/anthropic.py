@@ -28,6 +28,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError, ProviderError
 from agentloom.messages import (
     AudioPart,
@@ -456,7 +457,7 @@ class AnthropicStreamDecoder:
         elif kind == "content_block_stop" and payload.get("index", 0) in self._vendor:
             block, pieces = self._vendor.pop(payload.get("index", 0))
             if "".join(pieces).strip():
-                block["input"] = json.loads("".join(pieces))
+                block["input"] = _jsontext.loads("".join(pieces))
             out.append(VendorEvent(part=VendorPart(provider="anthropic", data=block)))
         elif kind == "message_delta":
             delta = payload.get("delta") or {}

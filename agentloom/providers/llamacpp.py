@@ -22,6 +22,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.messages import (
     FinishEvent,
     Message,
@@ -143,7 +144,7 @@ def _plain_turn(message: Message) -> Message:
 
 def _arguments(raw: str) -> Any:
     try:
-        return json.loads(raw) if raw else {}
+        return _jsontext.loads(raw) if raw else {}
     except ValueError:
         return raw
 
@@ -168,7 +169,7 @@ def decode_reply(text: str) -> tuple[tuple[Part, ...], bool]:
     """Parts for a constrained reply's text, and whether it is a tool call. Text that is
     not the expected object (a reply cut off at max_tokens) is kept as it came."""
     try:
-        obj = json.loads(text)
+        obj = _jsontext.loads(text)
     except ValueError:
         return ((TextPart(text=text),) if text else ()), False
     if isinstance(obj, dict) and isinstance(obj.get("tool"), str):

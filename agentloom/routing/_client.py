@@ -9,10 +9,10 @@ Streaming is the primitive; a non-streaming call decodes the whole body at once.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError, ProviderError, ReplyTooLarge
 from agentloom.messages import ModelRequest, ModelResponse
 from agentloom.providers import (
@@ -47,7 +47,7 @@ def _error_message(body: bytes) -> str:
     """The provider's own message out of an error body, else its first bytes."""
     text = body.decode("utf-8", "replace")
     try:
-        obj: Any = json.loads(text)
+        obj: Any = _jsontext.loads(text)
     except ValueError:
         return text[:200].strip()
     if isinstance(obj, list) and obj:

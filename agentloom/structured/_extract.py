@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from agentloom import _jsontext
+
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 
 
@@ -27,7 +29,7 @@ def extract_json(text: str) -> Any:
         raise ValueError("the reply is empty; expected a JSON object")
     first_error: json.JSONDecodeError | None = None
     try:
-        return json.loads(stripped)
+        return _jsontext.loads(stripped)
     except json.JSONDecodeError as exc:
         if stripped[0] in "{[":
             first_error = exc
@@ -36,7 +38,7 @@ def extract_json(text: str) -> Any:
         if lang not in ("", "json", "jsonc", "json5") or not body:
             continue
         try:
-            return json.loads(body)
+            return _jsontext.loads(body)
         except json.JSONDecodeError as exc:
             first_error = first_error or exc
     start = text.find("{")
@@ -47,7 +49,7 @@ def extract_json(text: str) -> Any:
                 first_error = json.JSONDecodeError("unclosed '{'", text, start)
             break
         try:
-            return json.loads(text[start:end])
+            return _jsontext.loads(text[start:end])
         except json.JSONDecodeError as exc:
             first_error = first_error or exc
         start = text.find("{", start + 1)

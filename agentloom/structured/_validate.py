@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError
 from agentloom.messages import ModelResponse, NamedToolChoice, ToolSpec
 from agentloom.structured._extract import extract_json
@@ -196,7 +197,7 @@ def parse_forced_tool_call(
     import json
 
     try:
-        args = json.loads(call.arguments) if call.arguments.strip() else {}
+        args = _jsontext.loads(call.arguments) if call.arguments.strip() else {}
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"the arguments of `{call.name}` are not valid JSON: {exc.msg} at column {exc.colno}"

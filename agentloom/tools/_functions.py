@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError, ToolError
 from agentloom.tools._tool import BaseTool, check_tool_name
 from agentloom.tools.contracts import ToolContext
@@ -133,7 +134,7 @@ def coerce(kind: str, value: Any) -> Any:
             return value
         if isinstance(value, str):
             try:
-                parsed = json.loads(value)
+                parsed = _jsontext.loads(value)
             except ValueError:
                 parsed = None
             if isinstance(parsed, want):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.errors import ToolError
 from agentloom.messages import ToolCallPart, ToolResultPart, ToolSpec
 from agentloom.tools._decorator import as_tool
@@ -182,7 +183,7 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any] | str:
     if raw is None or not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = _jsontext.loads(raw)
     except json.JSONDecodeError as exc:
         return f"arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]!r}"
     except ValueError as exc:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError, TemplateError, ToolError
 from agentloom.loop import ToolContext
 from agentloom.messages import ToolCallPart
@@ -117,7 +118,7 @@ def _maybe_json(text: str) -> Any:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
-            return json.loads(stripped)
+            return _jsontext.loads(stripped)
         except ValueError:
             return text
     return text
