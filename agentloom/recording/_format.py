@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.recording._context import CallContext
 from agentloom.recording._reasoning import strip_reasoning
@@ -124,7 +125,7 @@ def redact_json_text(text: str, redactor: Redactor) -> str:
     """A JSON reply body redacted leaf by leaf (a multi-line secret is escaped in the
     raw text); other text as text. Unchanged text is returned as it came."""
     try:
-        value = json.loads(text)
+        value = _jsontext.loads(text)
     except ValueError:
         return redactor.redact_text(text)
     if not isinstance(value, (dict, list)):
@@ -166,7 +167,7 @@ class Recording:
     def parse(cls, text: str, *, path: Path | None = None) -> Recording:
         where = str(path) if path else "<recording>"
         try:
-            data = json.loads(text)
+            data = _jsontext.loads(text)
         except ValueError as exc:
             raise RecordingError(f"{where}: not valid JSON, the file may be corrupt or "
                                  f"truncated ({exc})") from exc

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentloom import _jsontext
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.recording._context import CallContext, current_call_context
 from agentloom.recording._format import (
@@ -47,7 +48,7 @@ def _without_reasoning(body: bytes) -> bytes:
     if b"{" not in body[:64]:
         return body
     try:
-        value = json.loads(body)
+        value = _jsontext.loads(body)
     except (ValueError, UnicodeDecodeError):
         return body
     if not strip_reasoning(value):

@@ -17,6 +17,7 @@ import codecs
 import json
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.recording._reasoning import strip_reasoning
 from agentloom.redact import Redactor
 
@@ -83,7 +84,7 @@ def _redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
         payload = body[len(prefix):]
         if payload[:1] in ("{", "["):
             try:
-                events[i] = (prefix, json.loads(payload), line[len(body):])
+                events[i] = (prefix, _jsontext.loads(payload), line[len(body):])
             except ValueError:
                 pass
             else:

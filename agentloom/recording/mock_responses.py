@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom._clock import SYSTEM_CLOCK
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import (
@@ -101,7 +102,7 @@ def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = _jsontext.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise RecordingError(f"{p}: mock responses file not found") from exc
     except (OSError, ValueError) as exc:

@@ -20,13 +20,13 @@ drives them from a worker thread so the event loop never blocks on the disk.
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.errors import ConfigError
 from agentloom.scale._types import BatchInput
 
@@ -104,7 +104,7 @@ def _read_jsonl(path: Path) -> Iterator[InputRecord]:
                 continue
             where = f"{name}:{lineno}"
             try:
-                obj = json.loads(line)
+                obj = _jsontext.loads(line)
             except ValueError as exc:
                 yield InputProblem(id=str(lineno), source=where,
                                    reason=f"invalid JSON: {_first_line(exc)}")

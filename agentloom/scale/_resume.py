@@ -10,11 +10,11 @@ A torn last line (the process was killed mid-write) is ignored: that input runs 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentloom import _jsontext
 from agentloom.scale._types import INVALID_INPUT, SUCCESS, BatchItemResult
 
 
@@ -42,7 +42,7 @@ def read_finished(output: str | os.PathLike[str], *, retry_failed: bool = False,
             if not line.strip():
                 continue
             try:
-                item = BatchItemResult.from_dict(json.loads(line))
+                item = BatchItemResult.from_dict(_jsontext.loads(line))
             except (ValueError, KeyError, TypeError):
                 state.unreadable_lines.append(lineno)
                 continue

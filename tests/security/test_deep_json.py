@@ -1,6 +1,7 @@
 """JSON nested deeper than the parser can recurse, from every outside source that sends
-JSON text: a provider's reply and error body, a model's tool arguments, a model's answer
-to an output schema, a tool's output. 100 KB of `[` is enough to make `json.loads` raise
+JSON text: a provider's reply and error body (also while recording it), a model's tool
+arguments, a model's answer to an output schema, a tool's output, a recording, a mock
+responses file and a batch's input lines. 100 KB of `[` is enough to make `json.loads` raise
 RecursionError, which no reader of JSON text expected: it ended the run. Each is now the
 answer that source gives for any text that isn't JSON. Servers are real, on loopback."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +26,11 @@ from agentloom.messages import (
     Usage,
 )
 from agentloom.providers import get_protocol, vendor_endpoint
+from agentloom.recording import Recorder, Recording, RecordingError, RecordTransport
+from agentloom.recording.mock_responses import load_agentloom_mock_responses
 from agentloom.routing import ProviderClient
 from agentloom.routing.runtime import Runtime
+from agentloom.scale import read_inputs
 from agentloom.structured import extract_json, parse_forced_tool_call
 from agentloom.testing._server import FakeBadBody, FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
@@ -160,3 +165,37 @@ def test_the_embedded_model_keeps_a_deep_constrained_reply_as_text() -> None:
 
     parts, is_call = decode_reply(DEEP)
     assert not is_call and [getattr(p, "text", None) for p in parts] == [DEEP]
+
+
+async def test_recording_a_deep_reply_records_it_and_fails_the_call_cleanly(
+        server: FakeOpenAIServer, tmp_path: Path) -> None:
+    path = tmp_path / "rec.json"
+    recorder = Recorder(path)
+    transport = RecordTransport(AiohttpTransport(), recorder)
+    endpoint = vendor_endpoint("openai", api_key="sk", base_url=server.openai_base_url)
+    client = ProviderClient(endpoint, get_protocol("openai"), transport)
+    server.script(FakeBadBody(body=DEEP.encode()))
+    try:
+        with pytest.raises(ProviderError) as info:
+            await client.complete(ModelRequest(model="gpt-4o", messages=(Message.user("hi"),)))
+        await recorder.flush()
+    finally:
+        await transport.aclose()
+    assert info.value.phase == "body"
+    recorded = Recording.parse(path.read_text(encoding="utf-8"), path=path)
+    assert len(recorded.exchanges) == 1
+
+
+def test_deep_files_are_named_errors(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP, encoding="utf-8")
+    with pytest.raises(RecordingError, match=rf"deep\.json: not valid JSON.*{_jsontext.TOO_DEEP}"):
+        Recording.parse(deep.read_text(encoding="utf-8"), path=deep)
+    with pytest.raises(RecordingError, match=r"deep\.json: not a readable JSON mock"):
+        load_agentloom_mock_responses(deep)
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text('{"id": "a", "x": 1}\n' + DEEP + "\n", encoding="utf-8")
+    records = list(read_inputs(inputs))
+    assert [type(r).__name__ for r in records] == ["BatchInput", "InputProblem"]
+    assert records[1].source == f"{inputs}:2"
+    assert _jsontext.TOO_DEEP in records[1].reason  # type: ignore[union-attr]
