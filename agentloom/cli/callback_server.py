@@ -28,6 +28,7 @@ import sys
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from agentloom import _jsontext
 from agentloom.cli import EXIT_OK, UsageError
 
 MAX_HEAD = 16 * 1024
@@ -91,7 +92,7 @@ class _Server:
             return 200, {"paused_runs": await self._pending()}
         if method == "POST" and path == "/webhook":
             try:
-                payload = json.loads(raw) if raw.strip() else {}
+                payload = _jsontext.loads(raw) if raw.strip() else {}
             except ValueError:
                 payload = {"raw": raw.decode("utf-8", "replace")}
             sys.stdout.write(f"[WEBHOOK] Notification received: {json.dumps(payload)}\n")

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom.cli import EXIT_OK, UsageError
 
 _STATUS = {"succeeded": "success"}
@@ -88,7 +89,7 @@ def _their_records(directory: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in sorted(Path(directory).glob("*.json")):
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = _jsontext.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(record, dict) and record.get("run_id"):

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
+from agentloom import _jsontext
 from agentloom.messages import Message, message_from_dict, message_to_dict, new_message, text_part
 
 
@@ -60,7 +61,7 @@ class Transcript(Sequence[Message]):
 
     @classmethod
     def from_json(cls, data: str) -> Transcript:
-        return cls(message_from_dict(d) for d in json.loads(data))
+        return cls(message_from_dict(d) for d in _jsontext.loads(data))
 
     @overload
     def __getitem__(self, index: int) -> Message: ...

@@ -8,6 +8,10 @@ answer that source gives for any text that isn't JSON. Servers are real, on loop
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ import pytest
 from agentloom import Agent, _jsontext
 from agentloom.errors import ProviderError
 from agentloom.http import AiohttpTransport
+from agentloom.loop import Transcript
 from agentloom.messages import (
     Message,
     ModelRequest,
@@ -26,6 +31,7 @@ from agentloom.messages import (
     Usage,
 )
 from agentloom.providers import get_protocol, vendor_endpoint
+from agentloom.providers.llamacpp import decode_reply
 from agentloom.recording import Recorder, Recording, RecordingError, RecordTransport
 from agentloom.recording.mock_responses import load_agentloom_mock_responses
 from agentloom.routing import ProviderClient
@@ -161,8 +167,6 @@ def test_deep_arguments_sent_back_to_a_vendor_that_wants_an_object(provider: str
 
 
 def test_the_embedded_model_keeps_a_deep_constrained_reply_as_text() -> None:
-    from agentloom.providers.llamacpp import decode_reply
-
     parts, is_call = decode_reply(DEEP)
     assert not is_call and [getattr(p, "text", None) for p in parts] == [DEEP]
 
@@ -199,3 +203,41 @@ def test_deep_files_are_named_errors(tmp_path: Path) -> None:
     assert [type(r).__name__ for r in records] == ["BatchInput", "InputProblem"]
     assert records[1].source == f"{inputs}:2"
     assert _jsontext.TOO_DEEP in records[1].reason  # type: ignore[union-attr]
+
+
+def test_the_callback_server_takes_a_deep_webhook_body_as_raw_text(tmp_path: Path) -> None:
+    """The one JSON reader of ours listening on a socket: a body deep enough to stop the
+    parser (60 KB, under the server's 64 KB cap) is a notification like any other."""
+    log = tmp_path / "server.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agentloom.cli", "callback-server", "--checkpoint-dir",
+             str(tmp_path / "ckpt"), "--port", "0", "--token", "s3cret"],
+            cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = _listening_on(log, server)
+        request = urllib.request.Request(base + "/webhook", method="POST",
+                                         data=b"[" * 60_000,
+                                         headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            assert (resp.status, json.loads(resp.read())) == (200, {"status": "received"})
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert '[WEBHOOK] Notification received: {"raw": "[[[' in log.read_text()
+
+
+def _listening_on(log: Path, server: subprocess.Popen[str]) -> str:
+    for _ in range(600):  # the server's first line, within a minute
+        text = log.read_text()
+        if "listening on " in text:
+            return text.split("listening on ", 1)[1].split()[0]
+        if server.poll() is not None:
+            raise AssertionError(f"callback-server exited: {text}")
+        time.sleep(0.1)
+    raise AssertionError("callback-server did not start")
+
+
+def test_a_stored_transcript_that_is_too_deep_is_bad_json() -> None:
+    with pytest.raises(json.JSONDecodeError, match=_jsontext.TOO_DEEP):
+        Transcript.from_json(DEEP)
