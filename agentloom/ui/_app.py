@@ -30,6 +30,7 @@ from typing import Any
 
 from aiohttp import web
 
+from agentloom import _jsontext
 from agentloom.store import FINISHED_STATUSES, RUN_STATUSES, CheckpointStore, RunQuery
 from agentloom.ui._decide import DecisionRefused, Resumer
 from agentloom.ui._history import HistoryCache
@@ -225,7 +226,7 @@ def _mark(detail: dict[str, Any]) -> tuple[Any, ...]:
 
 async def _api_decision(request: web.Request) -> web.Response:
     try:
-        body = await request.json()
+        body = await request.json(loads=_jsontext.loads)
     except (ValueError, UnicodeDecodeError):
         return _json(request, {"error": "the body is not JSON"}, 400)
     return await _decide(request, body)

@@ -115,6 +115,17 @@ async def test_decisions_that_cannot_be_taken_are_refused(store: SqliteStore) ->
         await client.close()
 
 
+async def test_a_decision_body_too_deep_to_parse_is_not_json(store: SqliteStore) -> None:
+    await paused_run(store)
+    client = await client_for(store)
+    try:
+        r = await client.post("/api/runs/p1/decision", data="[" * 60_000,
+                              headers={**WRITE, "Content-Type": "application/json"})
+        assert (r.status, await r.json()) == (400, {"error": "the body is not JSON"})
+    finally:
+        await client.close()
+
+
 async def test_cross_site_writes_are_refused(store: SqliteStore) -> None:
     await paused_run(store)
     client = await client_for(store)
