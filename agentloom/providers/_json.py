@@ -2,10 +2,11 @@
 
 `dump_body(obj)` is `json.dumps(obj, ensure_ascii=False, separators=(",", ":"))` encoded
 as UTF-8, and `load_body(data)` is `json.loads(data)`: the same bytes, the same values,
-the same errors. They exist because every call, and every event of a stream, pays for
-them: `JSONEncoder.encode`/`iterencode` build a closure and an encoder per call, which at
-a few hundred bytes costs more than the encoding itself, and pydantic_core (a dependency
-already) parses in half json's time. No I/O.
+the same errors (nesting bounded, see `agentloom._jsontext`). They exist because every
+call, and every event of a stream, pays for them: `JSONEncoder.encode`/`iterencode`
+build a closure and an encoder per call, which at a few hundred bytes costs more than
+the encoding itself, and pydantic_core (a dependency already) parses in half json's
+time. No I/O.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import json
 from collections.abc import Callable
 from json import encoder as _encoder
 from typing import Any
-
-from pydantic_core import from_json as _from_json
 
 from agentloom import _jsontext
 
@@ -37,18 +36,9 @@ def dump_body(obj: Any) -> bytes:
     return "".join(chunks).encode("utf-8")
 
 
-def load_body(data: bytes | str) -> Any:
-    """`json.loads(data)`. pydantic_core's parser reads a body about twice as fast as
-    json's scanner, and wherever it gives a value that value is json's (the same types,
-    numbers to the bit, strings, key order and the last of duplicate keys win: see
-    tests/providers/test_json_codec.py). What it refuses, json.loads reads or refuses
-    in its own words: lone surrogates, a BOM, UTF-16 and UTF-32, nesting deeper than
-    pydantic_core's limit, every malformed body. Nesting too deep for json.loads as well
-    is a JSONDecodeError (`agentloom._jsontext`), the body error of any bad reply."""
-    try:
-        return _from_json(data)
-    except (ValueError, TypeError):
-        return _jsontext.loads(data)
+load_body = _jsontext.loads
+"""A reply body's value: `agentloom._jsontext.loads` (json.loads's values and errors, read
+by pydantic_core's parser, nesting bounded)."""
 
 
 __all__ = ["dump_body", "load_body"]

@@ -55,6 +55,34 @@ def test_loads_names_deep_nesting_as_bad_json(text: str | bytes | bytearray) -> 
         _jsontext.loads(text)
 
 
+CLOSED = "[" * 600 + "]" * 600
+"""Deep, but not too deep for json.loads: the walkers of a parsed value recurse on it."""
+BOUND = _jsontext.MAX_DEPTH
+
+
+@pytest.mark.parametrize("text", [
+    CLOSED,
+    '{"a": ' * (BOUND + 1) + "1" + "}" * (BOUND + 1),
+    # Text pydantic_core refuses for another reason goes to json.loads, whose value is
+    # held to the same bound: a BOM, a lone surrogate.
+    b"\xef\xbb\xbf" + b"[" * (BOUND + 1) + b"]" * (BOUND + 1),
+    '[{"s": "\\ud800", "deep": ' + "[" * BOUND + "]" * BOUND + "}]",
+])
+def test_loads_bounds_the_depth_of_what_it_reads(text: str | bytes) -> None:
+    with pytest.raises(json.JSONDecodeError, match=_jsontext.TOO_DEEP):
+        _jsontext.loads(text)
+
+
+@pytest.mark.parametrize("text", [
+    "[" * BOUND + "]" * BOUND,
+    '{"a": ' * BOUND + "1" + "}" * BOUND,
+    b"\xef\xbb\xbf" + b"[" * BOUND + b"]" * BOUND,
+    '[{"s": "\\ud800", "deep": ' + "[" * (BOUND - 2) + "]" * (BOUND - 2) + "}]",
+])
+def test_loads_reads_up_to_the_bound(text: str | bytes) -> None:
+    assert _jsontext.loads(text) == json.loads(text)
+
+
 @pytest.mark.parametrize("text", ['{"a": [1, {"b": null}]}', "[" * 50 + "]" * 50, "1e400",
                                   b'{"a": 1}', "not json", ""])
 def test_loads_is_json_loads_otherwise(text: str | bytes) -> None:
@@ -178,16 +206,18 @@ async def test_recording_a_deep_reply_records_it_and_fails_the_call_cleanly(
     transport = RecordTransport(AiohttpTransport(), recorder)
     endpoint = vendor_endpoint("openai", api_key="sk", base_url=server.openai_base_url)
     client = ProviderClient(endpoint, get_protocol("openai"), transport)
-    server.script(FakeBadBody(body=DEEP.encode()))
+    server.script(FakeBadBody(body=DEEP.encode()), FakeBadBody(body=CLOSED.encode()))
+    request = ModelRequest(model="gpt-4o", messages=(Message.user("hi"),))
     try:
-        with pytest.raises(ProviderError) as info:
-            await client.complete(ModelRequest(model="gpt-4o", messages=(Message.user("hi"),)))
+        for _ in range(2):
+            with pytest.raises(ProviderError) as info:
+                await client.complete(request)
+            assert info.value.phase == "body"
         await recorder.flush()
     finally:
         await transport.aclose()
-    assert info.value.phase == "body"
     recorded = Recording.parse(path.read_text(encoding="utf-8"), path=path)
-    assert len(recorded.exchanges) == 1
+    assert len(recorded.exchanges) == 2
 
 
 def test_deep_files_are_named_errors(tmp_path: Path) -> None:
