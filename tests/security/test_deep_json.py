@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -124,18 +124,8 @@ async def test_a_deep_reply_body_is_a_body_error(server: FakeOpenAIServer) -> No
     assert "[[[[" in str(status_error.value)
 
 
-@pytest.fixture
-def thread_server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    srv.start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
-
-
-def test_deep_tool_arguments_are_a_tool_error_the_model_reads(
-        thread_server: FakeOpenAIServer) -> None:
+async def test_deep_tool_arguments_are_a_tool_error_the_model_reads(
+        server: FakeOpenAIServer) -> None:
     ran: list[Any] = []
 
     def echo(text: str) -> str:
@@ -143,14 +133,14 @@ def test_deep_tool_arguments_are_a_tool_error_the_model_reads(
         ran.append(text)
         return text
 
-    thread_server.script(FakeReply(tool_calls=[("echo", DEEP)]), "I could not call it.")
-    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": thread_server.base_url + "/v1",
+    server.script(FakeReply(tool_calls=[("echo", DEEP)]), "I could not call it.")
+    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.openai_base_url,
            "AGENTLOOM_MODEL": "gpt-4o-mini"}
-    with Agent.from_env(env, tools=[echo]) as agent:
-        result = agent.run_result("echo something")
+    async with Agent.from_env(env, tools=[echo]) as agent:
+        result = await agent.arun_result("echo something")
     assert result.text == "I could not call it." and ran == []
     assert result.summary.status.succeeded and result.summary.tool_errors == {"echo": 1}
-    told = thread_server.requests[1].json["messages"][-1]
+    told = server.requests[1].json["messages"][-1]
     assert told["role"] == "tool" and _jsontext.TOO_DEEP in told["content"]
 
 
