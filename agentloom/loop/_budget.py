@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Any
 
+from agentloom import _jsontext
 from agentloom._clock import Clock, SystemClock
 from agentloom.errors import LoopBudgetExceeded
 
@@ -324,14 +325,15 @@ class StallDetector:
 
 
 # `json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))` with the codec made
-# once: `dumps` with any keyword builds a JSONEncoder per call (a third of a digest).
+# once: `dumps` with any keyword builds a JSONEncoder per call (a third of a digest). The
+# arguments are the model's: read with their nesting bounded (`_jsontext`), so writing
+# them back can't recurse too deep either.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-_PARSE = json.JSONDecoder().decode
 
 
 def _digest(name: str, arguments: str) -> bytes:
     try:
-        canonical = _CANONICAL(_PARSE(arguments))
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to read or write
+        canonical = _CANONICAL(_jsontext.loads(arguments))
+    except ValueError:
         canonical = arguments.strip()
     return hashlib.blake2b(f"{name}\0{canonical}".encode(), digest_size=16).digest()
