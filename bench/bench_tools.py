@@ -6,12 +6,17 @@ answering call, through AgentLoom's stack versus two raw aiohttp calls.
     .venv/bin/python bench/bench_tools.py --instructions   # callgrind counts per round trip
 
 FakeOpenAIServer runs in its own process (latency 0): it answers a request with tools
-and no tool result with a tool call, and anything else with text. Clients, one after
-the other in this process, each timed per round trip (median and p90 in microseconds,
-and the client's CPU time per round trip):
+and no tool result with a tool call, and anything else with text. Each client runs in
+a fresh child process, the clients interleaved over `--repeats` runs (3 by default),
+each run timed per round trip (median and p90 in microseconds, and the child's CPU time
+per round trip); the best median and the least CPU of a client's runs are reported. On
+two or more cores the server is pinned to the first and every client to the second
+(`--no-pin` leaves them free), as bench_agent.py does. The clients:
   - aiohttp: two POSTs on one session, JSON encode/decode, the tool called in between
     (the floor: what any client must at least do);
   - loop: `run_loop` over a ProviderClient with a ToolSet (the agent loop's path);
+  - agent: `Agent.from_env(mapping, tools=[weather]).arun(prompt)`: what an application
+    writes, the runtime's router and the Agent's run set-up included;
   - workflow: `arun_workflow` of a one-step llm_call file with the tool declared (load
     once; each run builds its context, tool set and request, and writes state);
   - loop-sync: `loop` with a plain `def` tool, which runs in a worker thread.
@@ -42,6 +47,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_agent import cpu_sets  # noqa: E402
+
 FLOW = """\
 name: bench-tools
 config: {provider: openai, model: gpt-4o-mini}
@@ -156,11 +165,27 @@ async def workflow(base: str) -> tuple[Callable[[], Awaitable[str]], Any]:
     return once, runtime.aclose
 
 
+async def agent(base: str) -> tuple[Callable[[], Awaitable[str]], Any]:
+    from agentloom import Agent
+
+    env = {"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base + "/v1",
+           "AGENTLOOM_MODEL": "gpt-4o-mini"}
+    bot = await Agent.from_env(env, tools=[weather]).__aenter__()
+
+    async def once() -> str:
+        return await bot.arun("Weather in Paris?")
+
+    async def close() -> None:
+        await bot.__aexit__(None, None, None)
+
+    return once, close
+
+
 async def agent_loop_sync_tool(base: str) -> tuple[Callable[[], Awaitable[str]], Any]:
     return await agent_loop(base, weather_sync)
 
 
-CLIENTS = {"aiohttp": raw_aiohttp, "loop": agent_loop, "workflow": workflow,
+CLIENTS = {"aiohttp": raw_aiohttp, "loop": agent_loop, "agent": agent, "workflow": workflow,
            "loop-sync": agent_loop_sync_tool}
 
 
@@ -194,7 +219,7 @@ async def repeat(name: str, base: str, n: int) -> None:
         await close()
 
 
-COUNTED = ("aiohttp", "loop", "workflow")
+COUNTED = ("aiohttp", "loop", "agent", "workflow")
 LOW, HIGH = 50, 250
 
 
@@ -222,47 +247,102 @@ def count_instructions(base: str, clients: list[str]) -> None:
     print(json.dumps(per))
 
 
+def child(name: str, n: int, base: str) -> None:
+    print(json.dumps(asyncio.run(measure(name, base, n))))
+
+
+def run_child(name: str, n: int, base: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, __file__, "--child", name, str(n), base],
+                         stdout=subprocess.PIPE, text=True, cwd=ROOT, check=True)
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def start_server(server_cpus: set[int] | None, client_cpus: set[int] | None,
+                 ) -> tuple[subprocess.Popen[str], str]:
+    """The fake server in its own process (on its core, when pinned); this process, and
+    so every client it starts, on the clients' core. Returns the server and its base."""
+    if server_cpus is not None:
+        os.sched_setaffinity(0, server_cpus)
+    try:
+        proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    finally:
+        if client_cpus is not None:
+            os.sched_setaffinity(0, client_cpus)
+    assert proc.stdout is not None
+    base = proc.stdout.readline().strip().rstrip("/")
+    return proc, base.removesuffix("/v1")
+
+
+def timed_runs(names: list[str], n: int, repeats: int, base: str
+               ) -> dict[str, dict[str, Any]]:
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    # Interleaved (a, b, c, a, b, c, ...): a noisy spell falls on every client alike.
+    for _ in range(repeats):
+        for name in names:
+            runs[name].append(run_child(name, n, base))
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        best = min(runs[name], key=lambda r: r["median_us"])
+        results[name] = {**best, "cpu_us": min(r["cpu_us"] for r in runs[name]),
+                         "runs_cpu_us": [round(r["cpu_us"]) for r in runs[name]]}
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per round trip under callgrind")
-    parser.add_argument("--clients", default=",".join(COUNTED),
-                        help="with --instructions: which clients (comma-separated)")
+    parser.add_argument("--clients", default=None,
+                        help="which clients (comma-separated; aiohttp first for ratios)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed runs of each client, interleaved (default 3)")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="leave the server and the clients free to use any core")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(serve())
         return
     if args.repeat:
-        name, n, base = args.repeat
-        asyncio.run(repeat(name, base, int(n)))
+        name, count, base = args.repeat
+        asyncio.run(repeat(name, base, int(count)))
         return
-    n = 60 if args.quick else 300
-    proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    assert proc.stdout is not None and proc.stdin is not None
-    base = proc.stdout.readline().strip().rstrip("/")
-    base = base.removesuffix("/v1")
+    if args.child:
+        name, count, base = args.child
+        child(name, int(count), base)
+        return
+    n, repeats = (60, 2) if args.quick else (300, args.repeats)
+    names = args.clients.split(",") if args.clients else (
+        list(COUNTED) if args.instructions else list(CLIENTS))
+    pinned = not args.no_pin and not args.instructions
+    server_cpus, client_cpus = cpu_sets(pin=pinned)
+    proc, base = start_server(server_cpus, client_cpus)
+    assert proc.stdin is not None
     try:
         if args.instructions:
-            count_instructions(base, args.clients.split(","))
+            count_instructions(base, names)
             return
-        results = {name: asyncio.run(measure(name, base, n)) for name in CLIENTS}
+        results = timed_runs(names, n, repeats, base)
     finally:
         proc.stdin.close()
         proc.wait(10)
-    floor = results["aiohttp"]["median_us"]
-    cpu_floor = results["aiohttp"]["cpu_us"]
-    print(f"tool round trip (2 model calls + 1 tool), {n} sequential, server latency 0 ms; "
+    floor = results.get("aiohttp")
+    print(f"tool round trip (2 model calls + 1 tool), {n} sequential, server latency 0 ms, "
+          f"best median and least CPU of {repeats} interleaved runs"
+          f"{', pinned' if client_cpus is not None else ''}; "
           f"Python {platform.python_version()}, {platform.machine()}")
     print(f"{'client':<10} {'median µs':>10} {'p90 µs':>10} {'× aiohttp':>10} "
           f"{'cpu µs':>8} {'cpu ×':>6}")
     for name, r in results.items():
-        print(f"{name:<10} {r['median_us']:>10.0f} {r['p90_us']:>10.0f} "
-              f"{r['median_us'] / floor:>10.2f} {r['cpu_us']:>8.0f} "
-              f"{r['cpu_us'] / cpu_floor:>6.2f}")
+        wall = f"{r['median_us'] / floor['median_us']:.2f}" if floor else "-"
+        cpu = f"{r['cpu_us'] / floor['cpu_us']:.2f}" if floor else "-"
+        print(f"{name:<10} {r['median_us']:>10.0f} {r['p90_us']:>10.0f} {wall:>10} "
+              f"{r['cpu_us']:>8.0f} {cpu:>6}")
     print(json.dumps(results))
 
 
