@@ -10,9 +10,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from agentloom.testing.fake_openai import FakeOpenAIServer
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -67,6 +70,15 @@ socket.getaddrinfo = _guarded_getaddrinfo
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A FakeOpenAIServer serving from a thread of its own: sync tests (the Agent's sync
+    face, subprocesses) and async ones reach it alike. `openai_thread.agent_env(server)`
+    points an Agent at it."""
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.hookimpl(hookwrapper=True)

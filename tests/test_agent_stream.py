@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from openai_thread import agent_env
 
 from agentloom import Agent, ConversationSummary, NullObserver
 from agentloom.loop.stream import (
@@ -21,21 +21,6 @@ from agentloom.loop.stream import (
 )
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    srv.start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
-
-
-def env(server: FakeOpenAIServer) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
-            "AGENTLOOM_MODEL": "gpt-4o-mini"}
 
 
 def add(a: int, b: int) -> int:
@@ -56,8 +41,8 @@ class Keeper(NullObserver):
         self.summaries.append(summary)
 
 
-def script_two_tool_turns(server: FakeOpenAIServer) -> None:
-    server.script(
+def script_two_tool_turns(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(
         FakeReply(tool_calls=[("add", {"a": 1, "b": 2})], input_tokens=10, output_tokens=4),
         FakeReply(tool_calls=[("broken", {"x": 1})], input_tokens=20, output_tokens=4),
         FakeReply(text="the sum is 3", input_tokens=30, output_tokens=5),
@@ -78,15 +63,15 @@ def kinds(events: list[Any]) -> list[str]:
 
 
 async def test_astream_yields_the_tool_loop_in_order_and_the_run_result_summary(
-        server: FakeOpenAIServer) -> None:
-    script_two_tool_turns(server)
-    async with Agent.from_env(env(server), tools=[add, broken]) as agent:
+        openai_server: FakeOpenAIServer) -> None:
+    script_two_tool_turns(openai_server)
+    async with Agent.from_env(agent_env(openai_server), tools=[add, broken]) as agent:
         events = [e async for e in agent.astream("add 1 and 2")]
     assert kinds(events) == [
         "turn_finished", "tool_call_started", "tool_call_finished",
         "turn_finished", "tool_call_started", "tool_call_finished",
         "text_delta", "turn_finished", "run_finished"]
-    assert all(r.json.get("stream") is True for r in server.requests)
+    assert all(r.json.get("stream") is True for r in openai_server.requests)
     turns = [e for e in events if isinstance(e, TurnFinished)]
     assert [t.stop_reason for t in turns] == ["tool_use", "tool_use", "end_turn"]
     assert [t.usage.input_tokens for t in turns] == [10, 20, 30]
@@ -101,17 +86,17 @@ async def test_astream_yields_the_tool_loop_in_order_and_the_run_result_summary(
     last = events[-1]
     assert isinstance(last, RunFinished) and last.text == "the sum is 3"
 
-    script_two_tool_turns(server)
-    async with Agent.from_env(env(server), tools=[add, broken]) as agent:
+    script_two_tool_turns(openai_server)
+    async with Agent.from_env(agent_env(openai_server), tools=[add, broken]) as agent:
         plain = await agent.arun_result("add 1 and 2")
     assert last.summary.model_dump(include=COMPARED) == plain.summary.model_dump(
         include=COMPARED)
     assert last.result.transcript.text == plain.transcript.text
 
 
-def test_stream_is_the_sync_face(server: FakeOpenAIServer) -> None:
-    script_two_tool_turns(server)
-    with Agent.from_env(env(server), tools=[add, broken]) as agent:
+def test_stream_is_the_sync_face(openai_server: FakeOpenAIServer) -> None:
+    script_two_tool_turns(openai_server)
+    with Agent.from_env(agent_env(openai_server), tools=[add, broken]) as agent:
         events = list(agent.stream("add 1 and 2"))
     assert isinstance(events[-1], RunFinished)
     assert events[-1].summary.status == "completed"
@@ -119,11 +104,11 @@ def test_stream_is_the_sync_face(server: FakeOpenAIServer) -> None:
 
 
 async def test_leaving_early_cancels_the_stream_and_still_summarizes(
-        server: FakeOpenAIServer) -> None:
-    server.chunk_delay = 0.05
-    server.script(FakeReply(text=" ".join(f"w{i}" for i in range(200))))
+        openai_server: FakeOpenAIServer) -> None:
+    openai_server.chunk_delay = 0.05
+    openai_server.script(FakeReply(text=" ".join(f"w{i}" for i in range(200))))
     keeper = Keeper()
-    async with Agent.from_env(env(server), tools=[], observer=keeper) as agent:
+    async with Agent.from_env(agent_env(openai_server), tools=[], observer=keeper) as agent:
         events = agent.astream("talk")
         async with contextlib.aclosing(events):
             async for event in events:
@@ -133,17 +118,17 @@ async def test_leaving_early_cancels_the_stream_and_still_summarizes(
         summary = keeper.summaries[0]
         assert summary.status == "cancelled" and summary.iterations == 1
         # The agent is still usable: the cancelled stream left nothing behind.
-        server.chunk_delay = 0.0
-        server.script("done")
+        openai_server.chunk_delay = 0.0
+        openai_server.script("done")
         assert (await agent.arun_result("again")).text == "done"
 
 
-async def test_a_failed_run_raises_from_the_iterator(server: FakeOpenAIServer) -> None:
+async def test_a_failed_run_raises_from_the_iterator(openai_server: FakeOpenAIServer) -> None:
     from agentloom.errors import AuthError
     from agentloom.testing._server import FakeError
 
-    server.script(FakeError(status=401, body={"error": {"message": "bad key"}}))
-    async with Agent.from_env(env(server), tools=[]) as agent:
+    openai_server.script(FakeError(status=401, body={"error": {"message": "bad key"}}))
+    async with Agent.from_env(agent_env(openai_server), tools=[]) as agent:
         with pytest.raises(AuthError) as info:
             async for _ in agent.astream("x"):
                 pass
@@ -152,16 +137,16 @@ async def test_a_failed_run_raises_from_the_iterator(server: FakeOpenAIServer) -
     await asyncio.sleep(0)
 
 
-def test_breaking_out_of_the_sync_stream_cancels_the_run(server: FakeOpenAIServer) -> None:
-    server.chunk_delay = 0.05
-    server.script(FakeReply(text=" ".join(f"w{i}" for i in range(200))))
+def test_breaking_out_of_the_sync_stream_cancels_the_run(openai_server: FakeOpenAIServer) -> None:
+    openai_server.chunk_delay = 0.05
+    openai_server.script(FakeReply(text=" ".join(f"w{i}" for i in range(200))))
     keeper = Keeper()
-    with Agent.from_env(env(server), tools=[], observer=keeper) as agent:
+    with Agent.from_env(agent_env(openai_server), tools=[], observer=keeper) as agent:
         for event in agent.stream("talk"):
             if isinstance(event, TextDeltaEvent):
                 break
         # The generator was closed when the loop dropped it: the run is over.
         assert [s.status for s in keeper.summaries] == ["cancelled"]
-        server.chunk_delay = 0.0
-        server.script("done")
+        openai_server.chunk_delay = 0.0
+        openai_server.script("done")
         assert agent.run_result("again").text == "done"

@@ -5,10 +5,10 @@ Anthropic prefill), validation with re-asks, and schemas refused at construction
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from openai_thread import agent_env
 from pydantic import BaseModel
 
 from agentloom import Agent
@@ -41,31 +41,17 @@ def population(city: str) -> int:
     return {"Oslo": 700000}.get(city, 0)
 
 
-@pytest.fixture
-def openai() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    srv.start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
-
-
-def openai_env(server: FakeOpenAIServer) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
-            "AGENTLOOM_MODEL": "gpt-4o-mini"}
-
-
 def system_texts(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "system"]
 
 
-def test_pydantic_schema_without_tools_uses_native_json_mode(openai: FakeOpenAIServer) -> None:
-    openai.script(OSLO)
-    with Agent.from_env(openai_env(openai), output_schema=City) as agent:
+def test_pydantic_schema_without_tools_uses_native_json_mode(
+        openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(OSLO)
+    with Agent.from_env(agent_env(openai_server), output_schema=City) as agent:
         result = agent.run_result("Largest city in Norway?")
     assert result.output == City(name="Oslo", population=700000)
-    body = openai.requests[0].json
+    body = openai_server.requests[0].json
     fmt = body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "City"
     assert fmt["json_schema"]["strict"] is True
@@ -73,24 +59,25 @@ def test_pydantic_schema_without_tools_uses_native_json_mode(openai: FakeOpenAIS
     assert result.text == OSLO
 
 
-def test_json_schema_dict_reasks_with_the_validators_errors(openai: FakeOpenAIServer) -> None:
-    openai.script('{"name": "Oslo", "population": "many"}', f"Sure: {OSLO}")
-    with Agent.from_env(openai_env(openai), output_schema=CITY_SCHEMA, name="city") as agent:
+def test_json_schema_dict_reasks_with_the_validators_errors(
+        openai_server: FakeOpenAIServer) -> None:
+    openai_server.script('{"name": "Oslo", "population": "many"}', f"Sure: {OSLO}")
+    with Agent.from_env(agent_env(openai_server), output_schema=CITY_SCHEMA, name="city") as agent:
         result = agent.run_result("Largest city in Norway?")
     assert result.output == {"name": "Oslo", "population": 700000}
-    assert openai.requests[0].json["response_format"]["json_schema"]["name"] == "city"
-    reask = openai.requests[1].json["messages"][-1]
+    assert openai_server.requests[0].json["response_format"]["json_schema"]["name"] == "city"
+    reask = openai_server.requests[1].json["messages"][-1]
     assert reask["role"] == "user" and "$.population" in reask["content"]
     assert result.summary.iterations == 2 and result.summary.status == "completed"
 
 
-def test_schema_with_tools_goes_in_the_system_prompt(openai: FakeOpenAIServer) -> None:
-    openai.script(FakeReply(tool_calls=[("population", {"city": "Oslo"})]), OSLO)
-    with Agent.from_env(openai_env(openai), tools=[population], output_schema=City,
+def test_schema_with_tools_goes_in_the_system_prompt(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(FakeReply(tool_calls=[("population", {"city": "Oslo"})]), OSLO)
+    with Agent.from_env(agent_env(openai_server), tools=[population], output_schema=City,
                         system_prompt="You know Norway.") as agent:
         result = agent.run_result("Largest city in Norway?")
     assert result.output == City(name="Oslo", population=700000)
-    for seen in openai.requests:
+    for seen in openai_server.requests:
         body = seen.json
         assert "response_format" not in body and body["tools"]
         own, instruction = system_texts(body)
@@ -103,14 +90,14 @@ def test_schema_with_tools_goes_in_the_system_prompt(openai: FakeOpenAIServer) -
 
 
 def test_continued_conversation_does_not_repeat_the_instruction(
-        openai: FakeOpenAIServer) -> None:
-    openai.script(OSLO, '{"name": "Bergen", "population": 290000}')
-    with Agent.from_env(openai_env(openai), tools=[population],
+        openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(OSLO, '{"name": "Bergen", "population": 290000}')
+    with Agent.from_env(agent_env(openai_server), tools=[population],
                         output_schema=City) as agent:
         first = agent.run_conversation_result([], "Largest city?")
         second = agent.run_conversation_result(first.transcript, "Second largest?")
     assert second.output == City(name="Bergen", population=290000)
-    assert len(system_texts(openai.requests[1].json)) == 1
+    assert len(system_texts(openai_server.requests[1].json)) == 1
 
 
 def test_anthropic_with_tools_gets_no_prefill() -> None:

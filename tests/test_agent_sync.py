@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable, Iterator
 
 import pytest
+from openai_thread import agent_env
 
 from agentloom import Agent
 from agentloom.testing._server import FakeReply
@@ -20,21 +21,6 @@ from agentloom.testing.fake_openai import FakeOpenAIServer
 from agentloom.tools import MCPServerConfig
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    srv.start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
-
-
-def env(server: FakeOpenAIServer) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
-            "AGENTLOOM_MODEL": "gpt-4o-mini"}
 
 
 def open_sessions() -> list[object]:
@@ -60,20 +46,20 @@ def no_leaks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     assert unclosed == []
 
 
-def test_sync_agent_closes_its_session_on_its_own_loop(server: FakeOpenAIServer,
+def test_sync_agent_closes_its_session_on_its_own_loop(openai_server: FakeOpenAIServer,
                                                        no_leaks: None) -> None:
-    server.script("one", "two")
-    with Agent.from_env(env(server)) as agent:
+    openai_server.script("one", "two")
+    with Agent.from_env(agent_env(openai_server)) as agent:
         assert agent.run("a") == "one"
         assert agent.run("b") == "two"
         assert len(open_sessions()) == 1  # one pooled session, kept between calls
     assert open_sessions() == []
 
 
-def test_async_face_across_asyncio_run_calls(server: FakeOpenAIServer,
+def test_async_face_across_asyncio_run_calls(openai_server: FakeOpenAIServer,
                                              no_leaks: None) -> None:
-    server.script("one", "two")
-    agent = Agent.from_env(env(server))
+    openai_server.script("one", "two")
+    agent = Agent.from_env(agent_env(openai_server))
     try:
         assert asyncio.run(agent.arun("a")) == "one"
         assert open_sessions() == []  # closed before the first loop ended
@@ -86,13 +72,13 @@ def test_async_face_across_asyncio_run_calls(server: FakeOpenAIServer,
 # Known, outside the Agent: when a loop ends, asyncio cancels the MCP owner task and the
 # Agent's watcher together, and `_Connection.close` (tools/_mcp.py) then stops at the
 # cancelled owner before closing its stderr file. Sessions and processes are closed.
-def test_mcp_servers_restart_on_the_next_loop(server: FakeOpenAIServer,
+def test_mcp_servers_restart_on_the_next_loop(openai_server: FakeOpenAIServer,
                                               caplog: pytest.LogCaptureFixture) -> None:
     mcp = MCPServerConfig(name="calc", command=sys.executable,
                           args=("-m", "agentloom.testing.mcp_server"), timeout=20)
     for n in (1, 2):
-        server.script(FakeReply(tool_calls=[("calc_add", {"a": n, "b": n})]), f"{2 * n}")
-    agent = Agent.from_env(env(server), tools=[mcp])
+        openai_server.script(FakeReply(tool_calls=[("calc_add", {"a": n, "b": n})]), f"{2 * n}")
+    agent = Agent.from_env(agent_env(openai_server), tools=[mcp])
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
@@ -102,25 +88,25 @@ def test_mcp_servers_restart_on_the_next_loop(server: FakeOpenAIServer,
             agent.close()
         gc.collect()
     assert [str(w.message) for w in seen if "unclosed file" not in str(w.message)] == []
-    results = [m["content"] for r in server.requests for m in r.json["messages"]
+    results = [m["content"] for r in openai_server.requests for m in r.json["messages"]
                if m["role"] == "tool"]
     assert results == ["2", "4"]
     assert open_sessions() == []
     assert not [r for r in caplog.records if "nclosed" in r.getMessage()]
 
 
-def test_a_second_live_loop_is_refused(server: FakeOpenAIServer, no_leaks: None) -> None:
-    server.script("sync")
-    with Agent.from_env(env(server)) as agent:
+def test_a_second_live_loop_is_refused(openai_server: FakeOpenAIServer, no_leaks: None) -> None:
+    openai_server.script("sync")
+    with Agent.from_env(agent_env(openai_server)) as agent:
         assert agent.run("a") == "sync"  # binds the agent to its portal loop
         with pytest.raises(RuntimeError, match="another event loop"):
             asyncio.run(agent.arun("b"))
 
 
-async def test_async_with_closes_on_the_running_loop(server: FakeOpenAIServer,
+async def test_async_with_closes_on_the_running_loop(openai_server: FakeOpenAIServer,
                                                      no_leaks: None) -> None:
-    server.script("one")
-    async with Agent.from_env(env(server)) as agent:
+    openai_server.script("one")
+    async with Agent.from_env(agent_env(openai_server)) as agent:
         assert await agent.arun("a") == "one"
     assert open_sessions() == []
 
@@ -145,12 +131,12 @@ def wait_until(condition: Callable[[], bool], limit: float = 5.0) -> bool:
     return True
 
 
-def test_a_sync_agent_nobody_closed_is_closed_when_collected(server: FakeOpenAIServer,
+def test_a_sync_agent_nobody_closed_is_closed_when_collected(openai_server: FakeOpenAIServer,
                                                              no_leaks: None) -> None:
     import threading
 
-    server.script("one")
-    agent = Agent.from_env(env(server))
+    openai_server.script("one")
+    agent = Agent.from_env(agent_env(openai_server))
     assert agent.run("a") == "one"
     assert len(open_sessions()) == 1
     portals = [t for t in threading.enumerate() if t.name == "agentloom-portal"]
@@ -159,9 +145,9 @@ def test_a_sync_agent_nobody_closed_is_closed_when_collected(server: FakeOpenAIS
 
 
 async def test_an_async_agent_nobody_closed_is_closed_on_its_loop(
-        server: FakeOpenAIServer, no_leaks: None) -> None:
-    server.script("one")
-    agent = Agent.from_env(env(server))
+        openai_server: FakeOpenAIServer, no_leaks: None) -> None:
+    openai_server.script("one")
+    agent = Agent.from_env(agent_env(openai_server))
     assert await agent.arun("a") == "one"
     del agent
     gc.collect()

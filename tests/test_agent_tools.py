@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from openai_thread import agent_env
 
 from agentloom import Agent
 from agentloom.errors import ConfigError
@@ -20,21 +20,6 @@ from agentloom.tools import MCPServerConfig, MCPToolSource, SandboxPolicy, built
 
 MCP = MCPServerConfig(name="calc", command=sys.executable,
                       args=("-m", "agentloom.testing.mcp_server"), timeout=20)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    srv.start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
-
-
-def env(server: FakeOpenAIServer) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
-            "AGENTLOOM_MODEL": "gpt-4o-mini"}
 
 
 def tool_names(body: dict[str, Any]) -> set[str]:
@@ -61,11 +46,11 @@ def shout(text: str) -> str:
     return text.upper()
 
 
-def test_plain_and_decorated_functions(server: FakeOpenAIServer) -> None:
-    server.script(calls(("add", {"a": 2, "b": 3}), ("shout", {"text": "hi"})), "5 HI")
-    with Agent.from_env(env(server), tools=[add, shout]) as agent:
+def test_plain_and_decorated_functions(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(calls(("add", {"a": 2, "b": 3}), ("shout", {"text": "hi"})), "5 HI")
+    with Agent.from_env(agent_env(openai_server), tools=[add, shout]) as agent:
         result = agent.run_result("go")
-    first, second = (r.json for r in server.requests)
+    first, second = (r.json for r in openai_server.requests)
     assert tool_names(first) == {"add", "shout"}
     params = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
     assert params["add"]["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}
@@ -73,56 +58,56 @@ def test_plain_and_decorated_functions(server: FakeOpenAIServer) -> None:
     assert result.text == "5 HI" and result.summary.tool_calls == {"add": 1, "shout": 1}
 
 
-def test_builtins_by_name_run_under_the_agents_sandbox(server: FakeOpenAIServer,
+def test_builtins_by_name_run_under_the_agents_sandbox(openai_server: FakeOpenAIServer,
                                                        tmp_path: Path) -> None:
     (tmp_path / "note.txt").write_text("the secret is 42")
     (tmp_path / "hidden").mkdir()
     (tmp_path / "hidden" / "other.txt").write_text("nope")
     policy = SandboxPolicy(readable_paths=(str(tmp_path / "note.txt"),))
-    server.script(
+    openai_server.script(
         calls(("file_read", {"path": str(tmp_path / "note.txt")}),
               ("file_read", {"path": str(tmp_path / "hidden" / "other.txt")})),
         "42")
-    with Agent.from_env(env(server), tools=["file_read"], sandbox=policy) as agent:
+    with Agent.from_env(agent_env(openai_server), tools=["file_read"], sandbox=policy) as agent:
         result = agent.run_result("what is the secret?")
-    assert tool_names(server.requests[0].json) == {"file_read"}
-    results = list(tool_results(server.requests[1].json).values())
+    assert tool_names(openai_server.requests[0].json) == {"file_read"}
+    results = list(tool_results(openai_server.requests[1].json).values())
     assert "the secret is 42" in results[0]
     assert "nope" not in results[1] and "readable_paths" in results[1]  # refused, says why
     assert result.summary.tool_errors == {"file_read": 1}
 
 
-def test_builtin_by_name_without_a_sandbox_allows_nothing(server: FakeOpenAIServer,
+def test_builtin_by_name_without_a_sandbox_allows_nothing(openai_server: FakeOpenAIServer,
                                                           tmp_path: Path) -> None:
     (tmp_path / "note.txt").write_text("private")
-    server.script(calls(("file_read", {"path": str(tmp_path / "note.txt")})), "done")
-    with Agent.from_env(env(server), tools=["file_read"]) as agent:
+    openai_server.script(calls(("file_read", {"path": str(tmp_path / "note.txt")})), "done")
+    with Agent.from_env(agent_env(openai_server), tools=["file_read"]) as agent:
         agent.run("read it")
-    (content,) = tool_results(server.requests[1].json).values()
+    (content,) = tool_results(openai_server.requests[1].json).values()
     assert "private" not in content
 
 
-def test_http_request_by_name_uses_the_runtimes_transport(server: FakeOpenAIServer) -> None:
-    port = server.base_url.rsplit(":", 1)[1]
+def test_http_request_by_name_uses_the_runtimes_transport(openai_server: FakeOpenAIServer) -> None:
+    port = openai_server.base_url.rsplit(":", 1)[1]
     policy = SandboxPolicy(allow_network=True, allowed_addresses=(f"127.0.0.1:{port}",))
-    server.script(calls(("http_request", {"url": server.base_url + "/v1/models",
+    openai_server.script(calls(("http_request", {"url": openai_server.base_url + "/v1/models",
                                           "method": "GET"})), "listed")
-    with Agent.from_env(env(server), tools=["http_request"], sandbox=policy) as agent:
+    with Agent.from_env(agent_env(openai_server), tools=["http_request"], sandbox=policy) as agent:
         tool_obj = agent.tools.get("http_request")  # type: ignore[union-attr]
         assert tool_obj.transport is agent._res.runtime.transport  # type: ignore[union-attr]
         assert agent.run("list the models") == "listed"
-    (content,) = tool_results(server.requests[-1].json).values()
+    (content,) = tool_results(openai_server.requests[-1].json).values()
     assert json.loads(content)["data"][0]["id"] == "gpt-4o-mini"
 
 
-def test_tool_objects_from_builtin_tools(server: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_tool_objects_from_builtin_tools(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
     policy = SandboxPolicy(allowed_paths=(str(tmp_path),))
     writer = next(t for t in builtin_tools(policy=policy) if t.name == "file_write")
     target = tmp_path / "out.txt"
-    server.script(calls(("file_write", {"path": str(target), "content": "written"})), "ok")
-    with Agent.from_env(env(server), tools=[writer, add]) as agent:
+    openai_server.script(calls(("file_write", {"path": str(target), "content": "written"})), "ok")
+    with Agent.from_env(agent_env(openai_server), tools=[writer, add]) as agent:
         assert agent.run("write it") == "ok"
-    assert tool_names(server.requests[0].json) == {"file_write", "add"}
+    assert tool_names(openai_server.requests[0].json) == {"file_write", "add"}
     assert target.read_text() == "written"
 
 
@@ -135,26 +120,26 @@ def test_unknown_tool_kinds_are_refused_with_the_choices() -> None:
         Agent.from_env(server_env, tools=[42])
 
 
-def test_mcp_source_opens_and_closes_with_the_sync_agent(server: FakeOpenAIServer) -> None:
+def test_mcp_source_opens_and_closes_with_the_sync_agent(openai_server: FakeOpenAIServer) -> None:
     source = MCPToolSource([MCP])
-    server.script(calls(("calc_add", {"a": 20, "b": 22})), "42")
-    with Agent.from_env(env(server), tools=[source, shout]) as agent:
+    openai_server.script(calls(("calc_add", {"a": 20, "b": 22})), "42")
+    with Agent.from_env(agent_env(openai_server), tools=[source, shout]) as agent:
         # Opened at `with`, before any run: the tools are known.
         assert {t.name for t in source.tools} >= {"calc.add", "calc.echo"}
         result = agent.run_result("add them")
-    assert tool_names(server.requests[0].json) >= {"calc_add", "calc_echo", "shout"}
-    (content,) = tool_results(server.requests[1].json).values()
+    assert tool_names(openai_server.requests[0].json) >= {"calc_add", "calc_echo", "shout"}
+    (content,) = tool_results(openai_server.requests[1].json).values()
     assert content == "42" and result.summary.tool_calls == {"calc.add": 1}  # as declared
     assert source.tools == []  # closed with the agent
 
 
-async def test_mcp_config_is_opened_on_first_async_run(server: FakeOpenAIServer) -> None:
-    server.script(calls(("calc_echo", {"text": "hello"})), "said hello")
-    agent = Agent.from_env(env(server), tools=[MCP])
+async def test_mcp_config_is_opened_on_first_async_run(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(calls(("calc_echo", {"text": "hello"})), "said hello")
+    agent = Agent.from_env(agent_env(openai_server), tools=[MCP])
     try:
         assert agent.tools is None  # nothing opened at construction
         assert await agent.arun("echo hello") == "said hello"
-        (content,) = tool_results(server.requests[1].json).values()
+        (content,) = tool_results(openai_server.requests[1].json).values()
         assert content == "hello"
         (source,) = agent._res.plan.sources
         assert source.tools
@@ -163,14 +148,14 @@ async def test_mcp_config_is_opened_on_first_async_run(server: FakeOpenAIServer)
     assert source.tools == []
 
 
-def test_tool_results_json_encoded(server: FakeOpenAIServer) -> None:
+def test_tool_results_json_encoded(openai_server: FakeOpenAIServer) -> None:
     @tool
     def lookup(city: str) -> dict[str, Any]:
         """Facts about a city."""
         return {"city": city, "population": 700000}
 
-    server.script(calls(("lookup", {"city": "Oslo"})), "done")
-    with Agent.from_env(env(server), tools=[lookup]) as agent:
+    openai_server.script(calls(("lookup", {"city": "Oslo"})), "done")
+    with Agent.from_env(agent_env(openai_server), tools=[lookup]) as agent:
         agent.run("facts")
-    (content,) = tool_results(server.requests[1].json).values()
+    (content,) = tool_results(openai_server.requests[1].json).values()
     assert json.loads(content) == {"city": "Oslo", "population": 700000}

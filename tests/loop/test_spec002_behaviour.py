@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
 from loop_doubles import Tools, echo, response
+from openai_thread import agent_env
 
 import agentloom
 from agentloom import Agent, ConfigError, SummaryOptions
@@ -32,21 +32,6 @@ from agentloom.testing import ScriptedModel, tool_call
 from agentloom.testing._server import FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 from agentloom.testing.scripted import make_response
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    srv.start_in_thread()
-    try:
-        yield srv
-    finally:
-        srv.stop_thread()
-
-
-def env(server: FakeOpenAIServer) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url + "/v1",
-            "AGENTLOOM_MODEL": "gpt-4o-mini"}
 
 
 def req(max_tokens: int | None = None) -> ModelRequest:
@@ -101,9 +86,10 @@ def test_kinds_of_provider_failure() -> None:
     assert issubclass(AuthError, ProviderError) and issubclass(AuthError, AgentLoopError)
 
 
-def test_except_auth_error_catches_a_401(server: FakeOpenAIServer) -> None:
-    server.script(FakeError(status=401, body={"error": {"message": "bad key"}}))
-    with Agent.from_env(env(server), tools=[]) as agent, pytest.raises(AuthError) as info:
+def test_except_auth_error_catches_a_401(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(FakeError(status=401, body={"error": {"message": "bad key"}}))
+    with Agent.from_env(agent_env(openai_server), tools=[]) as agent, \
+            pytest.raises(AuthError) as info:
         agent.run_result("x")
     err = info.value
     assert err.status == 401 and type(err.__cause__).__name__ == "CallFailed"
@@ -112,10 +98,10 @@ def test_except_auth_error_catches_a_401(server: FakeOpenAIServer) -> None:
 
 
 def test_on_retry_fires_between_the_failed_attempt_and_the_next(
-        server: FakeOpenAIServer) -> None:
-    server.script(FakeError(status=500, headers={"Retry-After": "0"}), "ok")
+        openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(FakeError(status=500, headers={"Retry-After": "0"}), "ok")
     seen = agentloom.ListObserver()
-    with Agent.from_env(env(server), tools=[], observer=seen) as agent:
+    with Agent.from_env(agent_env(openai_server), tools=[], observer=seen) as agent:
         result = agent.run_result("x")
     assert result.text == "ok" and result.summary.provider_retries == 1
     kinds = seen.kinds()
@@ -128,13 +114,13 @@ def test_on_retry_fires_between_the_failed_attempt_and_the_next(
 
 
 def test_a_provider_named_without_its_key_fails_before_any_request(
-        server: FakeOpenAIServer) -> None:
+        openai_server: FakeOpenAIServer) -> None:
     with pytest.raises(AuthError) as info:
         Agent.from_env({"AGENTLOOM_PROVIDER": "openai",
-                        "OPENAI_BASE_URL": server.base_url + "/v1"}, tools=[])
+                        "OPENAI_BASE_URL": openai_server.base_url + "/v1"}, tools=[])
     assert isinstance(info.value, ConfigError)  # fixing the configuration fixes it
     assert info.value.request_sent is False and "OPENAI_API_KEY" in str(info.value)
-    assert server.requests == []
+    assert openai_server.requests == []
 
 
 async def test_cost_usd_is_what_the_provider_reported() -> None:
@@ -187,12 +173,12 @@ async def test_a_workflow_step_keeps_the_routers_error() -> None:
     assert type(info.value) is ProviderError  # not wrapped, not retyped
 
 
-def test_the_observers_of_spec_002_are_top_level(server: FakeOpenAIServer) -> None:
-    server.script("ready")
+def test_the_observers_of_spec_002_are_top_level(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script("ready")
     out = io.StringIO()
     seen = agentloom.ListObserver()
     both = agentloom.MultiObserver(seen, agentloom.ConsoleObserver(out))
-    with Agent.from_env(env(server), tools=[], observer=both) as agent:
+    with Agent.from_env(agent_env(openai_server), tools=[], observer=both) as agent:
         agent.run_result("x")
     assert seen.kinds()[0] == "conversation_start"
     assert "completed after 1 iteration" in out.getvalue()
@@ -211,17 +197,17 @@ def test_event_trace_lines_carry_timestamps() -> None:
     assert record["ts"] == round(clock.wall(), 6) and record["t"] == 0.0
 
 
-def test_a_fake_reply_cut_off_mid_tool_call_over_http(server: FakeOpenAIServer) -> None:
-    server.script(FakeReply(tool_calls=[("add", '{"a": 1, "b')], finish_reason="length"),
+def test_a_fake_reply_cut_off_mid_tool_call_over_http(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script(FakeReply(tool_calls=[("add", '{"a": 1, "b')], finish_reason="length"),
                   FakeReply(tool_calls=[("add", {"a": 1, "b": 2})]), "3")
 
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
 
-    with Agent.from_env(env(server), tools=[add], max_tokens=500) as agent:
+    with Agent.from_env(agent_env(openai_server), tools=[add], max_tokens=500) as agent:
         result = agent.run_result("add")
     assert result.text == "3" and result.summary.tool_calls == {"add": 1}
     sent = [r.json.get("max_tokens") or r.json.get("max_completion_tokens")
-            for r in server.requests]
+            for r in openai_server.requests]
     assert sent == [500, 1000, 1000]
