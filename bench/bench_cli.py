@@ -5,7 +5,8 @@ call. Users feel these numbers every time they run the CLI.
     .venv/bin/python bench/bench_cli.py [--runs 15]
 
 The fake server runs in its own process (bench/_fake_server.py). Each figure is the best
-and the median wall time over `--runs` fresh processes.
+and the median wall time, and the least CPU time, over `--runs` fresh processes, the rows
+interleaved run by run; the ratios are to the bare aiohttp script.
 """
 
 from __future__ import annotations
@@ -49,20 +50,32 @@ steps:
 """
 
 
-def timed(cmd: list[str], env: dict[str, str], runs: int) -> tuple[float, float, float]:
-    """Best and median wall ms, and the best CPU ms (user + system of the child, the
-    figure that moves least on a shared machine)."""
-    times, cpus = [], []
+def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system of the child) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {done.stderr[-500:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def timed(rows: list[tuple[str, list[str]]], env: dict[str, str], runs: int
+          ) -> dict[str, tuple[float, float, float]]:
+    """Each row's best and median wall ms and its least CPU ms (the figure that moves
+    least on a shared machine), the rows interleaved run by run (a, b, c, a, b, c, ...)
+    so that a noisy spell falls on every row alike."""
+    walls: dict[str, list[float]] = {name: [] for name, _ in rows}
+    cpus: dict[str, list[float]] = {name: [] for name, _ in rows}
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if done.returncode != 0:
-            raise SystemExit(f"{cmd} failed: {done.stderr[-500:]}")
-    return min(times) * 1000, statistics.median(times) * 1000, min(cpus) * 1000
+        for name, cmd in rows:
+            wall, cpu = run_once(cmd, env)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {name: (min(walls[name]) * 1000, statistics.median(walls[name]) * 1000,
+                   min(cpus[name]) * 1000) for name, _ in rows}
 
 
 def main() -> None:
@@ -98,14 +111,13 @@ def main() -> None:
                 ("agentloom --help", [str(BIN / "agentloom"), "--help"]),
                 ("python -c pass", [sys.executable, "-c", "pass"]),
             ]
-            print(f"{'what':46} {'best ms':>8} {'median ms':>10} {'cpu ms':>8}")
-            for name, cmd in rows:
-                try:
-                    best, median, cpu = timed(cmd, env, args.runs)
-                except SystemExit as exc:
-                    print(f"{name:46} failed: {exc}")
-                    continue
-                print(f"{name:46} {best:8.1f} {median:10.1f} {cpu:8.1f}")
+            results = timed(rows, env, args.runs)
+            floor = results[rows[0][0]]
+            print(f"{'what':46} {'best ms':>8} {'median ms':>10} {'cpu ms':>8} "
+                  f"{'best ×':>7} {'cpu ×':>6}")
+            for name, (best, median, cpu) in results.items():
+                print(f"{name:46} {best:8.1f} {median:10.1f} {cpu:8.1f} "
+                      f"{best / floor[0]:7.2f} {cpu / floor[2]:6.2f}")
     finally:
         assert server.stdin is not None
         server.stdin.close()
