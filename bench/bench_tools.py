@@ -170,15 +170,13 @@ async def agent(base: str) -> tuple[Callable[[], Awaitable[str]], Any]:
 
     env = {"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": base + "/v1",
            "AGENTLOOM_MODEL": "gpt-4o-mini"}
-    bot = await Agent.from_env(env, tools=[weather]).__aenter__()
+    # Entered on its first run, as an Agent used without `async with` is.
+    bot = Agent.from_env(env, tools=[weather])
 
     async def once() -> str:
         return await bot.arun("Weather in Paris?")
 
-    async def close() -> None:
-        await bot.__aexit__(None, None, None)
-
-    return once, close
+    return once, bot.aclose
 
 
 async def agent_loop_sync_tool(base: str) -> tuple[Callable[[], Awaitable[str]], Any]:
@@ -296,7 +294,8 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per round trip under callgrind")
     parser.add_argument("--clients", default=None,
-                        help="which clients (comma-separated; aiohttp first for ratios)")
+                        help="which clients (comma-separated); ratios need aiohttp (first, with "
+                             "--instructions)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed runs of each client, interleaved (default 3)")
     parser.add_argument("--no-pin", action="store_true",
