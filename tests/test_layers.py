@@ -66,6 +66,8 @@ LAZY_TARGETS: dict[str, str] = {
     "with the store; a run without checkpoints needs this one only when it pauses",
     "agentloom.loop.summary": "the summary's pydantic models load when a summary is first "
     "built (`collector.summary_models`): a run of the command line never reads one",
+    "agentloom.workflow.schema.other_steps": "the step types after llm_call (~25 M "
+    "instructions to create), loaded for the first step of another type",
     "agentloom.workflow.durable.scope": "a durable run's view of a nested run, loaded with "
     "its first subworkflow, map item, error handler or function body",
 }

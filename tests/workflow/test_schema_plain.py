@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agentloom.workflow.schema.steps import STEP_TYPES, LLMCallStep, plain_step
+from agentloom.workflow.schema.other_steps import STEP_TYPES
+from agentloom.workflow.schema.steps import LLMCallStep, plain_step
 from agentloom.workflow.schema.workflow import WorkflowDefinition, plain_definition
 
 TAKEN = [

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentloom.workflow.load.yaml_source import Marks
-from agentloom.workflow.schema.steps import STEP_TYPES
+from agentloom.workflow.schema.step_types import STEP_TYPE_NAMES, step_model
 from agentloom.workflow.schema.workflow import WorkflowDefinition
 
 
@@ -23,7 +23,7 @@ def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
     """(message, line, field) of one pydantic error, `prefix` + its loc walked over the raw
     data to find the line of the deepest key that exists."""
     tail = tuple(e["loc"])
-    if prefix[:1] == ("steps",) and len(prefix) == 2 and tail and tail[0] in STEP_TYPES:
+    if prefix[:1] == ("steps",) and len(prefix) == 2 and tail and tail[0] in STEP_TYPE_NAMES:
         # The union's tag (the step type) is no key of the file; skipping it keeps a
         # step field that shares its name (`agent:` of an agent step) from matching it.
         tail = tail[1:]
@@ -59,13 +59,13 @@ def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
                    "letter or _ and hold letters, digits, _ and -")
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         given = container.get("type") if isinstance(container, dict) else None
-        types_ = ", ".join(STEP_TYPES)
+        types_ = ", ".join(STEP_TYPE_NAMES)
         if given is None:
             message = f"{where}: missing 'type' (one of {types_})"
         else:
             message = f"{where}: unknown step type {given!r}; expected one of {types_}"
             import difflib  # on an error only (its import is ~2 M instructions)
-            close = difflib.get_close_matches(str(given), list(STEP_TYPES), n=1)
+            close = difflib.get_close_matches(str(given), list(STEP_TYPE_NAMES), n=1)
             if close:
                 message += f"; did you mean {close[0]!r}?"
             line = marks.line_of(container, "type") or line
@@ -95,7 +95,7 @@ def describe_place(data: Any, real: list[str | int]) -> tuple[str, type[BaseMode
             sid = step.get("id") if isinstance(step, dict) else None
             stype = step.get("type") if isinstance(step, dict) else None
             head = f"step {sid!r} ({stype})" if sid else f"step #{int(index) + 1}"
-            model = STEP_TYPES.get(str(stype))
+            model = step_model(str(stype))
             raw = step
             i += 2
             continue

@@ -28,7 +28,8 @@ from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.load.static_checks import check_state_reads
 from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
-from agentloom.workflow.schema.steps import STEP_TYPES, StepBase, plain_step, step_adapter
+from agentloom.workflow.schema.step_types import step_model, step_union
+from agentloom.workflow.schema.steps import StepBase, plain_step
 from agentloom.workflow.schema.workflow import (
     WorkflowConfig,
     WorkflowDefinition,
@@ -40,9 +41,9 @@ def _validate_step(raw: Any) -> StepBase:
     """One step, by its own type's model when `type` names one: only the step types a file
     uses get built. The errors are the discriminated union's, tag first in each `loc`."""
     tag = raw.get("type") if isinstance(raw, dict) else None
-    model = STEP_TYPES.get(tag) if isinstance(tag, str) else None
+    model = step_model(tag) if isinstance(tag, str) else None
     if model is None:
-        step: StepBase = step_adapter().validate_python(raw)
+        step: StepBase = step_union().validate_python(raw)
         return step
     try:
         return plain_step(model, raw) or model.model_validate(raw)

@@ -3,8 +3,8 @@
 
 Compatible with the public AgentLoom's files, strict where it was lax: every model forbids
 unknown fields, and every `config` field has an effect (see each field's docstring).
-Steps are validated one by one by the loader (`_schema_steps.Step`), so one bad step does
-not hide the problems of the others.
+Steps are validated one by one by the loader, each by its own type's model
+(`step_types.step_model`), so one bad step does not hide the problems of the others.
 """
 
 
@@ -17,17 +17,11 @@ from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
 from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
 from agentloom.workflow.schema.agents import AgentDef
-from agentloom.workflow.schema.steps import (
-    RetryConfig,
-    Step,
-    StepBase,
-    Strict,
-    empty_dict,
-    step_adapter,
-)
+from agentloom.workflow.schema.step_types import step_union
+from agentloom.workflow.schema.steps import RetryConfig, StepBase, Strict, empty_dict
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
 
-__all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "Step", "WorkflowConfig",
+__all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "WorkflowConfig",
            "WorkflowDefinition", "plain_definition"]
 
 
@@ -159,7 +153,8 @@ class _StepsSeenAlone:
     own type's model, so that one bad step does not hide another's problems. Building the
     whole union here would only cost start-up time; a raw step (a caller validating a plain
     mapping) still goes through it. The JSON Schema is the union's. Both ask for at least
-    one step."""
+    one step. The union is made when first needed (`step_union`), so a file of model calls
+    never creates the other step types' classes."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
@@ -172,11 +167,11 @@ class _StepsSeenAlone:
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
         from pydantic_core import core_schema
 
-        return handler(core_schema.list_schema(step_adapter().core_schema, min_length=1))
+        return handler(core_schema.list_schema(step_union().core_schema, min_length=1))
 
 
 def _step(value: Any) -> Any:
-    return value if isinstance(value, StepBase) else step_adapter().validate_python(value)
+    return value if isinstance(value, StepBase) else step_union().validate_python(value)
 
 
 class WorkflowDefinition(Strict):
@@ -207,8 +202,9 @@ class WorkflowDefinition(Strict):
     state_schema: dict[str, StateKeyRule] = Field(default_factory=empty_dict)
     agents: dict[str, AgentDef] = Field(default_factory=empty_dict)
     """Agents run by `type: agent` steps, by name."""
-    steps: Annotated[list[Step], _StepsSeenAlone]
-    """At least one (checked by `_StepsSeenAlone`)."""
+    steps: Annotated[list[StepBase], _StepsSeenAlone]
+    """At least one (checked by `_StepsSeenAlone`), each of its type's model (the
+    `other_steps.Step` union)."""
     functions: dict[str, FunctionDecl] = Field(default_factory=empty_dict)
     """Workflow functions the model can call as tools (spec 004)."""
     mcp_servers: dict[str, MCPServerDecl] = Field(default_factory=empty_dict)

@@ -29,7 +29,7 @@ from agentloom.workflow.lang.paths import Path as StatePath
 from agentloom.workflow.lang.templates import Template, compile_template
 from agentloom.workflow.load.workflow import choose_model
 from agentloom.workflow.schema.agents import AGENT_NAME, AgentDef
-from agentloom.workflow.schema.steps import AgentStep
+from agentloom.workflow.schema.other_steps import AgentStep
 from agentloom.workflow.steps._prepare import build_toolbox, check_conversation
 from agentloom.workflow.steps._structured_step import (
     load_protocol,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.lang.templates import Template
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode
-    from agentloom.workflow.schema.steps import ApprovalGateStep, Notify
+    from agentloom.workflow.schema.other_steps import ApprovalGateStep, Notify
 
 
 log = logging.getLogger("agentloom.workflow.approval_gate")

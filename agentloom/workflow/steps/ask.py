@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.lang.templates import Template
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode
-    from agentloom.workflow.schema.steps import AskStep
+    from agentloom.workflow.schema.other_steps import AskStep
 
 
 @dataclass(slots=True, frozen=True)

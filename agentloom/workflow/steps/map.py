@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.lang.templates import Template
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode, Workflow
-    from agentloom.workflow.schema.steps import MapStep
+    from agentloom.workflow.schema.other_steps import MapStep
 
 
 class MapError(WorkflowError):

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode, Workflow
-    from agentloom.workflow.schema.steps import SubworkflowStep
+    from agentloom.workflow.schema.other_steps import SubworkflowStep
 
 
 class SubworkflowFailed(WorkflowError):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.loader import PrepareContext
     from agentloom.workflow.load.workflow import StepNode
-    from agentloom.workflow.schema.steps import ToolStep
+    from agentloom.workflow.schema.other_steps import ToolStep
 
 _LOOKS_LIKE_REF = re.compile(r"\{\s*(state|steps)[.\[]")
 _NAME = r"[A-Za-z_][A-Za-z0-9_\-]*"
