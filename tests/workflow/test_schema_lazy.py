@@ -32,7 +32,8 @@ def test_loading_builds_only_the_step_types_used() -> None:
             models = {t: step_model(t) for t in STEP_TYPE_NAMES}
             return sorted(t for t, m in models.items() if m.__pydantic_complete__)
         load_workflow("name: x\\nsteps:\\n  - {id: a, type: llm_call, prompt: hi}\\n")
-        print(OTHERS in sys.modules, WorkflowDefinition.__pydantic_complete__)
+        print(OTHERS in sys.modules, step_model("llm_call").__pydantic_complete__,
+              WorkflowDefinition.__pydantic_complete__)
         load_workflow("name: x\\nsteps:\\n  - {id: a, type: llm_call, prompt: hi, timeout: 30}\\n")
         print(OTHERS in sys.modules, step_model("llm_call").__pydantic_complete__)
         load_workflow("name: x\\nsteps:\\n  - {id: a, type: router, default: b}\\n"
@@ -42,7 +43,7 @@ def test_loading_builds_only_the_step_types_used() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split("\n")[:3] == [
-        "False False", "False True", "True ['llm_call']"]
+        "False False False", "False True", "True ['llm_call']"]
 
 
 def test_every_step_type_has_its_model_under_its_name() -> None:
