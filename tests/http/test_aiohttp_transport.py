@@ -17,6 +17,7 @@ class Server:
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.seen: list[tuple[str, bytes, dict[str, str]]] = []
+        self.seen_hang = False
 
     async def echo(self, request: web.Request) -> web.Response:
         body = await request.read()
@@ -42,6 +43,7 @@ class Server:
         return resp
 
     async def hang(self, request: web.Request) -> web.Response:
+        self.seen_hang = True
         await self.release.wait()
         return web.Response()
 
@@ -190,6 +192,48 @@ async def test_a_body_that_keeps_coming_is_not_idle(
         method="GET", url=f"{url}/trickle?n=20&gap=0.02",
         timeout=HttpTimeout(connect=0.05, read=0.2)))
     assert await resp.read() == b"x" * 20
+
+
+async def test_a_watched_call_that_ran_out_of_time_leaves_its_task_uncancelled(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    # The watch ends the call by cancelling its task: the transport takes that
+    # cancellation back, so the caller's next await runs.
+    with pytest.raises(TransportError):
+        await transport.handle(HttpRequest(method="GET", url=f"{url}/hang",
+                                           timeout=HttpTimeout(connect=0.05, read=0.1)))
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0)
+    resp = await transport.handle(HttpRequest(method="GET", url=f"{url}/echo",
+                                              timeout=HttpTimeout(connect=0.05, read=0.1)))
+    assert resp.status == 200
+
+
+async def test_a_caller_cancelling_a_watched_call_gets_its_cancellation(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    s, url = server
+    call = asyncio.ensure_future(transport.handle(HttpRequest(
+        method="GET", url=f"{url}/hang", timeout=HttpTimeout(connect=5, read=30))))
+    while not call.done() and not s.seen_hang:
+        await asyncio.sleep(0.005)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert call.cancelled()
+
+
+async def test_the_callers_own_time_limit_around_a_watched_call_stays_the_callers(
+    server: tuple[Server, str], transport: AiohttpTransport
+) -> None:
+    _, url = server
+    with pytest.raises(TimeoutError) as info:
+        async with asyncio.timeout(0.05):
+            await transport.handle(HttpRequest(method="GET", url=f"{url}/hang",
+                                               timeout=HttpTimeout(connect=5, read=30)))
+    assert not isinstance(info.value, TransportError)
 
 
 async def test_the_whole_call_limit_names_itself(
