@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import json
+import json.encoder as _json_encoder
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -306,7 +306,7 @@ class StallDetector:
     def __init__(self, threshold: int | None, emit: Callable[[str, int], None]) -> None:
         self._threshold = threshold
         self._emit = emit
-        self._counts: dict[bytes, int] = {}
+        self._counts: dict[int, int] = {}
         self._fired = False
         self.max_repeated = 0
 
@@ -324,16 +324,29 @@ class StallDetector:
             self._emit(name, count)
 
 
-# `json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))` with the codec made
-# once: `dumps` with any keyword builds a JSONEncoder per call (a third of a digest). The
-# arguments are the model's: read with their nesting bounded (`_jsontext`), so writing
-# them back can't recurse too deep either.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+# `json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))` through the C
+# encoder `JSONEncoder.encode` builds, without its two Python frames per call (the same
+# text: values read from JSON are all it is given). The arguments are the model's: read
+# with their nesting bounded (`_jsontext`), so writing them back can't recurse too deep.
+_MAKE_ENCODER: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
+    _json_encoder, "c_make_encoder", None)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
-def _digest(name: str, arguments: str) -> bytes:
+def _canonical(value: Any) -> str:
+    if _MAKE_ENCODER is None:  # pragma: no cover - a Python without the C codec
+        return _CANONICAL.encode(value)
+    return "".join(_MAKE_ENCODER({}, _CANONICAL.default, _json_encoder.encode_basestring_ascii,
+                                 None, ":", ",", True, False, True)(value, 0))
+
+
+def _digest(name: str, arguments: str) -> int:
+    """The key two calls share when their name and arguments (as JSON values) are the
+    same: the process's keyed 64-bit string hash, as dict keys use (a collision among
+    a conversation's few hundred calls has odds of ~1e-15; a cryptographic digest cost
+    a third of a tool call's bookkeeping)."""
     try:
-        canonical = _CANONICAL(_jsontext.loads(arguments))
+        canonical = _canonical(_jsontext.loads(arguments))
     except ValueError:
         canonical = arguments.strip()
-    return hashlib.blake2b(f"{name}\0{canonical}".encode(), digest_size=16).digest()
+    return hash((name, canonical))
