@@ -11,7 +11,6 @@ which ends the turn without cancelling the calls already running.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import dataclasses
 import types
@@ -48,8 +47,6 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
     ctx = ToolContext(run_id=run.opts.run_id, step_id=run.opts.step_id,
                       turn=run.iterations)
     limit = max(1, run.opts.tool_concurrency)
-    # A gate only when it can close: calls within the limit never wait on it.
-    gate = asyncio.Semaphore(limit) if len(calls) > limit else _NO_GATE
     tools = run.tools
     # Observers (summaries, traces, spans) name a tool as the user declared it
     # (`calc.add`), not by the wire-safe name the model was shown (`calc_add`).
@@ -60,28 +57,38 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
     pauses: list[Exception] = []
 
     async def one(call: ToolCallPart) -> ToolResultPart | None:
-        async with gate:
-            if pauses:
+        if pauses:
+            return None
+        seen = call
+        if registered is not None and (name := registered(call.name)) != call.name:
+            seen = dataclasses.replace(call, name=name)
+        run.dispatch.emit("on_tool_start", seen)
+        t0 = run.now()
+        if tools is None:
+            result = ToolResultPart(call_id=call.id, name=call.name,
+                                    content=f"unknown tool {call.name!r}",
+                                    is_error=True)
+        else:
+            try:
+                result = await tools.call(call, ctx)
+            except Exception as exc:
+                if getattr(exc, "pause", False) is not True:
+                    raise
+                pauses.append(exc)
                 return None
-            seen = call
-            if registered is not None and (name := registered(call.name)) != call.name:
-                seen = dataclasses.replace(call, name=name)
-            run.dispatch.emit("on_tool_start", seen)
-            t0 = run.now()
-            if tools is None:
-                result = ToolResultPart(call_id=call.id, name=call.name,
-                                        content=f"unknown tool {call.name!r}",
-                                        is_error=True)
-            else:
-                try:
-                    result = await tools.call(call, ctx)
-                except Exception as exc:
-                    if getattr(exc, "pause", False) is not True:
-                        raise
-                    pauses.append(exc)
-                    return None
-            run.dispatch.emit("on_tool_end", seen, result, run.now() - t0)
-            return result
+        run.dispatch.emit("on_tool_end", seen, result, run.now() - t0)
+        return result
+
+    start: Callable[[ToolCallPart], Coroutine[Any, Any, ToolResultPart | None]] = one
+    if len(calls) > limit:
+        # A gate only when it can close: calls within the limit never wait on one.
+        gate = asyncio.Semaphore(limit)
+
+        async def gated(call: ToolCallPart) -> ToolResultPart | None:
+            async with gate:
+                return await one(call)
+
+        start = gated
 
     t0 = run.now()
     try:
@@ -95,7 +102,7 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
             # One task group per turn: every tool task ends (or is cancelled) before
             # the next model call; results keep the order of the calls.
             async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(one(c)) for c in calls]
+                tasks = [tg.create_task(start(c)) for c in calls]
             results = [r for t in tasks if (r := t.result()) is not None]
     except BaseExceptionGroup as group:
         raise _first_error(group) from None
@@ -106,7 +113,6 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
     return results
 
 
-_NO_GATE = contextlib.nullcontext()
 _T = TypeVar("_T")
 
 
