@@ -325,19 +325,23 @@ class StallDetector:
 
 
 # `json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))` through the C
-# encoder `JSONEncoder.encode` builds, without its two Python frames per call (the same
-# text: values read from JSON are all it is given). The arguments are the model's: read
-# with their nesting bounded (`_jsontext`), so writing them back can't recurse too deep.
+# encoder `JSONEncoder.encode` builds, made once and without `encode`'s two Python frames
+# per call (the same text: values read from JSON are all it is given). No circular check
+# (`markers=None`): a value just parsed from text can't hold itself. The arguments are the
+# model's: read with their nesting bounded (`_jsontext`), so writing them back can't
+# recurse too deep either.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _MAKE_ENCODER: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
     _json_encoder, "c_make_encoder", None)
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_C_CANONICAL = None if _MAKE_ENCODER is None else _MAKE_ENCODER(
+    None, _CANONICAL.default, _json_encoder.encode_basestring_ascii, None, ":", ",", True,
+    False, True)
 
 
 def _canonical(value: Any) -> str:
-    if _MAKE_ENCODER is None:  # pragma: no cover - a Python without the C codec
+    if _C_CANONICAL is None:  # pragma: no cover - a Python without the C codec
         return _CANONICAL.encode(value)
-    return "".join(_MAKE_ENCODER({}, _CANONICAL.default, _json_encoder.encode_basestring_ascii,
-                                 None, ":", ",", True, False, True)(value, 0))
+    return "".join(_C_CANONICAL(value, 0))
 
 
 def _digest(name: str, arguments: str) -> int:
