@@ -204,7 +204,9 @@ class AgentLoopError(AgentLoomError):
 
 
 class LoopBudgetExceeded(AgentLoopError):
-    """The agent loop ran out of a budget. `kind` is iterations, deadline or tokens.
+    """The agent loop ran out of a budget. `kind` is iterations, deadline, tokens (the
+    run's token budget) or max_tokens (a reply cut off mid tool call at the max_tokens
+    ceiling).
 
     An AgentLoopError, so a run's handler finds `.summary` on it too."""
 

@@ -6,7 +6,7 @@ may import only the layers below it (a package may import itself):
     types:  _version, messages, _parts, _events, errors, _clock, redact, transport, _lazy, _record,
             _jsontext
     http < providers < pricing < routing < recording < structured, conversation < tools
-    < loop < store < observe < workflow < testing < scale < ui < compat < cli < __main__
+    < loop < store < observe < workflow < testing < scale < ui < compat, core < cli < __main__
 
 Beside the arrows: no cycle between files or packages; no import of another package's
 `_private` module; no import inside a function except the lazy loads listed in

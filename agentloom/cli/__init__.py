@@ -1,9 +1,10 @@
 """The `agentloom` command: the only layer that reads the environment.
 
 One job: turn a command line (and `os.environ`) into calls on the library below it (it
-may import every other layer). Startup is kept fast: this module imports only argparse;
-each command imports what it needs when it runs. Usage errors are one line on stderr and
-exit code 2; a failed run or an invalid workflow exits 1.
+may import every other layer). Startup is kept fast: this module imports only argparse,
+json and the command line's own small helpers; each command imports what it needs when
+it runs. Usage errors are one line on stderr and exit code 2; a failed run or an invalid
+workflow exits 1, a run paused for a person 3, an interrupted one 130.
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--color", metavar="WHEN", choices=COLOR_CHOICES,
-                        help="auto (a terminal, unless NO_COLOR is set), always or never; "
-                             "accepted anywhere on the line")
+                        help="auto (a terminal, unless NO_COLOR is set and not empty), "
+                             "always or never; accepted anywhere on the line")
     sub = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND",
                                           parser_class=_Parser, prog="agentloom"))
     if only is None or only == "run":

@@ -1,7 +1,7 @@
 """Colour on the terminal, and only there.
 
 `--color auto` (the default) colours a stream that is a terminal, unless `NO_COLOR` is
-set to anything (no-color.org) or `TERM=dumb`; `--color always` and `never` decide for
+set and not empty (no-color.org) or `TERM=dumb`; `--color always` and `never` decide for
 every stream. Lines are styled with rich, imported only when colour is on, so a pipe or a
 CI log gets plain text and a fast start.
 """

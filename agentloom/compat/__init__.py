@@ -8,6 +8,9 @@ modules that re-export from here; every name below runs on our loader, engine, r
 and tools, so nothing about workflows is implemented twice. New code should use
 `agentloom.workflow` and `agentloom.Agent` directly (docs/compat-examples.md).
 
+Job: the public AgentLoom's Python API as thin adapters. May import: the layers up to
+`ui` (tests/test_layers.py holds the rule).
+
 Nothing here is imported by `import agentloom`.
 """
 

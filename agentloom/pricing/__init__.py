@@ -1,7 +1,7 @@
 """What a call cost, from its usage and a price table.
 
-Job: the price table as data and `cost(usage, model)`. May import: the types layer
-(tests/test_layers.py holds the rule).
+Job: the price table as data and `cost(usage, provider=, model=)`. May import: the types
+layer (tests/test_layers.py holds the rule).
 
 `cost(usage, provider=..., model=...)` is exact `Decimal` USD, or None when the model has
 no price or the usage is incomplete: None means unknown, never zero, so a cost budget can
@@ -9,9 +9,10 @@ fail closed instead of silently letting an unpriced model through.
 
 How tokens are billed:
 
-- input: when `usage.input_includes_cached` (OpenAI, Gemini), cached prompt tokens are
-  inside `input_tokens`, so they are taken out and billed at `cached_input`; otherwise
-  (Anthropic) `input_tokens` is the uncached part and cached tokens are added apart.
+- input: unless `usage.input_includes_cached` is False (so for OpenAI, Gemini, and an
+  unknown None), cache reads and writes are inside `input_tokens`, so they are taken out
+  and billed at `cached_input` and `cache_write`; when it is False (Anthropic)
+  `input_tokens` is the uncached part and cached tokens are added apart.
 - cache writes at `cache_write` (Anthropic); missing cache prices fall back to `input`.
 - output at `output`, reasoning included: reasoning is billed at the output price. In
   our `Usage`, `output_tokens` always counts reasoning (OpenAI's completion_tokens already

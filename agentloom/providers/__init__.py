@@ -3,7 +3,9 @@
 One job: encode a `ModelRequest` for a vendor's wire format and decode its replies (whole
 bodies, SSE/NDJSON streams) into `ModelResponse`s and stream events, through one response
 assembler; endpoints are data and model capability facts live in `profiles`. May import
-only the bottom types layer (`messages`, `errors`, `transport`, `_clock`, `redact`).
+only the bottom types layer (`messages`, `errors`, `transport`, `_record`, `_jsontext`,
+...); the migration faces (`gateway`, `google`, and the public AgentLoom's provider
+class names of `openai`, `anthropic`, `ollama`) alone reach up into `agentloom.compat`.
 Sending bytes is `agentloom.http`'s job; retries and fallbacks are `agentloom.routing`'s.
 
 Protocol modules load on first use through `get_protocol(name)`, so `import agentloom`

@@ -3,8 +3,10 @@
 A wire module knows how to encode and decode; what a model can take (tools, forced tool
 choice, native JSON schema, images, PDFs, audio, reasoning style) is data kept here, one
 frozen `Capabilities` per family, so a new family or a model-specific exception is an entry
-in this file rather than an edit to a protocol module. `check_attachments` reads these facts
-for a request's media parts. No I/O.
+in this file rather than an edit to a protocol module. Two wires keep their own facts,
+being one model API each rather than a family of models: the Responses API
+(`openai_responses`) and the embedded model's server (`llamacpp`). `check_attachments`
+reads these facts for a request's media parts. No I/O.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class LocalModelServer:
     """Start the embedded model and get an `Endpoint` for it.
 
         server = LocalModelServer()
-        endpoint = await server.start()     # provider "local", protocol "openai"
+        endpoint = await server.start()     # provider "local", protocol "llamacpp"
         ...
         await server.aclose()
 

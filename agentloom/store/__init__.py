@@ -1,11 +1,14 @@
 """Durable runs: the checkpoint store protocol and its backends.
 
+Job: the checkpoint store protocol; SQLite (default), PostgreSQL and in-memory backends.
+May import: the layers up to `loop` (tests/test_layers.py holds the rule).
+
 `open_store(target)` picks a backend from a URL or path and does no I/O: the store opens
 (and migrates its schema) on first use, or on `async with store:`.
 
     open_store(None)                          # .agentloom/runs.db (SQLite)
     open_store("runs.db")                     # a plain path: SQLite
-    open_store("sqlite:///var/lib/al/runs.db")
+    open_store("sqlite:////var/lib/al/runs.db")  # four slashes: an absolute path
     open_store("postgresql://user:pw@db:5432/agentloom")
     open_store("memory://")                   # in-process, not durable
 """

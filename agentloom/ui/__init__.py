@@ -1,6 +1,9 @@
 """The web app over the run store: the run list, a run's graph, timeline and steps, live
 updates, and approvals; with the JSON API behind every page.
 
+Job: the web app over the store. May import: the layers up to `scale`
+(tests/test_layers.py holds the rule).
+
     from agentloom.ui import UiSettings, create_app
     app = create_app(UiSettings(store=open_store(None), store_url=".agentloom/runs.db"))
 

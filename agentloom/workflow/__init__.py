@@ -5,7 +5,8 @@ on the engine.
     result = await arun_workflow(wf, clients=runtime, state={"topic": "x"})
     result.status, result.steps["summarize"].output
 
-Importing this package is cheap: pydantic and the engine load on first use.
+Importing this package is cheap: pydantic and the engine load on first use. May import:
+the layers up to `observe` (tests/test_layers.py holds the rule).
 
 The layers inside, bottom up (each imports only those below it): `lang/` and `schema/`;
 `load/`; `engine/`; `steps/` (reaching the engine through the run context) and `durable/`

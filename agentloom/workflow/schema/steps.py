@@ -50,10 +50,10 @@ def empty_dict() -> dict[str, Any]:
 
 
 class RetryConfig(Strict):
-    """Retries of one step. A model call's provider errors are retried call by call by
-    the step's client (then its fallback chain), so a tool loop keeps the turns it has;
-    other retryable failures (an attempt's timeout, a reply cut off mid-stream) re-run the
-    whole step."""
+    """Retries of one step: a retryable failure re-runs the whole step, its tool loop
+    included, in the engine. Only a step under a profile has a client that retries one
+    call by itself (the profile's `retries`, spec 004); without one a failing call falls
+    back at once and this retry decides what comes next."""
 
     max_retries: int | None = Field(default=None, ge=0, le=100)
     """Retries after the first attempt; unset means `config.max_retries`, else 3."""
