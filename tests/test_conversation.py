@@ -12,7 +12,6 @@ from agentloom.conversation import (
     Conversation,
     ConversationBudgetError,
     ConversationMessage,
-    apply_speaker_style,
     commit_turn,
     concurrency_predicate,
     conflicting_conversation_steps,
@@ -245,34 +244,6 @@ async def test_prepare_turn_is_pure() -> None:
 async def test_bad_speaker_is_refused() -> None:
     with pytest.raises(ConfigError, match="speaker"):
         await prepare_turn(Conversation(), prompt="x", speaker="no spaces please")
-
-
-# --- speaker style per provider ----------------------------------------------------------
-
-
-def test_speaker_names_vs_prefix() -> None:
-    sent = (
-        Message.system("rules"),
-        Message(role="user", parts=(TextPart(text="plan"),), name="alice"),
-        Message.assistant("critique", name="bob"),
-        Message.user("plain"),
-        Message(role="assistant", parts=(), name="carol"),
-    )
-    assert apply_speaker_style(sent, speaker_names=True) == sent  # OpenAI: `name`
-    styled = apply_speaker_style(sent, speaker_names=False)
-    assert [(m.text, m.name) for m in styled] == [
-        ("rules", None),
-        ("[alice] plan", None),
-        ("[bob] critique", None),
-        ("plain", None),
-        ("[carol]", None),
-    ]
-    assert apply_speaker_style(styled, speaker_names=False) == styled
-
-
-def test_prefix_is_not_doubled_for_an_already_prefixed_turn() -> None:
-    m = Message.assistant("[bob] hi", name="bob")
-    assert apply_speaker_style((m,), speaker_names=False)[0].text == "[bob] hi"
 
 
 # --- trimming ----------------------------------------------------------------------------

@@ -17,6 +17,16 @@ def test_every_public_name_resolves(name: str) -> None:
     assert getattr(agentloom, name) is not None
 
 
+def test_every_provider_error_kind_is_importable_from_the_package() -> None:
+    # docs/agents.md promises each kind a failed call raises can be caught by name.
+    from agentloom import errors
+
+    kinds = {name for name, value in vars(errors).items()
+             if isinstance(value, type) and issubclass(value, errors.ProviderCallError)}
+    assert "UnexpectedRedirect" in kinds
+    assert kinds <= set(agentloom.__all__), kinds - set(agentloom.__all__)
+
+
 @pytest.mark.parametrize("package", ["agentloom.http", "agentloom.testing"])
 def test_every_lazy_name_of_a_subpackage_resolves(package: str) -> None:
     module = importlib.import_module(package)

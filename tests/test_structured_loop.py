@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentloom.conversation import Conversation, apply_speaker_style, commit_turn, prepare_turn
+from agentloom.conversation import Conversation, commit_turn, prepare_turn
 from agentloom.errors import StructuredOutputError
 from agentloom.loop import LoopOptions, run_loop
 from agentloom.messages import Message, ModelRequest
@@ -57,7 +57,7 @@ async def test_two_turn_chat_keeps_only_final_text() -> None:
     model = ScriptedModel(["Typer.", "Click."])
     for prompt in ("Recommend one Python library for CLI apps.", "Any second choice?"):
         plan = await prepare_turn(chat, prompt=prompt)
-        request = ModelRequest(model="m", messages=apply_speaker_style(plan.messages, False))
+        request = ModelRequest(model="m", messages=tuple(plan.messages))
         result = await run_loop(model, request)
         chat = commit_turn(plan, result.text)
     assert [m.content for m in chat.messages] == [

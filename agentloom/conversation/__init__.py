@@ -4,8 +4,8 @@ Job: conversation turns kept in state, and their trimming; pure. May import: typ
 the layers up to `recording` (tests/test_layers.py holds the rule).
 
 `Conversation.from_state` reads a state key; `prepare_turn` plans a turn in the spec's
-order (system prompt, user turn, trim to the budget) and `commit_turn` adds the reply;
-`apply_speaker_style` shapes speaker names per provider. `conflicting_conversation_steps`
+order (system prompt, user turn, trim to the budget) and `commit_turn` adds the reply
+(each wire module shows a speaker's name its provider's way). `conflicting_conversation_steps`
 is the load-time check that two steps can't overwrite each other's turns. Each name
 loads its module on first use: a run whose steps keep no conversation loads none.
 """
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from agentloom.conversation._trim import trim as trim
     from agentloom.conversation._turn import ConversationBudgetError as ConversationBudgetError
     from agentloom.conversation._turn import TurnPlan as TurnPlan
-    from agentloom.conversation._turn import apply_speaker_style as apply_speaker_style
     from agentloom.conversation._turn import commit_turn as commit_turn
     from agentloom.conversation._turn import prepare_turn as prepare_turn
 
@@ -51,7 +50,6 @@ __all__ = [
     "TrimPolicy",
     "TrimResult",
     "TurnPlan",
-    "apply_speaker_style",
     "commit_turn",
     "concurrency_predicate",
     "conflicting_conversation_steps",
@@ -85,7 +83,6 @@ _LAZY = {
     "trim": "agentloom.conversation._trim",
     "ConversationBudgetError": "agentloom.conversation._turn",
     "TurnPlan": "agentloom.conversation._turn",
-    "apply_speaker_style": "agentloom.conversation._turn",
     "commit_turn": "agentloom.conversation._turn",
     "prepare_turn": "agentloom.conversation._turn",
 }

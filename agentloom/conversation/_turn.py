@@ -39,7 +39,7 @@ class ConversationBudgetError(ConfigError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnPlan:
     messages: tuple[Message, ...]
-    """What to send, before `apply_speaker_style` for the provider."""
+    """What to send (each wire module shows the speaker's name its provider's way)."""
     conversation: Conversation
     """The conversation with the user turn added and trimmed: store it (with the reply,
     through `commit_turn`) when the step succeeds."""
@@ -164,28 +164,3 @@ def commit_turn(plan: TurnPlan, reply_text: str, speaker: str | None = None) -> 
     reply = ConversationMessage(role="assistant", content=reply_text, name=name)
     conv = plan.conversation
     return replace(conv, messages=(*conv.messages, reply))
-
-
-def apply_speaker_style(messages: Sequence[Message], speaker_names: bool) -> tuple[Message, ...]:
-    """Messages as a provider should get them: with the `name` field where it has one
-    (`Capabilities.speaker_names`, OpenAI), else with a `[alice] ` prefix on the turn's
-    text and no name. Safe to apply twice; an encoder that prefixes named messages
-    itself sees no names left afterwards."""
-    if speaker_names:
-        return tuple(messages)
-    out: list[Message] = []
-    for m in messages:
-        if not m.name or m.role not in ("user", "assistant"):
-            out.append(m)
-            continue
-        prefix = f"[{m.name}] "
-        parts = list(m.parts)
-        for i, part in enumerate(parts):
-            if isinstance(part, TextPart):
-                if not part.text.startswith(prefix):
-                    parts[i] = TextPart(text=prefix + part.text)
-                break
-        else:
-            parts.insert(0, TextPart(text=prefix.rstrip()))
-        out.append(Message(role=m.role, parts=tuple(parts), name=None))
-    return tuple(out)
