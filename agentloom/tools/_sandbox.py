@@ -422,9 +422,15 @@ class SandboxPolicy:
 
     def roots(self) -> tuple[list[Path], list[Path]]:
         """(readable, writable) paths, resolved, and the allowed executables: what a
-        command's sandbox mounts."""
+        command's sandbox mounts. A program inside a readable path is seen through that
+        mount, as it is on the host: a mount of its own there would be made on its path
+        inside the box, where a symlink (a virtualenv's `bin/python`) leads nowhere and
+        bubblewrap fails to start. One inside a writable path keeps its read-only mount,
+        so the command can't rewrite a program it is allowed to run."""
+        readable = self._roots(self.readable_paths)
         programs = [Path(p) for p in self._executables.values()]
-        return [*self._roots(self.readable_paths), *programs], self._roots(self.allowed_paths)
+        seen = [p for p in programs if not any(_under(p, r) for r in readable)]
+        return [*readable, *seen], self._roots(self.allowed_paths)
 
 
 def _executable(program: str) -> str | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
@@ -16,6 +18,15 @@ from agentloom.testing.scripted import ScriptedModel, tool_call
 from agentloom.tools.contracts import ToolContext
 
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="unset")
+
+
+_T = TypeVar("_T")
+
+
+async def awaited(coro: Coroutine[Any, Any, _T]) -> _T:
+    """`in_own_context(coro)` awaited by a task's coroutine, as the loop awaits it (a
+    task can't run the generator itself: Python 3.12 takes coroutines only)."""
+    return await in_own_context(coro)
 
 
 class MarkingBox:
@@ -99,7 +110,7 @@ async def test_in_own_context_passes_results_errors_and_throws_through() -> None
     with pytest.raises(KeyError):
         await in_own_context(fail())
     MARK.set("outside")
-    task = asyncio.create_task(in_own_context(absorbs_a_cancel()))
+    task = asyncio.create_task(awaited(absorbs_a_cancel()))
     await asyncio.sleep(0)
     task.cancel()
     assert await task == "absorbed"  # the cancellation reached the coroutine inside
@@ -117,7 +128,7 @@ def test_a_coroutine_left_unfinished_is_closed_in_its_own_context() -> None:
 
     async def main() -> None:
         MARK.set("run")
-        outer = asyncio.create_task(in_own_context(waits()))
+        outer = asyncio.create_task(awaited(waits()))
         await asyncio.sleep(0)
         outer.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -217,10 +217,12 @@ async def test_the_timeout_kills_the_whole_process_group(jail: Path) -> None:
     # A child that would outlive its parent if only the parent were killed.
     script = ("import subprocess,threading; subprocess.Popen(['sleep','30']); "
               "threading.Event().wait()")
+    # An interpreter outside /usr (a virtualenv's, pyenv's) needs its installation
+    # mounted too: the sandbox gives an allowed program its own file only.
     policy = SandboxPolicy(
         allowed_commands=(sys.executable,),
         danger_opt_in=(sys.executable,),
-        readable_paths=(str(jail),),
+        readable_paths=(str(jail), sys.prefix, sys.base_prefix),
     )
     tool = ShellCommandTool(policy=policy, timeout=0.2)
     start = time.monotonic()
@@ -231,6 +233,22 @@ async def test_the_timeout_kills_the_whole_process_group(jail: Path) -> None:
     sleeper = ShellCommandTool(policy=SandboxPolicy(allowed_commands=("sleep",)), timeout=30)
     with pytest.raises(ToolError, match=r"timed out after 0.1 s"):
         await sleeper({"command": "sleep 5", "timeout": 0.1}, CTX)
+
+
+async def test_an_interpreter_inside_a_readable_path_runs_its_own_installation() -> None:
+    # A virtualenv's bin/python is a symlink into the base installation. With both
+    # mounted it resolves inside the box as it does outside, and the interpreter that
+    # runs is this one, its packages included (a mount of its own on that path would
+    # keep bubblewrap from starting).
+    policy = SandboxPolicy(
+        allowed_commands=(sys.executable,),
+        danger_opt_in=(sys.executable,),
+        readable_paths=(sys.prefix, sys.base_prefix),
+    )
+    tool = ShellCommandTool(policy=policy, timeout=60)
+    script = "import sys, pydantic; print(sys.prefix); print(sys.version)"
+    out = await tool({"command": [sys.executable, "-c", script]}, CTX)
+    assert out.splitlines() == [sys.prefix, sys.version]
 
 
 async def test_output_is_capped(jail: Path) -> None:

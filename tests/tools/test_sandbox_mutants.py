@@ -120,6 +120,23 @@ def test_roots_lists_readable_paths_programs_and_writable_paths(work: Path) -> N
     assert writable == [work.resolve()]
 
 
+def test_a_program_inside_a_readable_path_is_seen_through_it(work: Path) -> None:
+    tools = work / "tools"
+    (tools / "bin").mkdir(parents=True)
+    program = tools / "bin" / "tool"
+    program.write_text("#!/bin/sh\necho tool\n")
+    program.chmod(0o755)
+    (work / "own").mkdir()
+    policy = SandboxPolicy(allowed_commands=(str(program),), readable_paths=(str(tools),))
+    assert policy.roots() == ([tools.resolve()], [])
+    # Under a writable path it keeps its own read-only mount: not rewritable in the box.
+    writable = SandboxPolicy(allowed_commands=(str(program),), allowed_paths=(str(tools),))
+    assert writable.roots() == ([program], [tools.resolve()])
+    elsewhere = SandboxPolicy(allowed_commands=(str(program),),
+                              readable_paths=(str(work / "own"),))
+    assert elsewhere.roots() == ([(work / "own").resolve(), program], [])
+
+
 def test_default_workdir_is_the_first_existing_directory(work: Path) -> None:
     file_root = work / "notes.txt"
     policy = SandboxPolicy(
