@@ -429,8 +429,8 @@ class SandboxPolicy:
         so the command can't rewrite a program it is allowed to run."""
         readable = self._roots(self.readable_paths)
         programs = [Path(p) for p in self._executables.values()]
-        seen = [p for p in programs if not any(_under(p, r) for r in readable)]
-        return [*readable, *seen], self._roots(self.allowed_paths)
+        mounted_apart = [p for p in programs if not any(_under(p, r) for r in readable)]
+        return [*readable, *mounted_apart], self._roots(self.allowed_paths)
 
 
 def _executable(program: str) -> str | None:
