@@ -14,7 +14,10 @@ reading the clock itself (two reads back to back) is taken off each figure.
 Why: an instruction count or a hot loop prices a piece by its instructions, but between
 two calls the kernel's and aiohttp's work evict it from the caches, so a piece that
 touches code nothing else runs (the datetime or decimal C code, a model class's
-machinery) costs several times its hot figure in a real call.
+machinery) costs several times its hot figure in a real call. The reply and body pieces
+price the wire modules' JSON against the standard library's where it runs; the forty
+functions, called once each or the first of them forty times, tell whether a call's cold
+cost grows with the number of distinct Python functions it runs.
 """
 
 from __future__ import annotations
@@ -37,7 +40,30 @@ from bench_agent import PROMPT, WARMUP, cpu_sets, env_for, start_pinned  # noqa:
 from bench_transport import PY, machine, stop_server  # noqa: E402
 
 PIECES = ("nothing", "summary", "summary_build", "started_at", "conversation_id",
-          "cost_to_float", "running_loop")
+          "cost_to_float", "summary_fields_set", "summary_values_copy", "running_loop",
+          "reply_json_loads", "reply_load_body", "body_json_dumps", "body_dump_body",
+          "distinct_functions", "one_function")
+
+# A chat completion's reply and request body of the size the benchmark's call has.
+_REPLY = json.dumps({
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there."},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16}}).encode()
+_BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
+         "temperature": 0}
+
+
+def _forty_functions() -> list[Callable[[int], int]]:
+    """Forty small functions, each its own code object (`distinct_functions` calls each
+    once, `one_function` the first forty times: what a distinct function costs cold)."""
+    namespace: dict[str, Any] = {}
+    exec("\n".join(f"def f{i}(x):\n    return (x + {i}) * 2 - {i}" for i in range(40)),
+         namespace)
+    return [namespace[f"f{i}"] for i in range(40)]
+
+
+_FORTY = _forty_functions()
 
 
 def _piece(name: str, result: Any) -> Callable[[], object]:
@@ -58,8 +84,29 @@ def _piece(name: str, result: Any) -> Callable[[], object]:
     if name == "cost_to_float":  # the summary's `estimated_cost_usd`
         cost = collector.estimated_cost
         return lambda: float(cost)
+    if name in ("summary_fields_set", "summary_values_copy"):
+        from agentloom.loop import summary
+        if name == "summary_fields_set":  # the set `as_validated` hands the model
+            return lambda: set(summary.FIELDS_WITHOUT_ERROR)
+        return summary.NO_VALUES.copy  # the dict that becomes the model's `__dict__`
     if name == "running_loop":  # a getpid system call on Python 3.11
         return asyncio.get_running_loop
+    if name in ("reply_json_loads", "reply_load_body"):  # what parsing the reply costs
+        from agentloom.providers._json import load_body
+        parse = json.loads if name == "reply_json_loads" else load_body
+        return lambda: parse(_REPLY)
+    if name == "body_json_dumps":  # writing the request body
+        return lambda: json.dumps(_BODY, ensure_ascii=False, separators=(",", ":")).encode()
+    if name == "body_dump_body":
+        from agentloom.providers._json import dump_body
+        return lambda: dump_body(_BODY)
+    if name in ("distinct_functions", "one_function"):
+        functions = _FORTY if name == "distinct_functions" else [_FORTY[0]] * 40
+
+        def call_each() -> None:
+            for f in functions:
+                f(1)
+        return call_each
     raise SystemExit(f"unknown piece {name!r}; pieces: {', '.join(PIECES)}")
 
 
