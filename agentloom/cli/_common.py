@@ -21,6 +21,8 @@ def existing_file(path: str, what: str = "workflow file") -> Path:
                       "workflow file" else "")
         raise UsageError(f"{path} is a folder, not a {what}{suggestion}")
     if not p.is_file():
+        if p.exists():  # a FIFO, a socket or a device: reading one may never end
+            raise UsageError(f"{path} is not a regular file; give a {what}")
         raise UsageError(f"{what} not found: {path}")
     return p
 

@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloom.cli._common import existing_file
 from agentloom.cli._exit import UsageError
 
 DEFAULT_RETENTION_DAYS = 30
@@ -83,8 +84,8 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None, *,
     if replay:
         from agentloom.recording import ReplayTransport
 
-        if isinstance(replay, str) and not Path(replay).is_file():
-            raise UsageError(f"recording not found: {replay}")
+        if isinstance(replay, str):
+            existing_file(replay, "recording")
         transport = ReplayTransport(replay, mode=getattr(args, "replay_mode", "strict"),
                                     redactor=redactor)
     elif record:
@@ -159,8 +160,7 @@ def check_recording(args: argparse.Namespace) -> Any:
         raise UsageError("--record and --replay can't be used together")
     from agentloom.recording import Recording
 
-    if not Path(replay).is_file():
-        raise UsageError(f"recording not found: {replay}")
+    existing_file(replay, "recording")
     return Recording.load(replay)
 
 

@@ -11,7 +11,11 @@ once" and `--resume` are keyed on it.
   is the `id` column or else the row number (1 = the first row after the header).
 - Folder: every regular, non-hidden file below it, in sorted order, is one input with
   state `{"file": absolute path, "name": path relative to the folder, "content": text}`;
-  the id is the relative path. A file that is not UTF-8 text is a problem.
+  the id is the relative path. A file that is not UTF-8 text, or is a symbolic link (not
+  followed), is a problem.
+
+No record may be larger than `MAX_RECORD_BYTES` (a JSONL or CSV line, a folder's file):
+a larger one is a problem at its line and the batch goes on (`_input_files`).
 
 Readers are synchronous and lazy (a folder's files are read one at a time); `batch()`
 drives them from a worker thread so the event loop never blocks on the disk.
@@ -24,15 +28,23 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agentloom import _jsontext
 from agentloom.errors import ConfigError
+from agentloom.scale._input_files import (
+    MAX_RECORD_BYTES,
+    bounded_lines,
+    folder_entries,
+    open_regular,
+    size_text,
+)
 from agentloom.scale._types import BatchInput
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 ID_FIELD = "id"
+_TOO_LONG = f"a line longer than {size_text(MAX_RECORD_BYTES)}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -57,6 +69,8 @@ def input_kind(source: str | os.PathLike[str]) -> str:
         return "folder"
     if not path.exists():
         raise ConfigError(f"inputs not found: {path}")
+    if not path.is_file():  # a FIFO with no writer would block the batch for ever
+        raise ConfigError(f"inputs {path}: not a regular file or a folder")
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return "jsonl"
@@ -84,25 +98,31 @@ def read_inputs(source: str | os.PathLike[str]) -> Iterator[InputRecord]:
 
 
 def count_inputs(source: str | os.PathLike[str]) -> int:
-    """How many records `read_inputs` will yield (cheap: nothing is parsed as JSON)."""
+    """How many records `read_inputs` will yield (cheap: nothing is parsed as JSON, no
+    file of a folder is read)."""
     kind = input_kind(source)
     path = Path(source)
     if kind == "folder":
-        return sum(1 for _ in _folder_files(path))
-    if kind == "csv":
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            return max(0, sum(1 for row in csv.reader(f) if row) - 1)
-    with path.open("rb") as fb:
-        return sum(1 for line in fb if line.strip())
+        return sum(1 for _ in folder_entries(path.resolve(), read=False))
+    with open_regular(path) as handle:
+        if kind == "csv":
+            return max(0, sum(1 for _, row in _csv_rows(handle) if row) - 1)
+        return sum(1 for _, line in bounded_lines(handle) if line is None or line.strip())
 
 
 def _read_jsonl(path: Path) -> Iterator[InputRecord]:
     name = str(path)
-    with path.open(encoding="utf-8-sig", errors="replace") as f:
-        for lineno, line in enumerate(f, start=1):
+    with open_regular(path) as handle:
+        for lineno, raw in bounded_lines(handle):
+            where = f"{name}:{lineno}"
+            if raw is None:
+                yield InputProblem(id=str(lineno), source=where, reason=_TOO_LONG)
+                continue
+            line = raw.decode("utf-8", errors="replace")
+            if lineno == 1:
+                line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
-            where = f"{name}:{lineno}"
             try:
                 obj = _jsontext.loads(line)
             except ValueError as exc:
@@ -124,23 +144,25 @@ def _read_jsonl(path: Path) -> Iterator[InputRecord]:
 
 def _read_csv(path: Path) -> Iterator[InputRecord]:
     name = str(path)
-    with path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
-        reader = csv.reader(f)
+    with open_regular(path) as handle:
         header: list[str] | None = None
         row_number = 0
-        line = 1
-        for row in reader:
+        for line, row in _csv_rows(handle):
             where = f"{name}:{line}"
-            line = reader.line_num + 1
             if not row:
                 continue
             if header is None:
+                if isinstance(row, str):
+                    raise ConfigError(f"{where}: the header row can't be read: {row}")
                 header = [h.strip() for h in row]
                 if len(set(header)) != len(header) or "" in header:
                     raise ConfigError(f"{where}: the header row needs unique, non-empty "
                                       f"column names, got {row!r}")
                 continue
             row_number += 1
+            if isinstance(row, str):
+                yield InputProblem(id=str(row_number), source=where, reason=row)
+                continue
             if len(row) != len(header):
                 yield InputProblem(id=str(row_number), source=where,
                                    reason=f"{len(row)} fields, the header has {len(header)}")
@@ -154,29 +176,70 @@ def _read_csv(path: Path) -> Iterator[InputRecord]:
             yield BatchInput(id=ident, state=state, source=where)
 
 
-def _read_folder(path: Path) -> Iterator[InputRecord]:
-    for file in _folder_files(path):
-        rel = file.relative_to(path).as_posix()
+class _LongLine(Exception):
+    def __init__(self, lineno: int) -> None:
+        self.lineno = lineno
+
+
+class _CsvLines:
+    """The file's lines as text for `csv.reader`, counted; a line over the size bound
+    raises `_LongLine` (and is skipped). An iterator object, not a generator, so that it
+    goes on after raising."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._lines = bounded_lines(handle)
+        self.lineno = 0
+
+    def __iter__(self) -> _CsvLines:
+        return self
+
+    def __next__(self) -> str:
+        lineno, raw = next(self._lines)
+        self.lineno = lineno
+        if raw is None:
+            raise _LongLine(lineno)
+        text = raw.decode("utf-8", errors="replace")
+        return text.removeprefix("\ufeff") if lineno == 1 else text
+
+
+def _csv_rows(handle: BinaryIO) -> Iterator[tuple[int, list[str] | str]]:
+    """(the line a row starts on, its fields) for each row, a blank line's fields empty;
+    (line, why) for a row that can't be read, and the rows after it are read on."""
+    lines = _CsvLines(handle)
+    reader = csv.reader(lines)
+    while True:
+        start = lines.lineno + 1
         try:
-            content = file.read_text(encoding="utf-8")
+            row = next(reader)
+        except StopIteration:
+            return
+        except _LongLine as exc:
+            yield exc.lineno, _TOO_LONG
+            reader = csv.reader(lines)  # the cut row's quoting must not run on
+            continue
+        except csv.Error as exc:
+            yield start, f"unreadable row: {exc}"
+            continue
+        yield start, row
+
+
+def _read_folder(path: Path) -> Iterator[InputRecord]:
+    base = path.resolve()
+    for entry in folder_entries(base):
+        source = str(path / entry.rel)
+        if entry.data is None:
+            yield InputProblem(id=entry.rel, source=source, reason=entry.problem or "")
+            continue
+        try:
+            content = entry.data.decode("utf-8")
         except UnicodeDecodeError:
-            yield InputProblem(id=rel, source=str(file), reason="not UTF-8 text")
+            yield InputProblem(id=entry.rel, source=source, reason="not UTF-8 text")
             continue
-        except OSError as exc:
-            yield InputProblem(id=rel, source=str(file),
-                               reason=f"cannot read: {exc.strerror or exc}")
-            continue
-        yield BatchInput(id=rel, source=str(file),
-                         state={"file": str(file.resolve()), "name": rel, "content": content})
-
-
-def _folder_files(path: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            file = Path(root, name)
-            if not name.startswith(".") and file.is_file():
-                yield file
+        # Newlines as a text read gives them (the file's own are \r\n on Windows).
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
+        yield BatchInput(id=entry.rel, source=source,
+                         state={"file": str(base / entry.rel), "name": entry.rel,
+                                "content": content})
 
 
 def _id_of(value: Any, *, default: str) -> str | None:

@@ -132,6 +132,22 @@ def test_usage_errors_say_what_was_meant(args: list[str], expected: str) -> None
     assert expected in out.stderr
 
 
+@pytest.mark.parametrize("special", ["fifo", "/dev/null"])
+def test_a_workflow_path_that_is_no_regular_file_is_named_so(tmp_path: Path,
+                                                               special: str) -> None:
+    path = special
+    if special == "fifo":
+        path = str(tmp_path / "flow.yaml")
+        os.mkfifo(path)  # no writer: opening it to read would block for ever
+    for command in ("run", "validate"):
+        out = agentloom(command, path, cwd=tmp_path)
+        assert out.returncode == 2
+        assert out.stderr.strip() == (
+            f"agentloom: error: {path} is not a regular file; give a workflow file")
+    assert agentloom("run", str(tmp_path / "gone.yaml")).stderr.strip().endswith(
+        "workflow file not found: " + str(tmp_path / "gone.yaml"))
+
+
 def test_runs_and_resume_create_no_store_where_you_stand(tmp_path: Path) -> None:
     assert agentloom("runs", cwd=tmp_path).stdout == \
         "no runs (no run store at .agentloom/runs.db)\n"

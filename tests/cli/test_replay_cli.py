@@ -4,6 +4,7 @@ prompt fails strict replay with a diff; secrets never reach any artefact of a ru
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,9 @@ def test_corrupt_or_missing_recording_is_one_clear_error(server: Any, tmp_path: 
     assert "cut.json: not valid JSON, the file may be corrupt or truncated" in err
     assert main(["replay", "missing.json", "flow.yaml"]) == 2
     assert "recording not found: missing.json" in capsys.readouterr().err
+    os.mkfifo(tmp_path / "pipe.json")  # no writer: reading it would block for ever
+    assert main(["run", "flow.yaml", "--replay", "pipe.json"]) == 2
+    assert "pipe.json is not a regular file; give a recording" in capsys.readouterr().err
     assert main(["run", "flow.yaml", "--record", "r.json", "--replay", "cut.json"]) == 2
     assert len(server.requests) == 0
 

@@ -56,6 +56,9 @@ def test_missing_inputs_bad_kind_and_existing_output(
     txt.write_text("x", encoding="utf-8")
     assert cli_main.main(["batch", str(flow), str(txt)]) == 2
     assert "expected a .jsonl or .csv file or a folder" in capsys.readouterr().err
+    os.mkfifo(tmp_path / "pipe.jsonl")  # no writer: reading it would block for ever
+    assert cli_main.main(["batch", str(flow), str(tmp_path / "pipe.jsonl")]) == 2
+    assert "pipe.jsonl: not a regular file or a folder" in capsys.readouterr().err
     inputs = write_jsonl(tmp_path / "in.jsonl", 1)
     out = tmp_path / "out.jsonl"
     out.write_text("", encoding="utf-8")

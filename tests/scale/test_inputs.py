@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from agentloom.errors import ConfigError
-from agentloom.scale import BatchInput, InputProblem, read_inputs
+from agentloom.scale import BatchInput, InputProblem, input_kind, read_inputs
+from agentloom.scale._input_files import MAX_RECORD_BYTES, bounded_lines
 from agentloom.scale._inputs import count_inputs
 
 
@@ -93,3 +96,109 @@ def test_importing_the_package_loads_neither_ray_nor_aiohttp() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- hostile inputs: every size bounded, nothing followed or waited on ------------------
+
+BIG = MAX_RECORD_BYTES + 1
+
+
+def test_a_fifo_named_as_the_inputs_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "inputs.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it to read would block for ever
+    for reader in (read_inputs, count_inputs, input_kind):
+        with pytest.raises(ConfigError, match="not a regular file or a folder"):
+            list(reader(fifo)) if reader is read_inputs else reader(fifo)
+
+
+def test_an_endless_jsonl_line_is_one_problem_read_past_in_bounded_memory(
+        tmp_path: Path) -> None:
+    path = tmp_path / "inputs.jsonl"
+    with path.open("wb") as f:
+        f.write(b'{"id": "a"}\n{"id": "b", "text": "')
+        f.write(b"x" * (5 * MAX_RECORD_BYTES))  # 40 MiB on one line
+        f.write(b'"}\n{"id": "c"}\n')
+    tracemalloc.start()
+    try:
+        records = list(read_inputs(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [r.id for r in records if isinstance(r, BatchInput)] == ["a", "c"]
+    assert [str(r) for r in records if isinstance(r, InputProblem)] == [
+        f"{path}:2: a line longer than 8 MiB"]
+    # Bounded by the limit (a read of up to 8 MiB and its copy), not by the 40 MiB line.
+    assert peak < 3 * MAX_RECORD_BYTES
+    assert count_inputs(path) == 3
+
+
+def test_csv_rows_too_large_are_problems_and_the_rest_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.csv"
+    with path.open("wb") as f:
+        f.write(b"id,text\nr1,ok\n")
+        f.write(b"r2," + b"y" * 200_000 + b"\n")  # over csv's own field limit (128 KiB)
+        f.write(b'r3,"a quoted field\nover lines ' + b"z" * BIG + b'"\n')  # a line over 8 MiB
+        f.write(b"r4,after\n")
+    records = list(read_inputs(path))
+    assert [(r.id, r.state) for r in records if isinstance(r, BatchInput)] == [
+        ("r1", {"id": "r1", "text": "ok"}), ("r4", {"id": "r4", "text": "after"})]
+    assert [str(r) for r in records if isinstance(r, InputProblem)] == [
+        f"{path}:3: unreadable row: field larger than field limit (131072)",
+        f"{path}:5: a line longer than 8 MiB",
+    ]
+    assert count_inputs(path) == 4
+
+
+def test_a_csv_header_that_cannot_be_read_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "inputs.csv"
+    path.write_bytes(b"id," + b"h" * BIG + b"\nr1,x\n")
+    with pytest.raises(ConfigError, match=r"inputs\.csv:1: the header row can't be read: "
+                                          r"a line longer than 8 MiB"):
+        list(read_inputs(path))
+
+
+def test_a_folder_reports_links_and_oversized_files_and_passes_over_fifos(
+        tmp_path: Path) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY", encoding="utf-8")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "more.txt").write_text("PRIVATE TOO", encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_bytes(b"line one\r\nline two\r\n")
+    (docs / "key.txt").symlink_to(secret)
+    (docs / "linked").symlink_to(outside, target_is_directory=True)
+    (docs / "big.txt").write_bytes(b"b" * BIG)
+    os.mkfifo(docs / "pipe.txt")  # would block a plain read
+    records = list(read_inputs(docs))
+    good = [r for r in records if isinstance(r, BatchInput)]
+    assert [(r.id, r.state["content"]) for r in good] == [("a.txt", "line one\nline two\n")]
+    assert [str(r) for r in records if isinstance(r, InputProblem)] == [
+        f"{docs / 'big.txt'}: larger than 8 MiB",
+        f"{docs / 'key.txt'}: a symbolic link, not followed",
+        f"{docs / 'linked'}: a symbolic link, not followed",
+    ]
+    assert not any("PRIVATE" in str(r.state) for r in good)
+    assert count_inputs(docs) == 4
+
+
+def test_a_folder_named_through_a_link_is_read(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("hello", encoding="utf-8")
+    alias = tmp_path / "alias"
+    alias.symlink_to(docs, target_is_directory=True)
+    [record] = list(read_inputs(alias))
+    assert isinstance(record, BatchInput)
+    assert record.state == {"file": str(docs.resolve() / "a.txt"), "name": "a.txt",
+                            "content": "hello"}
+    assert count_inputs(alias) == 1
+
+
+def test_bounded_lines_counts_lines_and_skips_a_long_one_whole(tmp_path: Path) -> None:
+    path = tmp_path / "lines"
+    path.write_bytes(b"one\n" + b"x" * 25 + b"\nthree")
+    with path.open("rb") as handle:
+        assert list(bounded_lines(handle, limit=10)) == [
+            (1, b"one\n"), (2, None), (3, b"three")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -170,6 +171,22 @@ steps:
     text = str(info.value)
     assert "p.yaml:5" in text and "not found" in text
     assert str(tmp_path / "nowhere" / "child.yaml") in text
+
+
+def test_a_child_path_that_is_a_fifo_is_refused_without_opening_it(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "child.yaml")  # no writer: opening it to read would block for ever
+    parent = _write(tmp_path, "p.yaml", """\
+name: parent
+steps:
+  - id: sub
+    type: subworkflow
+    workflow_path: child.yaml
+""")
+    with pytest.raises(WorkflowProblems) as info:
+        load_workflow(parent)
+    text = str(info.value)
+    assert "p.yaml:5" in text
+    assert f"subworkflow file is not a regular file: {tmp_path / 'child.yaml'}" in text
 
 
 def test_a_cycle_of_files_is_refused_at_load(tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ def prepare(step: SubworkflowStep, pc: PrepareContext) -> Prepared:
                 path = pc.base_dir / path
             source = str(path)
             if not path.is_file():
-                pc.report(f"subworkflow file not found: {path}", "workflow_path")
+                pc.report(f"subworkflow file is not a regular file: {path}" if path.exists()
+                          else f"subworkflow file not found: {path}", "workflow_path")
             else:
                 child = load_child_file(path, parent=pc.filename, library=pc.library)
         elif step.workflow_inline is not None:
