@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloom._files import read_regular
 from agentloom.cli._common import existing_file
 from agentloom.cli._exit import UsageError
 
@@ -184,9 +185,12 @@ def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
 
 
 def workflow_hash_of(path: str | Path) -> str:
+    """The hash of the workflow file's bytes; an OSError if it is no regular file or is
+    over the loader's bound (it could not be loaded either)."""
     from agentloom.workflow.durable.run import workflow_hash
+    from agentloom.workflow.load.yaml_source import MAX_FILE_BYTES
 
-    return workflow_hash(Path(path).read_bytes())
+    return workflow_hash(read_regular(path, MAX_FILE_BYTES))
 
 
 async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, Any],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloom import _jsontext
+from agentloom._files import read_regular
 from agentloom.cli import EXIT_OK, UsageError
 
 _STATUS = {"succeeded": "success"}
@@ -85,12 +86,16 @@ async def _store_records(store_url: str | None, limit: int) -> list[dict[str, An
     return out
 
 
+_MAX_RECORD_BYTES = 16 * 1024 * 1024
+"""A public-AgentLoom run file past this is passed over."""
+
+
 def _their_records(directory: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in sorted(Path(directory).glob("*.json")):
         try:
-            record = _jsontext.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = _jsontext.loads(read_regular(path, _MAX_RECORD_BYTES).decode("utf-8"))
+        except (OSError, ValueError):  # a FIFO planted here is passed over, not waited on
             continue
         if isinstance(record, dict) and record.get("run_id"):
             out.append(record)

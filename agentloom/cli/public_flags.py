@@ -22,6 +22,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentloom._files import read_regular
+
 _STORE_COMMANDS = frozenset({"run", "resume", "runs", "history", "callback-server"})
 
 
@@ -68,9 +70,10 @@ def _drop(argv: list[str], *flags: str) -> None:
 def is_mock_responses_file(path: str) -> bool:
     """Whether `path` holds a public-AgentLoom mock-responses file rather than one of our
     recordings (ours say `"format": "agentloom-recording"`)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+    from agentloom.recording import MAX_RECORDING_BYTES
+
+    try:  # a FIFO is passed over, not waited on; the loader words what is wrong
+        data = json.loads(read_regular(path, MAX_RECORDING_BYTES))
     except (OSError, ValueError):
         return False
     return (isinstance(data, dict) and data.get("format") != "agentloom-recording"

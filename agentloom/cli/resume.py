@@ -100,7 +100,11 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         path = Path(str(meta.get("workflow_path", "")))
         if not path.is_file():
             raise _Refused(f"the workflow file of run {args.run_id} is gone: {path}")
-        now_hash = workflow_hash_of(path)
+        try:
+            now_hash = workflow_hash_of(path)
+        except OSError as exc:
+            raise _Refused(f"cannot read the workflow file of run {args.run_id}: {path}: "
+                           f"{exc.strerror or exc}") from None
         if now_hash != record.workflow_hash and not args.force:
             raise _Refused(
                 f"{path} changed since run {args.run_id} started (hash "

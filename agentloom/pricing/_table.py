@@ -15,8 +15,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from agentloom._files import read_regular
 from agentloom._record import FrozenRecord, frozen_record, set_field
 from agentloom.errors import ConfigError
+
+MAX_PRICE_FILE_BYTES = 16 * 1024 * 1024
+"""A price file past this is refused (the shipped table is under 100 kB)."""
 
 _SEPARATORS = ("-", ":", "@")
 _FIELDS = ("input", "cached_input", "cache_write", "output")
@@ -143,9 +147,10 @@ class PriceTable:
         """A JSON or YAML price file (blocking read: call it at load time, not per call)."""
         p = Path(path)
         try:
-            text = p.read_text("utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read price file {p}: {exc.strerror or exc}") from None
+            text = read_regular(p, MAX_PRICE_FILE_BYTES).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or exc
+            raise ConfigError(f"cannot read price file {p}: {why}") from None
         try:
             if p.suffix.lower() in (".yaml", ".yml"):
                 import yaml

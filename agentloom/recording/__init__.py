@@ -19,6 +19,7 @@ from agentloom.recording._context import CallContext, call_context, current_call
 if TYPE_CHECKING:
     from agentloom.recording._format import (
         FORMAT,
+        MAX_RECORDING_BYTES,
         VERSION,
         Matcher,
         Recorder,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT",
+    "MAX_RECORDING_BYTES",
     "VERSION",
     "CallContext",
     "Matcher",
@@ -58,9 +60,10 @@ __all__ = [
     "request_hash",
 ]
 
-_FORMAT_NAMES = ("FORMAT", "VERSION", "Matcher", "Recorder", "Recording", "RecordingError",
-                 "ReplayMode", "canonical_json", "canonical_request", "decode_bytes",
-                 "describe_call", "encode_bytes", "request_hash")
+_FORMAT_NAMES = ("FORMAT", "MAX_RECORDING_BYTES", "VERSION", "Matcher", "Recorder",
+                 "Recording", "RecordingError", "ReplayMode", "canonical_json",
+                 "canonical_request", "decode_bytes", "describe_call", "encode_bytes",
+                 "request_hash")
 _LAZY = {
     **dict.fromkeys(_FORMAT_NAMES, "agentloom.recording._format"),
     "model_request_hash": "agentloom.recording._model_hash",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from agentloom import _jsontext
+from agentloom._files import read_regular
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.recording._context import CallContext
 from agentloom.recording._reasoning import strip_reasoning
@@ -73,6 +74,10 @@ def canonical_request(request: HttpRequest, *, reasoning: bool = False) -> dict[
     return {"method": request.method.upper(), "path": urlsplit(request.url).path,
             "body": _body_value(request.body, reasoning=reasoning)}
 
+
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
+"""The largest recording (or mock-responses file) read: a file past it is refused, not
+loaded into memory whole. Each reply in one is at most 32 MB already."""
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -193,11 +198,12 @@ class Recording:
     def load(cls, path: str | Path) -> Recording:
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_regular(p, MAX_RECORDING_BYTES).decode("utf-8")
         except FileNotFoundError as exc:
             raise RecordingError(f"{p}: recording file not found") from exc
         except (OSError, UnicodeDecodeError) as exc:
-            raise RecordingError(f"{p}: cannot read the recording: {exc}") from exc
+            why = getattr(exc, "strerror", None) or exc
+            raise RecordingError(f"{p}: cannot read the recording: {why}") from exc
         return cls.parse(text, path=p)
 
     @classmethod

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentloom import _jsontext
 from agentloom._clock import SYSTEM_CLOCK
+from agentloom._files import read_regular
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.messages import (
     FinishEvent,
@@ -33,6 +34,7 @@ from agentloom.providers import AttemptRecord
 from agentloom.recording._context import CallContext, current_call_context
 from agentloom.recording._format import (
     FORMAT,
+    MAX_RECORDING_BYTES,
     RecordingError,
     canonical_json,
     describe_call,
@@ -102,11 +104,12 @@ def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
     """
     p = Path(path)
     try:
-        data = _jsontext.loads(p.read_text(encoding="utf-8"))
+        data = _jsontext.loads(read_regular(p, MAX_RECORDING_BYTES).decode("utf-8"))
     except FileNotFoundError as exc:
         raise RecordingError(f"{p}: mock responses file not found") from exc
     except (OSError, ValueError) as exc:
-        raise RecordingError(f"{p}: not a readable JSON mock responses file ({exc})") from exc
+        why = getattr(exc, "strerror", None) or exc
+        raise RecordingError(f"{p}: not a readable JSON mock responses file ({why})") from exc
     if not isinstance(data, dict):
         raise RecordingError(f"{p}: expected an object of step id -> reply(s)")
     if data.get("format") == FORMAT or isinstance(data.get("exchanges"), list):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agentloom._files import size_text
 from agentloom.errors import ConfigError
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024
@@ -42,7 +43,7 @@ def open_regular(path: Path) -> BinaryIO:
         raise ConfigError(f"inputs not found: {path}") from None
     except OSError as exc:
         raise ConfigError(f"inputs {path}: cannot read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    if not _regular(fd):
         os.close(fd)
         raise ConfigError(f"inputs {path}: not a regular file or a folder")
     return os.fdopen(fd, "rb")
@@ -66,11 +67,6 @@ def bounded_lines(handle: BinaryIO, limit: int = MAX_RECORD_BYTES
             if not rest or rest.endswith(b"\n"):
                 break
         yield lineno, None
-
-
-def size_text(n: int) -> str:
-    """`8 MiB`, or `100 bytes` for a bound that is no whole number of MiB."""
-    return f"{n // _MIB} MiB" if n >= _MIB and n % _MIB == 0 else f"{n} bytes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +103,13 @@ def folder_entries(folder: Path, limit: int = MAX_RECORD_BYTES,
                 yield _read_entry(root_fd, name, rel, limit) if read else FolderEntry(rel)
 
 
+def _regular(fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
 def _is_link(name: str, dir_fd: int) -> bool:
     try:
         return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
@@ -121,9 +124,10 @@ def _read_entry(root_fd: int, name: str, rel: str, limit: int) -> FolderEntry:
         if exc.errno == errno.ELOOP:  # swapped for a link since the listing
             return FolderEntry(rel, problem="a symbolic link, not followed")
         return FolderEntry(rel, problem=f"cannot read: {exc.strerror or exc}")
+    if not _regular(fd):  # swapped for a directory or a FIFO since the listing
+        os.close(fd)
+        return FolderEntry(rel, problem="not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return FolderEntry(rel, problem="not a regular file")
         data = handle.read(limit + 1)
     if len(data) > limit:
         return FolderEntry(rel, problem=f"larger than {size_text(limit)}")

@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agentloom import _jsontext
+from agentloom._files import size_text
 from agentloom.errors import ConfigError
 from agentloom.scale._input_files import (
     MAX_RECORD_BYTES,
     bounded_lines,
     folder_entries,
     open_regular,
-    size_text,
 )
 from agentloom.scale._types import BatchInput
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentloom._files import read_regular
 from agentloom.errors import AgentLoomError
 from agentloom.store import Checkpoint, CheckpointStore, RunQuery, RunRecord, query_matches
 from agentloom.ui._history import History, HistoryCache
@@ -25,6 +26,7 @@ from agentloom.ui._view import (
 )
 from agentloom.workflow import load_workflow
 from agentloom.workflow.durable.run import workflow_hash as hash_of
+from agentloom.workflow.load.yaml_source import MAX_FILE_BYTES
 
 MAX_PAGE = 200
 
@@ -56,7 +58,7 @@ class GraphCache:
 
 def _load_nodes(path: str, workflow_hash: str) -> Graph:
     try:
-        data = Path(path).read_bytes()
+        data = read_regular(path, MAX_FILE_BYTES)  # over it, it can't be the loaded file
     except OSError:
         return None, False
     if hash_of(data) == workflow_hash:

@@ -127,3 +127,16 @@ def test_callback_server_approves_and_resumes_a_paused_run(tmp_path: Path) -> No
 def test_callback_server_refuses_an_open_bind_without_a_token(tmp_path: Path) -> None:
     done = cli("callback-server", "--host", "0.0.0.0", cwd=tmp_path)
     assert done.returncode == 2 and "--token" in done.stderr
+
+
+def test_history_passes_over_a_fifo_among_their_run_records(tmp_path: Path) -> None:
+    runs = tmp_path / "their-runs"
+    runs.mkdir()
+    (runs / "a.json").write_text(json.dumps({
+        "run_id": "r1", "workflow_name": "theirs", "status": "success",
+        "timestamp": "2026-01-02T03:04:05+00:00"}), encoding="utf-8")
+    os.mkfifo(runs / "b.json")  # no writer: a plain read would wait for ever
+    out = cli("history", "--runs-dir", str(runs), "--json", "--store", "memory://",
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert [r["run_id"] for r in json.loads(out.stdout)] == ["r1"]

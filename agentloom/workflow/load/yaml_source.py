@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from agentloom._files import FileTooLarge, read_regular
 from agentloom.errors import WorkflowError
 from agentloom.workflow.load.problems import WorkflowProblems
 
@@ -64,11 +65,11 @@ class Marks:
 def read_source(path: Path, what: str = "workflow file") -> str:
     """A YAML file's text, refused with one line when it is too big or not UTF-8.
     OSError (missing, unreadable) is left to the caller, which knows how to word it."""
-    with path.open("rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
+    try:  # a FIFO or device is refused (an OSError) before a byte is read
+        data = read_regular(path, MAX_FILE_BYTES)
+    except FileTooLarge:
         raise WorkflowError(f"{what} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB",
-                            file=str(path))
+                            file=str(path)) from None
     return decode_source(data, str(path))
 
 

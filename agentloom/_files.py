@@ -1,0 +1,51 @@
+"""Reading a file somebody else may have put there: a regular file only, opened without
+blocking and read up to a bound.
+
+A plain `open` of a FIFO with no writer waits for ever, and a plain `read()` of a
+multi-gigabyte file (or of `/dev/zero`) takes the memory. Here the file is opened with
+`O_NONBLOCK` and checked with `fstat` before a byte is read, so a FIFO, socket or device
+is refused at once (`NotRegularFile`), and at most `limit` bytes are read: a longer file
+is refused (`FileTooLarge`). Both are OSErrors, so a caller's `except OSError` words them
+as it words a missing file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_MIB = 1024 * 1024
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket, device or directory where a file was expected."""
+
+
+class FileTooLarge(OSError):
+    """A file over the reader's bound."""
+
+
+def size_text(n: int) -> str:
+    """`8 MiB`, or `100 bytes` for a bound that is no whole number of MiB."""
+    return f"{n // _MIB} MiB" if n >= _MIB and n % _MIB == 0 else f"{n} bytes"
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them."""
+    fd = os.open(path, _FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise NotRegularFile(errno.EINVAL, what, os.fspath(path))
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(errno.EFBIG, f"larger than {size_text(limit)}", os.fspath(path))
+    return data
