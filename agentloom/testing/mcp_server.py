@@ -6,7 +6,7 @@ Written with the official SDK's `MCPServer`; run it as a process:
     python -m agentloom.testing.mcp_server --http --port 8765   # streamable HTTP on 127.0.0.1
 
 Tools: `add(a, b)`, `echo(text)`, `fail(message)` (always fails, so the client sees an
-error result), `slow(seconds)` (sleeps, for timeout tests).
+error result), `slow(seconds)` (sleeps, for timeout tests); `--extra-tools N` lists N more.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 
-def build_server() -> MCPServer:
+def build_server(extra_tools: int = 0) -> MCPServer:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -47,6 +47,9 @@ def build_server() -> MCPServer:
         await asyncio.sleep(seconds)
         return "done"
 
+    for i in range(extra_tools):  # a server with more tools than a client should take
+        server.add_tool(lambda: "ok", name=f"extra_{i}", description="An extra tool.")
+
     return server
 
 
@@ -59,11 +62,13 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="write to stderr and exit 3 at once (start-failure tests)",
     )
+    parser.add_argument("--extra-tools", type=int, default=0, metavar="N",
+                        help="also list N tools that answer 'ok' (tool-count bound tests)")
     args = parser.parse_args(argv)
     if args.fail_start:
         print("test server refusing to start: --fail-start given", file=sys.stderr)
         raise SystemExit(3)
-    server = build_server()
+    server = build_server(args.extra_tools)
     if args.http:
         server.run("streamable-http", host="127.0.0.1", port=args.port)
     else:

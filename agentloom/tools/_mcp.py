@@ -26,6 +26,10 @@ from agentloom.tools.contracts import ToolContext
 
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 INSTALL_HINT = "pip install 'agentloom-engine[mcp]'"
+MAX_TOOLS_PER_SERVER = 1000
+"""A server listing more is refused at start: each tool's schema goes out with every call."""
+MAX_TOOL_PAGES = 100
+"""Pages of `tools/list` read at most (a cursor that never ends is refused, not followed)."""
 
 
 def require_mcp() -> None:
@@ -59,6 +63,9 @@ class MCPServerConfig:
     headers: Mapping[str, str] | None = None
     timeout: float = 30.0
     """Seconds to start and list tools, and the limit for each call."""
+    max_output_bytes: int = 1_000_000
+    """A call's text result is cut here (UTF-8 bytes), the cut said at its end: a server
+    that answers with megabytes would otherwise fill every later model call."""
 
     def __post_init__(self) -> None:
         if not _SERVER_NAME.match(self.name or ""):
@@ -73,13 +80,16 @@ class MCPServerConfig:
             )
         if self.timeout <= 0:
             raise ConfigError(f"MCP server {self.name!r}: timeout must be positive")
+        if self.max_output_bytes <= 0:
+            raise ConfigError(f"MCP server {self.name!r}: max_output_bytes must be positive")
 
     @classmethod
     def from_config(cls, name: str, config: Mapping[str, Any]) -> MCPServerConfig:
         """The workflow's `mcp:` entry. `command` may be a list (program and args)."""
         if not isinstance(config, Mapping):
             raise ConfigError(f"MCP server {name!r}: expected a mapping")
-        allowed = {"command", "args", "env", "cwd", "url", "headers", "timeout"}
+        allowed = {"command", "args", "env", "cwd", "url", "headers", "timeout",
+                   "max_output_bytes"}
         unknown = sorted(set(config) - allowed)
         if unknown:
             raise ConfigError(
@@ -101,6 +111,7 @@ class MCPServerConfig:
             url=config.get("url"),
             headers={str(k): str(v) for k, v in (config.get("headers") or {}).items()} or None,
             timeout=float(config.get("timeout", 30.0)),
+            max_output_bytes=int(config.get("max_output_bytes", 1_000_000)),
         )
 
     def describe(self) -> str:
@@ -250,9 +261,12 @@ class _Connection:
 
         tools: list[MCPTool] = []
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_TOOL_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.list_tools(params=params)
+            if len(tools) + len(result.tools) > MAX_TOOLS_PER_SERVER:
+                raise ConfigError(f"MCP server {self.config.name!r} lists more than "
+                                  f"{MAX_TOOLS_PER_SERVER} tools")
             for t in result.tools:
                 schema = dict(t.input_schema or {})
                 schema.setdefault("type", "object")
@@ -268,6 +282,8 @@ class _Connection:
             cursor = result.next_cursor
             if not cursor:
                 return tools
+        raise ConfigError(f"MCP server {self.config.name!r} lists its tools over more than "
+                          f"{MAX_TOOL_PAGES} pages")
 
     async def call(self, name: str, arguments: dict[str, Any]) -> str:
         if self.session is None:
@@ -278,7 +294,7 @@ class _Connection:
             )
         except Exception as exc:
             raise ToolError(f"MCP {self.config.name}.{name} failed: {_flatten(exc)}") from None
-        text = _content_text(result)
+        text = _bounded(_content_text(result), self.config.max_output_bytes)
         if result.is_error:
             raise ToolError(text or f"MCP {self.config.name}.{name} reported an error")
         return text
@@ -316,6 +332,16 @@ def _flatten(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_flatten(e) for e in exc.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _bounded(text: str, limit: int) -> str:
+    if 4 * len(text) <= limit:  # no character takes more than 4 bytes
+        return text
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return text
+    kept = data[:limit].decode("utf-8", errors="ignore")  # a split character is dropped
+    return f"{kept}\n[output truncated at {limit} bytes]"
 
 
 def _content_text(result: Any) -> str:

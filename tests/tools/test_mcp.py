@@ -113,6 +113,10 @@ async def test_config_from_yaml_and_its_errors() -> None:
         "files", {"command": ["python", "-m", "srv"], "args": ["--x"], "timeout": 5}
     )
     assert (c.command, c.args, c.timeout) == ("python", ("-m", "srv", "--x"), 5.0)
+    assert c.max_output_bytes == 1_000_000
+    assert MCPServerConfig.from_config(
+        "files", {"url": "http://127.0.0.1:1/mcp", "max_output_bytes": 512}
+    ).max_output_bytes == 512
     with pytest.raises(ConfigError, match=r"either command .* or url"):
         MCPServerConfig.from_config("x", {})
     with pytest.raises(ConfigError, match="unknown field"):
@@ -179,3 +183,25 @@ async def test_a_server_that_never_answers_times_out_naming_the_command(tmp_path
     ):
         await MCPToolSource([silent]).start()
     assert time.monotonic() - start < 8
+
+
+async def test_a_long_result_is_cut_at_max_output_bytes_and_says_so() -> None:
+    small = MCPServerConfig(name="tight", command=sys.executable,
+                            args=("-m", "agentloom.testing.mcp_server"), timeout=20,
+                            max_output_bytes=100)
+    async with MCPToolSource([small]) as src:
+        echo = next(t for t in src.tools if t.name == "tight.echo")
+        out = await echo({"text": "é" * 80}, CTX)  # 160 bytes of UTF-8
+        assert out == "é" * 50 + "\n[output truncated at 100 bytes]"
+        assert await echo({"text": "short"}, CTX) == "short"
+    with pytest.raises(ConfigError, match="max_output_bytes must be positive"):
+        MCPServerConfig.from_config("x", {"command": "x", "max_output_bytes": 0})
+
+
+async def test_a_server_listing_too_many_tools_is_refused_at_start() -> None:
+    crowded = MCPServerConfig(
+        name="crowd", command=sys.executable, timeout=20,
+        args=("-m", "agentloom.testing.mcp_server", "--extra-tools", "1000"))
+    with pytest.raises(ConfigError, match=r"MCP server 'crowd' did not start .*lists more "
+                                          r"than 1000 tools"):
+        await MCPToolSource([crowded]).start()

@@ -57,6 +57,8 @@ class MCPServerDecl(Strict):
     headers: dict[str, str] | None = None
     timeout: float = Field(default=30.0, gt=0)
     """Seconds to start and list tools, and the limit of each call."""
+    max_output_bytes: int = Field(default=1_000_000, gt=0)
+    """A call's text result is cut here (UTF-8 bytes), the cut said at its end."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> "MCPServerDecl":
