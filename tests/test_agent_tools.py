@@ -14,6 +14,7 @@ from openai_thread import agent_env
 
 from agentloom import Agent
 from agentloom.errors import ConfigError
+from agentloom.loop._tool_turn import MAX_TOOL_CALLS_PER_TURN
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 from agentloom.tools import MCPServerConfig, MCPToolSource, SandboxPolicy, builtin_tools, tool
@@ -159,3 +160,24 @@ def test_tool_results_json_encoded(openai_server: FakeOpenAIServer) -> None:
         agent.run("facts")
     (content,) = tool_results(openai_server.requests[1].json).values()
     assert json.loads(content) == {"city": "Oslo", "population": 700000}
+
+
+def test_a_reply_asking_for_too_many_calls_runs_the_first_128_and_refuses_the_rest(
+        openai_server: FakeOpenAIServer) -> None:
+    ran: list[int] = []
+
+    def note(n: int) -> str:
+        """Note a number."""
+        ran.append(n)
+        return "ok"
+
+    openai_server.script(calls(*[("note", {"n": i}) for i in range(130)]), "done")
+    with Agent.from_env(agent_env(openai_server), tools=[note]) as agent:
+        result = agent.run_result("go")
+    assert sorted(ran) == list(range(MAX_TOOL_CALLS_PER_TURN))  # 128 ran, 2 never did
+    answers = list(tool_results(openai_server.requests[1].json).values())
+    assert len(answers) == 130  # every call has its result, as the provider requires
+    assert answers[:128] == ["ok"] * 128
+    assert answers[128:] == ["not run: the reply asked for 130 tool calls, and at most 128 "
+                             "run per turn; ask for this one again"] * 2
+    assert result.text == "done" and result.summary.tool_calls == {"note": 128}

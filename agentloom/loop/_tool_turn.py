@@ -22,6 +22,11 @@ from agentloom.loop.observer import Dispatch
 from agentloom.messages import ToolCallPart, ToolResultPart
 from agentloom.tools.contracts import ToolBox, ToolContext
 
+MAX_TOOL_CALLS_PER_TURN = 128
+"""Calls of one reply that run, at most; each one past them is answered with an error
+result, unrun. A reply may hold hundreds of thousands of calls (32 MB of them), and
+running them, even a few at a time, would be the reply's to command."""
+
 
 class ToolRun(Protocol):
     """What a turn's tools need of the run they belong to (`_run._Run`)."""
@@ -43,6 +48,9 @@ class ToolRun(Protocol):
 async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolResultPart]:
     """Run `calls` (one reply's) for `run`; their results, in the order of the calls."""
     run.checkpoint()
+    unrun: tuple[ToolCallPart, ...] = ()
+    if len(calls) > MAX_TOOL_CALLS_PER_TURN:
+        unrun, calls = calls[MAX_TOOL_CALLS_PER_TURN:], calls[:MAX_TOOL_CALLS_PER_TURN]
     run.record_calls(calls)
     ctx = ToolContext(run_id=run.opts.run_id, step_id=run.opts.step_id,
                       turn=run.iterations)
@@ -110,6 +118,12 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
         run.tool_seconds += run.now() - t0
     if pauses:
         raise pauses[0]
+    if unrun:
+        total = len(calls) + len(unrun)
+        refusal = (f"not run: the reply asked for {total} tool calls, and at most "
+                   f"{MAX_TOOL_CALLS_PER_TURN} run per turn; ask for this one again")
+        results.extend(ToolResultPart(call_id=c.id, name=c.name, content=refusal,
+                                      is_error=True) for c in unrun)
     return results
 
 
