@@ -118,7 +118,7 @@ def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--state {pair!r}: expected KEY=VALUE")
+            raise UsageError(f"--state {_shown(pair)}: expected KEY=VALUE")
         try:
             value = load_yaml(raw, "--state")[0] if raw.strip() else ""
         except WorkflowError as exc:
@@ -130,8 +130,13 @@ def parse_state(pairs: list[str], state_file: str | None) -> dict[str, Any]:
         try:
             assign(state, parse_path(key.strip().removeprefix("state.")), value)
         except PathError as exc:
-            raise UsageError(f"--state {pair!r}: {exc}") from None
+            raise UsageError(f"--state {_shown(pair)}: {exc}") from None
     return state
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """`text` quoted for a one-line error, cut short if long (a usage error is one line)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."
 
 
 def add_limit_flags(parser: Any) -> None:

@@ -69,6 +69,10 @@ def test_usage_errors_are_one_line_exit_2(args: list[str]) -> None:
 def test_bad_state_message() -> None:
     out = agentloom("run", "examples/hello.yaml", "--state", "k")
     assert out.stderr.strip() == "agentloom: error: --state 'k': expected KEY=VALUE"
+    deep = agentloom("run", "examples/hello.yaml", "--state", ".".join(["a"] * 5000) + "=1")
+    assert deep.returncode == 2  # the state every walk overflowed the stack on is refused
+    assert len(deep.stderr.strip().splitlines()) == 1 and len(deep.stderr) < 300
+    assert deep.stderr.strip().endswith("...: more than 64 parts")
 
 
 def test_validate_ok_prints_plan() -> None:

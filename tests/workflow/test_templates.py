@@ -67,3 +67,19 @@ def test_compiled_once_literal_fast_path() -> None:
 def test_single_reference_value_keeps_type() -> None:
     t = compile_template("{state.items}")
     assert t.value(Scope({"items": [1, 2]}, {})) == [1, 2]
+
+
+def test_state_paths_are_bounded_in_depth_and_index_size() -> None:
+    from agentloom.workflow.lang.paths import MAX_PATH_PARTS, PathError, parse_path
+
+    deepest = ".".join(["a"] * MAX_PATH_PARTS)
+    assert len(parse_path(deepest)) == MAX_PATH_PARTS
+    with pytest.raises(PathError, match=rf"path 'a\.a\.a.*'\.\.\.: more than {MAX_PATH_PARTS} "
+                                        r"parts$"):
+        parse_path(deepest + ".a")
+    assert parse_path("items[" + "9" * 18 + "]") == ("items", 10**18 - 1)
+    # Past 18 digits an index is no index (int() of 5,000 digits raised a ValueError).
+    with pytest.raises(PathError, match=r"^bad path 'items\[9+'\.\.\. at column 6$"):
+        parse_path("items[" + "9" * 5000 + "]")
+    with pytest.raises(TemplateError):
+        compile_template("{state." + ".".join(["a"] * 100) + "}")

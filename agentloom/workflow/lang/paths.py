@@ -16,7 +16,10 @@ from agentloom import structured
 
 Path = tuple[str | int, ...]
 
-_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*)|\[(-?\d+)\]|\[['\"]([^'\"\]]+)['\"]\]")
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*)|\[(-?\d{1,18})\]|\[['\"]([^'\"\]]+)['\"]\]")
+MAX_PATH_PARTS = 64
+"""A path deeper than this is refused: a `--state` key of 5,000 parts built a state that
+every walk over it (redaction, checkpoints) overflowed Python's stack on."""
 
 
 class PathError(ValueError):
@@ -46,20 +49,26 @@ def parse_path(text: str) -> Path:
             continue
         m = _SEGMENT.match(text, pos)
         if m is None or (expect_name and m.group(1) is None):
-            raise PathError(f"bad path {text!r} at column {pos + 1}")
+            raise PathError(f"bad path {_quoted(text)} at column {pos + 1}")
         if m.group(1) is not None:
             if not expect_name:
-                raise PathError(f"bad path {text!r} at column {pos + 1}: missing '.'")
+                raise PathError(f"bad path {_quoted(text)} at column {pos + 1}: missing '.'")
             out.append(m.group(1))
         elif m.group(2) is not None:
             out.append(int(m.group(2)))
         else:
             out.append(m.group(3))
+        if len(out) > MAX_PATH_PARTS:
+            raise PathError(f"path {_quoted(text)}: more than {MAX_PATH_PARTS} parts")
         expect_name = False
         pos = m.end()
     if expect_name:
-        raise PathError(f"bad path {text!r}: it ends with '.' or is empty")
+        raise PathError(f"bad path {_quoted(text)}: it ends with '.' or is empty")
     return tuple(out)
+
+
+def _quoted(text: str, limit: int = 40) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."
 
 
 def format_path(path: Path) -> str:
