@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import BinaryIO
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _MIB = 1024 * 1024
@@ -32,8 +33,8 @@ def size_text(n: int) -> str:
     return f"{n // _MIB} MiB" if n >= _MIB and n % _MIB == 0 else f"{n} bytes"
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file `path`, at most `limit` of them."""
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """The regular file `path` open for reading, checked before a byte is read."""
     fd = os.open(path, _FLAGS)
     try:
         mode = os.fstat(fd).st_mode
@@ -44,7 +45,12 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
         what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise NotRegularFile(errno.EINVAL, what, os.fspath(path))
-    with os.fdopen(fd, "rb") as handle:
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them."""
+    with open_regular(path) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise FileTooLarge(errno.EFBIG, f"larger than {size_text(limit)}", os.fspath(path))

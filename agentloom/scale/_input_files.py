@@ -1,8 +1,9 @@
 """The bytes of a batch's inputs, read with every size bounded and no path followed where
 it shouldn't be: what `_inputs` parses records from.
 
-- The inputs file is opened without blocking and checked with `fstat` before a byte is
-  read: a FIFO, socket or device named as the inputs is refused rather than waited on.
+- The inputs file is opened as `agentloom._files` opens one, without blocking and checked
+  before a byte is read: a FIFO, socket or device named as the inputs is refused rather
+  than waited on.
 - A line is read at most `MAX_RECORD_BYTES` at a time: a longer one is reported by its
   line number and skipped, so one endless line can't take the memory.
 - A folder is walked by descriptor (`os.fwalk`, links not followed) and each file opened
@@ -22,31 +23,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from agentloom._files import size_text
+from agentloom._files import NotRegularFile, open_regular, size_text
 from agentloom.errors import ConfigError
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024
 """The most one input may hold, in bytes: a JSONL line, a CSV line, a folder's file."""
 
-_MIB = 1024 * 1024
-_SKIP_CHUNK = _MIB
+_SKIP_CHUNK = 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """The regular file `path` opened for reading; a ConfigError for anything else. The
-    path itself may be a link: the user named it on the command line."""
+def open_inputs(path: Path) -> BinaryIO:
+    """The inputs file opened for reading; a ConfigError for anything but a regular file.
+    The path itself may be a link: the user named it on the command line."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        return open_regular(path)
     except FileNotFoundError:
         raise ConfigError(f"inputs not found: {path}") from None
+    except NotRegularFile:
+        raise ConfigError(f"inputs {path}: not a regular file or a folder") from None
     except OSError as exc:
         raise ConfigError(f"inputs {path}: cannot read: {exc.strerror or exc}") from None
-    if not _regular(fd):
-        os.close(fd)
-        raise ConfigError(f"inputs {path}: not a regular file or a folder")
-    return os.fdopen(fd, "rb")
 
 
 def bounded_lines(handle: BinaryIO, limit: int = MAX_RECORD_BYTES

@@ -37,7 +37,7 @@ from agentloom.scale._input_files import (
     MAX_RECORD_BYTES,
     bounded_lines,
     folder_entries,
-    open_regular,
+    open_inputs,
 )
 from agentloom.scale._types import BatchInput
 
@@ -104,7 +104,7 @@ def count_inputs(source: str | os.PathLike[str]) -> int:
     path = Path(source)
     if kind == "folder":
         return sum(1 for _ in folder_entries(path.resolve(), read=False))
-    with open_regular(path) as handle:
+    with open_inputs(path) as handle:
         if kind == "csv":
             return max(0, sum(1 for _, row in _csv_rows(handle) if row) - 1)
         return sum(1 for _, line in bounded_lines(handle) if line is None or line.strip())
@@ -112,7 +112,7 @@ def count_inputs(source: str | os.PathLike[str]) -> int:
 
 def _read_jsonl(path: Path) -> Iterator[InputRecord]:
     name = str(path)
-    with open_regular(path) as handle:
+    with open_inputs(path) as handle:
         for lineno, raw in bounded_lines(handle):
             where = f"{name}:{lineno}"
             if raw is None:
@@ -144,7 +144,7 @@ def _read_jsonl(path: Path) -> Iterator[InputRecord]:
 
 def _read_csv(path: Path) -> Iterator[InputRecord]:
     name = str(path)
-    with open_regular(path) as handle:
+    with open_inputs(path) as handle:
         header: list[str] | None = None
         row_number = 0
         for line, row in _csv_rows(handle):
