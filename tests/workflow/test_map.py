@@ -218,3 +218,45 @@ async def test_over_accepts_a_template_reference_too() -> None:
     result = await arun_workflow(wf, clients=Factory(echo_model()))
     assert [e["output"] for e in result.state["results"]] == ["echo: 0:a", "echo: 1:b",
                                                               "echo: 2:c"]
+
+
+async def test_a_list_over_max_items_fails_the_step_before_any_item_runs() -> None:
+    text = ONE_STEP.replace("state: {items: [a, b, c]}", "state: {items: [a, b, c, d]}"
+                            ).replace("concurrency: 2", "concurrency: 2\n    max_items: 3")
+    model = echo_model()
+    result = await arun_workflow(load_workflow_text(text), clients=Factory(model))
+    assert result.steps["each"].status is StepStatus.FAILED
+    assert result.steps["each"].error == (
+        "map step 'each': state.items has 4 items, more than max_items (3); raise "
+        "max_items or split the list")
+    assert result.steps["each"].usage is None  # no item ran, nothing was spent
+
+
+async def test_a_long_list_runs_on_as_many_tasks_as_its_concurrency() -> None:
+    from agentloom.tools import ToolRegistry, tool
+
+    alive: list[int] = []
+
+    @tool
+    async def probe(n: int) -> int:
+        """Count the tasks alive."""
+        alive.append(len(asyncio.all_tasks()))
+        return n
+
+    text = """\
+name: m
+state: {items: [%s]}
+steps:
+  - id: each
+    type: map
+    over: state.items
+    concurrency: 3
+    step: {id: p, type: tool, tool_name: probe, tool_args: {n: state.item}, output: n}
+    output: results
+""" % ", ".join(map(str, range(500)))
+    result = await arun_workflow(load_workflow_text(text), clients=Factory(echo_model()),
+                                 tools=ToolRegistry([probe]))
+    assert result.status is RunStatus.SUCCESS, result.error
+    assert [e["output"] for e in result.state["results"]] == [str(i) for i in range(500)]
+    # The run's own tasks and three workers, never a task per item (500 before).
+    assert len(alive) == 500 and max(alive) - min(alive) <= 3 and max(alive) < 20

@@ -62,6 +62,9 @@ class MapStep(StepBase):
     """A state path such as `state.items`: a list at run time."""
     as_: str = Field(default="item", alias="as", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     concurrency: int = Field(default=4, ge=1, le=256)
+    max_items: int = Field(default=10_000, ge=1, le=1_000_000)
+    """A list longer than this fails the step before any item runs (the list may be a
+    model's answer: a million items would be a million runs)."""
     step: dict[str, Any] | None = None
     steps: list[dict[str, Any]] | None = None
     on_item_error: Literal["fail", "continue"] = "fail"

@@ -2,7 +2,8 @@
 
 The body is loaded once, at load, as a small workflow of its own; at run time each item
 gets a child run on a copy of the state with the item at `{state.<as>}` (default
-`item`) and its position at `{state.index}`. At most `concurrency` items run at once.
+`item`) and its position at `{state.index}`. At most `concurrency` items run at once,
+and a list of more than `max_items` (10,000 unless the step says) is refused.
 
 The output is one entry per item, in the list's order, whatever order they finish in:
 `{"status": "success" | "failed", "output": ..., "error": ...}`, where `output` is the
@@ -96,21 +97,28 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     if not isinstance(items, list | tuple):
         raise MapError(f"map step {node.id!r}: {where} is a {type(items).__name__}, "
                        "not a list")
-    gate = asyncio.Semaphore(step.concurrency)
+    if len(items) > step.max_items:
+        raise MapError(f"map step {node.id!r}: {where} has {len(items)} items, more than "
+                       f"max_items ({step.max_items}); raise max_items or split the list")
     body = prep.body
+    done: list[RunResult | None] = [None] * len(items)
+    pending = iter(enumerate(items))
 
-    async def one(index: int, item: Any) -> RunResult:
-        async with gate:
+    async def worker() -> None:
+        # `concurrency` workers take the items in order, one at a time: a task per item
+        # would be a million tasks for a million-item list, all alive at once.
+        for index, item in pending:
             state = deep_copy(ctx.state)
             state[step.as_] = deep_copy(item)
             state["index"] = index
-            return await ctx.run_child(body, state=state,
-                                   run_id=f"{ctx.run_id}/{node.id}[{index}]",
-                                   scope=f"{node.id}/{index}")
+            done[index] = await ctx.run_child(body, state=state,
+                                              run_id=f"{ctx.run_id}/{node.id}[{index}]",
+                                              scope=f"{node.id}/{index}")
 
     async with asyncio.TaskGroup() as tg:
-        tasks = [tg.create_task(one(i, item)) for i, item in enumerate(items)]
-    results = [t.result() for t in tasks]
+        for _ in range(min(step.concurrency, len(items))):
+            tg.create_task(worker())
+    results = [r for r in done if r is not None]
     for r in results:
         raise_if_paused(r)
     entries = [_entry(r, prep.last) for r in results]
