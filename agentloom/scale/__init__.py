@@ -1,7 +1,7 @@
 """Batch runs: one workflow over many inputs, in this process or on a Ray cluster.
 
-Job: batch runs: local and Ray executors. May import: the layers up to `testing`
-(tests/test_layers.py holds the rule).
+Job: batch runs: bounded input readers, local and Ray executors. May import: the layers
+up to `testing` (tests/test_layers.py holds the rule).
 
     b = batch("flow.yaml", "inputs.jsonl", output="out.jsonl", concurrency=32,
               env=os.environ)
