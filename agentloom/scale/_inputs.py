@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 ID_FIELD = "id"
 _TOO_LONG = f"a line longer than {size_text(MAX_RECORD_BYTES)}"
+_LONE_CR = re.compile(r"(?<=\r)(?!\n)")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -183,23 +185,32 @@ class _LongLine(Exception):
 
 class _CsvLines:
     """The file's lines as text for `csv.reader`, counted; a line over the size bound
-    raises `_LongLine` (and is skipped). An iterator object, not a generator, so that it
+    raises `_LongLine` (and is skipped). A lone `\r` ends a line too, as in a text read
+    (Excel for Mac writes such files). An iterator object, not a generator, so that it
     goes on after raising."""
 
     def __init__(self, handle: BinaryIO) -> None:
         self._lines = bounded_lines(handle)
+        self._rest: list[str] = []
+        """The pieces of a line that lone `\r`s split, last first."""
         self.lineno = 0
 
     def __iter__(self) -> _CsvLines:
         return self
 
     def __next__(self) -> str:
-        lineno, raw = next(self._lines)
-        self.lineno = lineno
-        if raw is None:
-            raise _LongLine(lineno)
-        text = raw.decode("utf-8", errors="replace")
-        return text.removeprefix("\ufeff") if lineno == 1 else text
+        if not self._rest:
+            _, raw = next(self._lines)
+            if raw is None:
+                self.lineno += 1
+                raise _LongLine(self.lineno)
+            text = raw.decode("utf-8", errors="replace")
+            if self.lineno == 0:
+                text = text.removeprefix("\ufeff")
+            self._rest = ([piece for piece in _LONE_CR.split(text) if piece][::-1]
+                          if "\r" in text else [text])
+        self.lineno += 1
+        return self._rest.pop()
 
 
 def _csv_rows(handle: BinaryIO) -> Iterator[tuple[int, list[str] | str]]:

@@ -202,3 +202,18 @@ def test_bounded_lines_counts_lines_and_skips_a_long_one_whole(tmp_path: Path) -
     with path.open("rb") as handle:
         assert list(bounded_lines(handle, limit=10)) == [
             (1, b"one\n"), (2, None), (3, b"three")]
+
+
+def test_csv_lines_may_end_in_a_lone_carriage_return(tmp_path: Path) -> None:
+    path = tmp_path / "mac.csv"  # as Excel for Mac writes "Macintosh" CSV
+    path.write_bytes(b'id,text\rr1,one\rr2,"two\rlines"\rr3\r')
+    records = list(read_inputs(path))
+    assert [(r.id, r.state["text"]) for r in records if isinstance(r, BatchInput)] == [
+        ("r1", "one"), ("r2", "two\rlines")]
+    assert [str(r) for r in records if isinstance(r, InputProblem)] == [
+        f"{path}:5: 1 fields, the header has 2"]
+    assert count_inputs(path) == 3
+    crlf = tmp_path / "dos.csv"
+    crlf.write_bytes(b'id,text\r\nr1,"a\r\nb"\r\nr2,c\r\n')
+    assert [(r.id, r.state["text"]) for r in read_inputs(crlf)] == [
+        ("r1", "a\r\nb"), ("r2", "c")]
