@@ -217,3 +217,11 @@ def test_csv_lines_may_end_in_a_lone_carriage_return(tmp_path: Path) -> None:
     crlf.write_bytes(b'id,text\r\nr1,"a\r\nb"\r\nr2,c\r\n')
     assert [(r.id, r.state["text"]) for r in read_inputs(crlf)] == [
         ("r1", "a\r\nb"), ("r2", "c")]
+
+
+def test_a_csv_that_is_not_utf8_is_counted_and_read_with_replacement(tmp_path: Path) -> None:
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"id,city\nr1,Z\xfcrich\n")  # Latin-1: counting it used to raise
+    assert count_inputs(path) == 1
+    [record] = list(read_inputs(path))
+    assert isinstance(record, BatchInput) and record.state["city"] == "Z\ufffdrich"
