@@ -245,7 +245,7 @@ async def test_a_long_list_runs_on_as_many_tasks_as_its_concurrency() -> None:
 
     text = """\
 name: m
-state: {items: [%s]}
+state: {items: [ITEMS]}
 steps:
   - id: each
     type: map
@@ -253,7 +253,7 @@ steps:
     concurrency: 3
     step: {id: p, type: tool, tool_name: probe, tool_args: {n: state.item}, output: n}
     output: results
-""" % ", ".join(map(str, range(500)))
+""".replace("ITEMS", ", ".join(map(str, range(500))))
     result = await arun_workflow(load_workflow_text(text), clients=Factory(echo_model()),
                                  tools=ToolRegistry([probe]))
     assert result.status is RunStatus.SUCCESS, result.error
