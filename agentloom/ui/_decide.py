@@ -11,7 +11,9 @@ has refused (its message is the answer: a wrong choice, another process holding 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -132,13 +134,29 @@ class Resumer:
         return Accepted(run_id, proc.pid, before, str(log))
 
     def _log_path(self, run_id: str) -> Path:
-        self._logs.mkdir(mode=0o700, exist_ok=True)
+        _private_folder(self._logs)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
         return self._logs / f"{safe}.log"
 
 
+def _private_folder(path: Path) -> None:
+    """Make `path` a folder only this user can enter, or refuse it: in a shared /tmp its
+    name is known to every user, and one of them could have made it first (theirs, open
+    to all, or a link to a folder of theirs), to read the logs or plant a link a log is
+    then written through."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise DecisionRefused(f"{path} is not a folder private to this user (a link, "
+                              "another user's, or open to others): remove it, or set "
+                              "TMPDIR elsewhere", 500)
+
+
 
 def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "wb") as out:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 env=env, start_new_session=True)

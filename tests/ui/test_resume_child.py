@@ -127,3 +127,30 @@ def test_a_run_the_ui_resumes_links_its_next_gate_to_the_ui(tmp_path: Path) -> N
         assert body[0]["url"] == f"{ui.base}/runs/g3"
         assert "token" not in body[0]["url"]
         assert asyncio.run(_status(db, "g3")) == "paused"
+
+
+def test_a_planted_log_folder_in_a_shared_tmp_is_refused_not_written_through(
+        tmp_path: Path) -> None:
+    import os
+    import urllib.error
+
+    (tmp_path / "flow.yaml").write_text(GATE_FIRST)
+    shared_tmp = tmp_path / "tmp"
+    theirs = tmp_path / "another-users-folder"
+    shared_tmp.mkdir()
+    theirs.mkdir()
+    # Made first by somebody else: a link to a folder they can read.
+    (shared_tmp / f"agentloom-ui-{os.getuid()}").symlink_to(theirs, target_is_directory=True)
+    with fake_openai() as server:
+        env = {**cli_env(server), "TMPDIR": str(shared_tmp)}
+        done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "p1")
+        assert done.returncode == 3, done.stderr
+        with ui_process(env, tmp_path) as ui:
+            try:
+                _approve(ui.base, "p1")
+                raise AssertionError("the decision was taken through a planted folder")
+            except urllib.error.HTTPError as refused:
+                assert refused.code == 500
+                assert "is not a folder private to this user" in json.load(refused)["error"]
+    assert list(theirs.iterdir()) == []  # no log of the run landed in their folder
+    assert asyncio.run(_status(tmp_path / ".agentloom" / "runs.db", "p1")) == "paused"
