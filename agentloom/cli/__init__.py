@@ -36,6 +36,25 @@ _FUNCTIONS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text from outside (replies, error bodies, files) is shown on a terminal, not obeyed;
+    # a pipe or a file (and its start-up time) is left alone.
+    out, err = sys.stdout, sys.stderr
+    if _on_terminal(out) or _on_terminal(err):
+        from agentloom.cli._terminal import guarded
+
+        sys.stdout, sys.stderr = guarded(out), guarded(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _on_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = translate(sys.argv[1:] if argv is None else list(argv))  # the public AgentLoom's forms
     from agentloom.cli._style import COLOR_CHOICES, error_line, set_color
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pty
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 
 from agentloom.cli import main as cli_main
 from tests.cli.test_commands import ROOT, agentloom
+from tests.pty_run import run_on_a_pty
 
 BAD = ("name: bad\nsteps:\n  - id: a\n    type: llm_call\n    prompt: 'Hi'\n"
        "    temprature: 0.2\n  - {id: b, type: llm_call, depends_on: [c], prompt: Bye}\n")
@@ -63,28 +62,10 @@ def _on_a_terminal(*args: str, env: dict[str, str] | None = None) -> str:
             if not k.startswith(("OPENAI_", "ANTHROPIC_", "GEMINI_", "NO_COLOR", "AGENTLOOM_"))}
     base.update(env or {})
     base["TERM"] = "xterm"
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.run([sys.executable, "-m", "agentloom.cli", *args], cwd=ROOT,
-                              env=base, stdout=subprocess.DEVNULL, stderr=follower,
-                              timeout=60, check=False)
-        os.close(follower)
-        follower = -1
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the follower side closed: all was read
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        if follower != -1:
-            os.close(follower)
-        os.close(leader)
-    assert proc.returncode == 2
-    return b"".join(chunks).decode()
+    code, shown = run_on_a_pty([sys.executable, "-m", "agentloom.cli", *args], cwd=ROOT,
+                               env=base, stdout=False)
+    assert code == 2
+    return shown.decode()
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
