@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -166,22 +166,10 @@ def check_recording(args: argparse.Namespace) -> Any:
 
 
 def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
-    """Secrets of `state_schema` and AGENTLOOM_REDACT_STATE_KEYS (keys and their current
-    values) and API keys."""
-    from agentloom.redact import Redactor
+    """The run's redactor over this process's environment (`workflow_redactor`)."""
+    from agentloom.workflow.engine.secrets import workflow_redactor
 
-    schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
-              for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
-    # The public AgentLoom's deployment-wide policy: comma-separated keys or globs.
-    for glob in os.environ.get("AGENTLOOM_REDACT_STATE_KEYS", "").split(","):
-        if glob.strip():
-            schema.setdefault(glob.strip(), {"redact": True})
-    merged = {**(wf.definition.state or {}), **state}
-    keys = [v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
-    for provider in (getattr(wf.definition, "providers", None) or {}).values():
-        # A key under any name the workflow gives it (api_key_env: MY_KEY), or in the file.
-        keys += [v for v in (os.environ.get(provider.api_key_env or ""), provider.api_key) if v]
-    return Redactor.from_state_schema(schema, state=merged, secrets=keys)
+    return workflow_redactor(wf, state, os.environ)
 
 
 def workflow_hash_of(path: str | Path) -> str:
@@ -302,10 +290,14 @@ def store_hint(args: argparse.Namespace) -> str:
     return f" --store {store}" if store else ""
 
 
-def report_pause(result: RunResult, args: argparse.Namespace, durable: Any) -> None:
-    """Tell the person exactly how to continue a paused run (on stderr)."""
+def report_pause(result: RunResult, args: argparse.Namespace, durable: Any,
+                 redact: Callable[[str], str]) -> None:
+    """Tell the person exactly how to continue a paused run (on stderr); the prompt is
+    rendered from the state, so it is redacted as the state is."""
     pause = getattr(result, "pause", None)
     prompt = getattr(pause, "prompt", None)
+    if prompt:
+        prompt = redact(prompt)
     waiting = getattr(pause, "waiting_for", "a person")
     step = getattr(pause, "step_id", None)
     out = sys.stderr

@@ -71,5 +71,7 @@ def print_human(result: RunResult, *, streamed: bool, redact: Callable[[str], st
             told.update((f"step {r.id!r} failed: {r.error}", str(r.error)))
             sys.stderr.write(redact(f"step {r.id!r} failed: {r.error}\n"))
     out.write(summary_line(result) + "\n")
-    if result.error and not result.ok and result.error not in told:  # said once, not twice
+    # A pause is told once, with how to resume, by `report_pause`.
+    paused = result.status.value in ("paused", "needs_decision")
+    if result.error and not result.ok and not paused and result.error not in told:
         sys.stderr.write(redact(f"run {result.status.value}: {result.error}\n"))

@@ -112,7 +112,7 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     else:
         print_human(result, streamed=args.stream, redact=session.redactor.redact_text)
     if result.status.value in ("paused", "needs_decision"):
-        report_pause(result, args, session.durable)
+        report_pause(result, args, session.durable, session.redactor.redact_text)
         return EXIT_PAUSED
     return EXIT_OK if result.ok else EXIT_FAILED
 

@@ -32,6 +32,7 @@ from agentloom.scale._types import DEFERRED, ERROR, BatchInput, BatchItemResult
 from agentloom.store import FINISHED_STATUSES, RunExists
 from agentloom.workflow import arun_workflow
 from agentloom.workflow.durable.run import DurableRun
+from agentloom.workflow.engine.secrets import workflow_redactor
 
 if TYPE_CHECKING:
     from agentloom.store import CheckpointStore, RunRecord
@@ -287,7 +288,7 @@ class DurableBatchRunner:
         t0 = time.perf_counter()
         result = await arun_workflow(self.workflow, clients=self.runtime, state=state,
                                      durable=durable)
-        data = result.to_dict()
+        data = redactor.redact_state(result.to_dict())  # as the results file gets it
         status = data["status"]
         item = BatchItemResult(
             id=inp.id, status=status, outputs=data.get("outputs") or {},
@@ -296,23 +297,19 @@ class DurableBatchRunner:
             duration_seconds=round(time.perf_counter() - t0, 4), worker=self.worker_id,
             resumed=resumed)
         if status in _PAUSED:
-            item.error = self._pause_message(run_id, getattr(result, "pause", None))
-        await self._keep_result(run_id, item, redactor)
+            item.error = redactor.redact_text(
+                self._pause_message(run_id, getattr(result, "pause", None)))
+        await self._keep_result(run_id, item)
         return item
 
-    async def _keep_result(self, run_id: str, item: BatchItemResult, redactor: Any) -> None:
-        """The line goes into the run's last checkpoint, so a process that finds the run
-        finished writes the same line without running anything."""
+    async def _keep_result(self, run_id: str, item: BatchItemResult) -> None:
+        """The line (redacted already) goes into the run's last checkpoint, so a process
+        that finds the run finished writes the same line without running anything."""
         cp = await self.store.load_latest(run_id)
         if cp is None:
             return
-        cp.extra[RESULT_KEY] = redactor.redact_state(item.to_dict())
+        cp.extra[RESULT_KEY] = item.to_dict()
         await self.store.save_checkpoint(run_id, cp)
 
-    def _redactor(self, state: dict[str, Any]) -> Any:
-        schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
-                  for k, v in (getattr(self.workflow.definition, "state_schema", None)
-                               or {}).items()}
-        merged = {**(self.workflow.definition.state or {}), **state}
-        keys = [v for k, v in self.env.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
-        return Redactor.from_state_schema(schema, state=merged, secrets=keys)
+    def _redactor(self, state: dict[str, Any]) -> Redactor:
+        return workflow_redactor(self.workflow, state, self.env)

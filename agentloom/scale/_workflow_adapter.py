@@ -12,20 +12,22 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentloom.errors import ConfigError
+from agentloom.errors import ConfigError, WorkflowError
 from agentloom.routing.runtime import Runtime
 from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
 from agentloom.scale._types import BatchInput, BatchItemResult, RunOne
 from agentloom.store import open_store
 from agentloom.workflow import arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import workflow_hash
-from agentloom.workflow.load.yaml_source import read_source
+from agentloom.workflow.engine.observe import RunObservers
+from agentloom.workflow.engine.secrets import workflow_redactor
+from agentloom.workflow.load.yaml_source import load_yaml, read_source
 
 ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "OLLAMA_", "AGENTLOOM_")
 """The variables `Runtime.from_env` reads; only these are shipped to Ray workers."""
@@ -57,9 +59,10 @@ class WorkflowRunnerFactory:
                   state: Mapping[str, Any] | None = None,
                   overrides: Mapping[str, Any] | None = None) -> WorkflowRunnerFactory:
         p = Path(path)
-        return cls(text=read_source(p), filename=str(p),  # size and encoding checked
-                   base_dir=str(p.resolve().parent), env=runtime_env(env or {}),
-                   state=dict(state or {}), overrides=dict(overrides or {}))
+        text = read_source(p)  # size and encoding checked
+        return cls(text=text, filename=str(p), base_dir=str(p.resolve().parent),
+                   env=runtime_env(env or {}, key_names(text)), state=dict(state or {}),
+                   overrides=dict(overrides or {}))
 
     def check(self) -> None:
         """Load the workflow here and now, so a broken file fails before any run."""
@@ -88,8 +91,25 @@ class WorkflowRunnerFactory:
         return str(p)
 
 
-def runtime_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES)}
+def runtime_env(env: Mapping[str, str], names: Iterable[str] = ()) -> dict[str, str]:
+    """What of `env` the runs need: the runtime's variables and `names` (the keys the
+    workflow's providers read, `api_key_env`)."""
+    wanted = frozenset(names)
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in wanted}
+
+
+def key_names(text: str) -> list[str]:
+    """The `api_key_env` names of the workflow's `providers:` (none when the YAML doesn't
+    parse: loading the file reports that, by line)."""
+    try:
+        doc, _ = load_yaml(text, "workflow")  # bounded as the loader's own read is
+    except WorkflowError:
+        return []
+    providers = doc.get("providers") if isinstance(doc, dict) else None
+    if not isinstance(providers, dict):
+        return []
+    return [entry["api_key_env"] for entry in providers.values()
+            if isinstance(entry, dict) and isinstance(entry.get("api_key_env"), str)]
 
 
 @asynccontextmanager
@@ -111,9 +131,13 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
 
         async def run_one(inp: BatchInput) -> BatchItemResult:
             t0 = time.perf_counter()
-            result = await arun_workflow(wf, clients=runtime, state={**factory.state,
-                                                                      **inp.state})
-            data = result.to_dict()
+            state = {**factory.state, **inp.state}
+            # What the results file gets is redacted as `agentloom run --json` is: the
+            # redactor marks the secret steps when the run starts, and learns as it goes.
+            redactor = workflow_redactor(wf, state, factory.env)
+            result = await arun_workflow(wf, clients=runtime, state=state,
+                                         observers=RunObservers(redactor=redactor))
+            data = redactor.redact_state(result.to_dict())
             return BatchItemResult(
                 id=inp.id, status=data["status"], outputs=data.get("outputs") or {},
                 tokens=data.get("tokens"), cost_usd=data.get("cost_usd"),

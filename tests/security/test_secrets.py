@@ -138,3 +138,96 @@ def test_replay_of_a_redacted_stream_gives_the_redacted_reply(tmp_path: Path) ->
 def test_a_stream_without_secrets_keeps_its_bytes() -> None:
     pieces = [(0.1, _event("caf\u00e9")[:40]), (0.2, _event("caf\u00e9")[40:])]
     assert redact_stream(pieces, Redactor(secrets=[SECRET])) is None
+
+
+def _reply(text: str) -> web.Response:
+    return web.json_response({
+        "id": "c1", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+
+
+async def echo_everything(request: web.Request) -> web.Response:
+    """A model that repeats the key it was sent, and (for `http_request`, which posts with
+    a query) a page that repeats its query."""
+    if request.query_string:
+        return web.Response(text=f"page for {request.query_string}")
+    token = request.headers.get("Authorization", "").split()[-1]
+    return _reply(f"you sent me {token}")
+
+
+def _provider(server: HostileServer) -> str:
+    return ("providers:\n"
+            "  hostile: {type: openai, base_url: " + server.base_url + ", "
+            "api_key_env: HOSTILE_KEY}\n"
+            "config: {provider: hostile, model: gpt-4o-mini}\n")
+
+
+def test_a_pause_whose_prompt_quotes_a_key_stores_and_prints_it_redacted(
+        tmp_path: Path) -> None:
+    flow = tmp_path / "flow.yaml"
+    with HostileServer(echo_everything) as server:
+        flow.write_text("name: gate\n" + _provider(server) + (
+            "steps:\n"
+            "  - {id: review, type: approval_gate, message: 'Send {state.note}?'}\n"),
+            encoding="utf-8")
+        child = run_cli(["run", str(flow), "--state", f"note=the key {KEY}"], tmp_path,
+                        env=ENV)
+    assert child.returncode == 3, child.stderr
+    assert "Send the key [REDACTED]?" in child.stderr  # told once, with how to resume
+    assert child.stderr.count("[REDACTED]") == 1 and "resume with:" in child.stderr
+    assert KEY not in child.stderr + child.stdout
+    assert KEY not in _files_text(tmp_path)
+    run_id = child.stderr.split("agentloom resume ")[1].split()[0]
+    shown = run_cli(["runs", "show", run_id], tmp_path, env=ENV)
+    assert "waiting for approval at review: Send the key [REDACTED]?" in shown.stdout, (
+        shown.stderr)
+
+
+def test_a_step_error_quoting_a_key_is_stored_redacted(tmp_path: Path) -> None:
+    flow = tmp_path / "flow.yaml"
+    with HostileServer(echo_everything) as server:
+        flow.write_text("name: fetch\n" + _provider(server) + (
+            "steps:\n"
+            "  - id: get\n"
+            "    type: tool\n"
+            "    tool_name: http_request\n"  # the network is off: refused, URL quoted
+            "    tool_args: {url: 'http://127.0.0.1:9/?k={state.note}'}\n"),
+            encoding="utf-8")
+        child = run_cli(["run", str(flow), "--state", f"note={KEY}"], tmp_path, env=ENV)
+    assert child.returncode == 1
+    assert "refused 'http://127.0.0.1:9/?k=[REDACTED]'" in child.stderr
+    written = _files_text(tmp_path)
+    assert "network access is off" in written  # the error is stored ...
+    assert KEY not in written  # ... without the key
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_a_batch_writes_no_key_and_its_tools_reach_the_network(
+        tmp_path: Path, store: bool) -> None:
+    flow = tmp_path / "flow.yaml"
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(json.dumps({"note": "x"}) + "\n", encoding="utf-8")
+    with HostileServer(echo_everything) as server:
+        flow.write_text("name: batch\n" + _provider(server).replace("config: {", (
+            "config: {sandbox: {allow_network: true, allow_private_addresses: true}, ")) + (
+            "steps:\n"
+            "  - {id: ask, type: llm_call, prompt: hi, output: said}\n"
+            "  - id: get\n"
+            "    type: tool\n"
+            "    depends_on: [ask]\n"
+            "    tool_name: http_request\n"
+            "    tool_args: {url: '" + server.base_url + "/chat/completions?k={state.said}',"
+            " method: POST}\n"
+            "    output: page\n"), encoding="utf-8")
+        child = run_cli(["batch", str(flow), str(inputs), "-o", "out.jsonl",
+                         *(["--store", "runs.db"] if store else [])], tmp_path, env=ENV)
+    assert child.returncode == 0, child.stderr
+    (line,) = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    result = json.loads(line)
+    assert result["status"] == "success", result  # the provider's key_env reached it
+    # The tool's page (through the runtime's transport) echoes the model's reply, which
+    # echoed the key.
+    assert result["outputs"]["page"] == "page for k=you sent me [REDACTED]"
+    assert KEY not in _files_text(tmp_path)

@@ -346,3 +346,28 @@ steps:
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
     assert json.loads(out)["state"]["loud"] == "HEY!"
+
+
+async def test_http_request_uses_the_runtime_transport_when_none_is_given(
+        fact_server: int) -> None:
+    # `arun_workflow(wf, clients=runtime)`, as the Python API and every batch run call it:
+    # before, the built-ins got no transport and http_request failed with "no HTTP
+    # transport was configured".
+    flow = f"""\
+name: fetch
+config:
+  sandbox: {{allow_network: true, allowed_addresses: ["127.0.0.1:{fact_server}"]}}
+steps:
+  - id: get
+    type: tool
+    tool_name: http_request
+    tool_args: {{url: "http://127.0.0.1:{fact_server}/fact"}}
+    output: page
+"""
+    runtime = Runtime.from_env({})
+    try:
+        result = await arun_workflow(load_workflow(flow), clients=runtime)
+    finally:
+        await runtime.aclose()
+    assert result.ok, result.error
+    assert result.state["page"] == "fact: the answer is 42"

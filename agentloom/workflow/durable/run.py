@@ -293,6 +293,8 @@ class DurableRun:
             raw["output"] = self._redact(r.output)
             raw["text"] = self._redact(r.text)
             raw["reasoning_content"] = self._redact(r.reasoning_content)
+            if "error" in raw:  # an error's text may quote a request or a reply
+                raw["error"] = self._redact(r.error)
         return raw
 
     async def finish(self, result: Any, paused: PauseRun | None) -> None:
@@ -302,9 +304,18 @@ class DurableRun:
                                                            StepStatus.FAILED):
                 self._deltas.step_result(node_id, self._raw(r))
         self._recount_cost()
-        await self.save(status, paused.info() if paused is not None else None)
+        await self.save(status, self._pause_info(paused) if paused is not None else None)
         if self.worker_id is not None and hasattr(self.store, "release_claim"):
             await self.store.release_claim(self.run_id, self.worker_id)
+
+    def _pause_info(self, paused: PauseRun) -> PauseInfo:
+        """The pause as stored: its prompt is rendered from the state (or is the model's
+        question) and its data from the step, so both are redacted as the state is."""
+        info = paused.info()
+        if self.redactor is not None:
+            info.prompt = self._redact(info.prompt)
+            info.data = self._redact(info.data)
+        return info
 
     async def _renew_claim(self) -> None:
         if self.worker_id is None or not hasattr(self.store, "claim_run"):

@@ -12,15 +12,35 @@ recording made earlier in the step is redacted again when the redactor learns th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop.observer import NullObserver
+from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
-    from agentloom.redact import Redactor
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.load.workflow import Workflow
+
+
+def workflow_redactor(wf: Workflow, state: Mapping[str, Any],
+                      env: Mapping[str, str]) -> Redactor:
+    """The redactor for one run of `wf` over `state` (merged over the file's): the keys
+    its `state_schema` marks secret and those `AGENTLOOM_REDACT_STATE_KEYS` names (the
+    public AgentLoom's deployment-wide policy, comma-separated keys or globs), with their
+    values, and the API keys in `env` (`*_API_KEY`, `*_TOKEN`, a provider's
+    `api_key_env`) and in the file. `agentloom run`, `resume` and every batch run, durable
+    or not, redact with it."""
+    schema = {k: (v.model_dump() if hasattr(v, "model_dump") else v)
+              for k, v in (getattr(wf.definition, "state_schema", None) or {}).items()}
+    for glob in env.get("AGENTLOOM_REDACT_STATE_KEYS", "").split(","):
+        if glob.strip():
+            schema.setdefault(glob.strip(), {"redact": True})
+    merged = {**(wf.definition.state or {}), **state}
+    keys = [v for k, v in env.items() if k.endswith(("_API_KEY", "_TOKEN")) and v]
+    for provider in (getattr(wf.definition, "providers", None) or {}).values():
+        keys += [v for v in (env.get(provider.api_key_env or ""), provider.api_key) if v]
+    return Redactor.from_state_schema(schema, state=merged, secrets=keys)
 
 
 def run_redactor(ctx: RunContext) -> Redactor | None:

@@ -46,9 +46,10 @@ async def arun_workflow(
     observers: RunObservers | None = None,
 ) -> RunResult:
     """Run a loaded workflow to its end. `state` is merged over the file's `state`;
-    `transport` is the HTTP transport attachments are downloaded with; `observers` (traces,
-    spans) watch every step's loop and the run's start and end, and a nested run inherits
-    its parent's.
+    `transport` is the HTTP transport `http_request`, attachment downloads and approval
+    notices use (default: the `clients` runtime's own, when it has one); `observers`
+    (traces, spans) watch every step's loop and the run's start and end, and a nested run
+    inherits its parent's.
 
     Never raises for a step's failure: the result's status and per-step results say what
     happened. Cancelling the caller cancels the run."""
@@ -57,6 +58,9 @@ async def arun_workflow(
         merged = deep_copy(durable.resumed.state)
     if state:
         merged.update(state)
+    if transport is None:
+        # A `Runtime` has one (created on first use); a bare client factory may not.
+        transport = getattr(clients, "transport", None)
     library = _library(workflow)
     args = (workflow, merged, clients, clock, rng, on_event, run_id, transport, durable,
             observers)
