@@ -14,7 +14,11 @@ that resume has ended, with its exit status.
 Unlike theirs, it listens on 127.0.0.1 by default and takes a shared secret
 (`--token`, or AGENTLOOM_CALLBACK_TOKEN): with one set, every request must carry
 `Authorization: Bearer <token>`; binding any other address without one is refused.
-Requests are bounded (16 KiB of head, 64 KiB of body).
+Without one, a web page open in the person's browser can reach the loopback address
+too, so a request must name a loopback host (a DNS-rebinding page names its own) and a
+POST that says it comes from another site (`Origin`, `Sec-Fetch-Site`) is refused:
+programs that send webhooks send neither. Requests are bounded (16 KiB of head, 64 KiB
+of body, 10 s to send them).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from agentloom.cli import EXIT_OK, UsageError
 
 MAX_HEAD = 16 * 1024
 MAX_BODY = 64 * 1024
+READ_SECONDS = 10.0
+"""How long a client has to send its request: a connection that trickles it is closed."""
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _PHRASES = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
             404: "Not Found", 409: "Conflict", 413: "Payload Too Large"}
@@ -57,10 +63,18 @@ class _Server:
         self.resumes: set[asyncio.Task[int]] = set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request: _Request | None = None
         try:
-            status, body = await self._answer(reader)
+            async with asyncio.timeout(READ_SECONDS):
+                request = await _read(reader)
+        except _BadRequest as exc:
+            status, body = exc.status, {"error": exc.message}
+        except TimeoutError:
+            status, body = 408, {"error": f"the request took over {READ_SECONDS:g} s"}
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             status, body = 400, {"error": "malformed HTTP request"}
+        if request is not None:
+            status, body = await self._answer(*request)
         payload = json.dumps(body).encode()
         writer.write(f"HTTP/1.1 {status} {_PHRASES.get(status, 'Error')}\r\n"
                      f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
@@ -70,22 +84,16 @@ class _Server:
         finally:
             writer.close()
 
-    async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, Any]]:
-        head = await reader.readuntil(b"\r\n\r\n")
-        if len(head) > MAX_HEAD:
-            return 413, {"error": "request head too large"}
-        lines = head.decode("latin-1").split("\r\n")
-        method, target, _version = lines[0].split(" ", 2)
-        headers = {k.strip().lower(): v.strip()
-                   for k, _, v in (line.partition(":") for line in lines[1:] if line)}
-        length = int(headers.get("content-length") or 0)
-        if length < 0 or length > MAX_BODY:
-            return 413, {"error": f"body larger than {MAX_BODY} bytes"}
-        raw = await reader.readexactly(length) if length else b""
+    async def _answer(self, method: str, target: str, headers: dict[str, str],
+                      raw: bytes) -> _Answer:
         if self.token is not None:
             given = headers.get("authorization", "").removeprefix("Bearer ").strip()
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 return 401, {"error": "missing or wrong Authorization: Bearer token"}
+        else:
+            refused = _from_a_web_page(method, headers)
+            if refused is not None:
+                return 403, {"error": refused}
         url = urlsplit(target)
         path, query = url.path, parse_qs(url.query)
         if method == "GET" and path == "/pending":
@@ -140,6 +148,47 @@ class _Server:
         code = await task
         body.update(exit_code=code, message=f"resume ended with exit code {code}")
         return 200, body
+
+
+_Answer = tuple[int, dict[str, Any]]
+_Request = tuple[str, str, dict[str, str], bytes]
+"""Method, target, headers (lower-case names) and body."""
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+async def _read(reader: asyncio.StreamReader) -> _Request:
+    head = await reader.readuntil(b"\r\n\r\n")
+    if len(head) > MAX_HEAD:
+        raise _BadRequest(413, "request head too large")
+    lines = head.decode("latin-1").split("\r\n")
+    method, target, _version = lines[0].split(" ", 2)
+    headers = {k.strip().lower(): v.strip()
+               for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+    length = int(headers.get("content-length") or 0)
+    if length < 0 or length > MAX_BODY:
+        raise _BadRequest(413, f"body larger than {MAX_BODY} bytes")
+    raw = await reader.readexactly(length) if length else b""
+    return method, target, headers, raw
+
+
+def _from_a_web_page(method: str, headers: dict[str, str]) -> str | None:
+    """Why a tokenless request is refused as coming from a web page (None: it isn't)."""
+    host = headers.get("host", "")
+    if (urlsplit(f"//{host}").hostname or "").lower() not in _LOOPBACK:
+        return ("without --token this server answers only to a loopback host name "
+                f"(127.0.0.1, localhost, [::1]), not {host[:100]!r}")
+    if method != "GET":
+        origin = headers.get("origin")
+        site = headers.get("sec-fetch-site")
+        if ((origin is not None and urlsplit(origin).netloc.lower() != host.lower())
+                or (site is not None and site not in ("same-origin", "none"))):
+            return "a request from another site's web page is refused"
+    return None
 
 
 async def _resume(argv: list[str]) -> int:
