@@ -2,8 +2,9 @@
 
     AgentLoomError                      base of everything we raise on purpose
     ├── ConfigError                     misuse: bad arguments, unknown provider, missing key
-    │   └── WorkflowError               a workflow file problem, with file:line and field
-    │       └── TemplateError           "Prompt template error": broken braces, unknown refs
+    │   ├── WorkflowError               a workflow file problem, with file:line and field
+    │   │   └── TemplateError           "Prompt template error": broken braces, unknown refs
+    │   └── NonFiniteNumber             a request holds inf or NaN, which JSON can't write
     ├── ProviderError                   a model call failed; facts as attributes:
     │                                   provider, model, status, phase, request_sent,
     │                                   retryable, headers (lowercased), retry_after
@@ -80,6 +81,11 @@ class TemplateError(WorkflowError):
         if not message.startswith("Prompt template error"):
             message = f"Prompt template error: {message}"
         super().__init__(message, **kwargs)
+
+
+class NonFiniteNumber(ConfigError, ValueError):
+    """A request value is infinite or NaN (`temperature=float("inf")`): JSON has no way
+    to write it, so the request is not sent. The message names the value's path."""
 
 
 class ProviderError(AgentLoomError):

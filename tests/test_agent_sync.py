@@ -16,6 +16,7 @@ import pytest
 from openai_thread import agent_env
 
 from agentloom import Agent
+from agentloom.errors import AgentLoopError, NonFiniteNumber
 from agentloom.testing._server import FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 from agentloom.tools import MCPServerConfig
@@ -156,3 +157,17 @@ async def test_an_async_agent_nobody_closed_is_closed_on_its_loop(
         if not open_sessions():
             break
     assert open_sessions() == []
+
+
+def test_a_non_finite_temperature_is_refused_before_anything_is_sent(
+        openai_server: FakeOpenAIServer) -> None:
+    # json.dumps would have written `"temperature":Infinity`, and the provider answered
+    # it with a 400 after the call's time and a retry budget were spent on it.
+    openai_server.script("never")
+    with (Agent.from_env(agent_env(openai_server), temperature=float("inf")) as agent,
+          pytest.raises(AgentLoopError) as info):
+        agent.run("hi")
+    assert isinstance(info.value.__cause__, NonFiniteNumber)
+    assert "the request's temperature is inf" in str(info.value)
+    assert info.value.summary is not None and info.value.summary.provider_retries == 0
+    assert openai_server.requests == []

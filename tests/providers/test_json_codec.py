@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentloom.errors import NonFiniteNumber
 from agentloom.providers import _json
 from agentloom.providers._json import dump_body, load_body
 
@@ -17,7 +18,6 @@ BODIES: list[Any] = [
     {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
     {"text": "é ✓ \u2028 \"quoted\" \\ back\nslash\t", "n": [1, 2.5, -0.0, 1e300, None]},
     {"nested": {"a": [True, False, {"b": []}], "c": {}}, "big": 10**30},
-    {"nan": float("nan"), "inf": float("inf"), "neg": float("-inf")},
     ["a", 1, None],
     "a string",
     42,
@@ -26,8 +26,23 @@ BODIES: list[Any] = [
 
 @pytest.mark.parametrize("obj", BODIES)
 def test_dump_body_is_byte_for_byte_json_dumps(obj: Any) -> None:
-    expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":"),
+                          allow_nan=False).encode("utf-8")
     assert dump_body(obj) == expected
+
+
+@pytest.mark.parametrize(("obj", "where"), [
+    ({"model": "m", "temperature": float("inf")}, "temperature is inf"),
+    ({"tools": [{"parameters": {"maximum": float("-inf")}}]},
+     "tools.0.parameters.maximum is -inf"),
+    ({"messages": [{"n": 1.5}, {"n": float("nan")}]}, "messages.1.n is nan"),
+    (float("nan"), "body is nan"),
+])
+def test_dump_body_refuses_a_non_finite_number_by_its_path(obj: Any, where: str) -> None:
+    # json.dumps would write `Infinity` / `NaN`, which is not JSON: every provider
+    # answers it with a 400 after the request was paid for in time.
+    with pytest.raises(NonFiniteNumber, match=f"the request's {where}: JSON has no"):
+        dump_body(obj)
 
 
 def test_dump_body_refuses_what_json_dumps_refuses() -> None:

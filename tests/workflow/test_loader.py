@@ -41,6 +41,18 @@ def test_unknown_config_field_and_nested_retry_field(tmp_path: Path) -> None:
     assert "did you mean 'max_retries'?" in msgs[8]
 
 
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", ".NaN", "1e999"])
+def test_a_number_that_is_not_finite_is_refused_by_line(tmp_path: Path, value: str) -> None:
+    # `.inf` reached the request as `Infinity`, which the provider refused with a 400.
+    errs = problems("name: x\nconfig:\n  timeout: " + value + "\nsteps:\n  - id: s\n"
+                    "    type: llm_call\n    prompt: hi\n    temperature: " + value + "\n"
+                    "  - {id: t, type: llm_call, prompt: hi, timeout: " + value + "}\n",
+                    tmp_path)
+    assert sorted((e.line, e.field) for e in errs) == [
+        (3, "config.timeout"), (8, "steps[0].temperature"), (9, "steps[1].timeout")]
+    assert all("Input should be a finite number" in e.message for e in errs)
+
+
 def test_cycle_is_named(tmp_path: Path) -> None:
     errs = problems("name: x\nsteps:\n"
                     "  - {id: a, type: llm_call, prompt: p, depends_on: [c]}\n"

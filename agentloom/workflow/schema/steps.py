@@ -12,6 +12,7 @@ name in `step_types.py`, and a module in `workflow/steps/`.
 import operator
 import re
 from collections.abc import Callable
+from math import isfinite
 from typing import Any, Literal, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le
@@ -34,7 +35,10 @@ DEFAULT_RETRYABLE_STATUS = (429, 500, 502, 503, 504)
 class Strict(BaseModel):
     # Built on first use: a run pays only for the models its file needs (the loader
     # validates each step with its own type's model), not for the whole format.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    # A non-finite number (`.inf`, `.nan`) has no JSON form to send nor a meaning as a
+    # limit: refused at load, by line, rather than sent as `Infinity` to a provider.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True,
+                              allow_inf_nan=False)
 
 
 # Empty-container factories as Python functions, not `list`/`dict`: pydantic reads a
@@ -267,7 +271,9 @@ def _plain_check(name: str, annotation: Any, metadata: list[Any]) -> _Check | No
     if type(None) in args and len(args) == 2:
         optional, annotation = True, next(a for a in args if a is not type(None))
     check: _Check
-    if annotation in (str, bool, int, float):
+    if annotation is float:  # finite, as `allow_inf_nan=False` asks
+        check = lambda v: type(v) is float and isfinite(v)  # noqa: E731
+    elif annotation in (str, bool, int):
         exact = annotation
         check = lambda v: type(v) is exact  # noqa: E731  (int is not bool, float not int)
     elif get_origin(annotation) is Literal and all(type(a) is str for a in get_args(annotation)):
