@@ -140,10 +140,28 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
         trace=args.trace, trace_content=args.trace_content, otel=args.otel,
     )
+    _warn_of_secrets_not_kept(cp.state, args.state)
     durable = DurableRun(store=store, run_id=args.run_id, workflow_hash=record.workflow_hash,
                          meta=meta, resumed=cp, decision=decision, worker_id=me,
                          lease_seconds=LEASE_SECONDS)
     return run_args, durable
+
+
+def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str]) -> None:
+    """The store keeps no secret: the state keys that held one go on as the placeholder
+    unless `--state` gives them back, which the person should hear before the run does."""
+    from agentloom.redact import REDACTED
+
+    named = {item.partition("=")[0].strip() for item in given}
+    lost = [key for key, value in state.items() if value == REDACTED and key not in named]
+    if not lost:
+        return
+    shown = ", ".join(repr(k[:40]) for k in lost[:5]) + (
+        f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+    held, goes = ("a secret", "it goes") if len(lost) == 1 else ("secrets", "they go")
+    sys.stderr.write(f"agentloom resume: state {shown} held {held}, which the store did not "
+                     f'keep: {goes} on as "{REDACTED}" unless given back with --state '
+                     f"{lost[0][:40]}=VALUE\n")
 
 
 def _check_step(args: argparse.Namespace, paused: Any) -> None:

@@ -87,6 +87,29 @@ def test_approval_gate_pauses_lists_and_resumes(env: Any, tmp_path: Path, capsys
     assert code == 1 and "already finished (succeeded)" in err
 
 
+def test_resume_says_which_secrets_the_store_did_not_keep(env: Any, tmp_path: Path,
+                                                         capsys: Any) -> None:
+    flow = GATE.replace("state: {topic: tea}",
+                        "state: {topic: tea}\nstate_schema: {token: {redact: true}}")
+    flow = flow.replace('prompt: "decision {state.decision}"',
+                        'prompt: "decision {state.decision} with {state.token}"')
+    (tmp_path / "gate.yaml").write_text(flow)
+    code, _, err = _run(capsys, "run", "gate.yaml", "--run-id", "s1", "-s", "token=t0ps3cret")
+    assert code == 3, err
+    code, _, err = _run(capsys, "resume", "s1", "--approve", "--json")
+    assert code == 0, err
+    assert err.splitlines()[0] == (
+        "agentloom resume: state 'token' held a secret, which the store did not keep: it "
+        'goes on as "[REDACTED]" unless given back with --state token=VALUE')
+    assert env.requests[-1].json["messages"][-1]["content"].endswith("with [REDACTED]")
+    # Given back, the secret is used and nothing is said.
+    code, _, err = _run(capsys, "run", "gate.yaml", "--run-id", "s2", "-s", "token=t0ps3cret")
+    assert code == 3, err
+    code, _, err = _run(capsys, "resume", "s2", "--approve", "-s", "token=t0ps3cret")
+    assert code == 0 and "held a secret" not in err
+    assert env.requests[-1].json["messages"][-1]["content"].endswith("with t0ps3cret")
+
+
 def test_ask_pauses_and_checks_the_answer(env: Any, tmp_path: Path, capsys: Any) -> None:
     (tmp_path / "ask.yaml").write_text(ASK)
     code, out, err = _run(capsys, "run", "ask.yaml", "--run-id", "a1")
