@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import math
 import re
 import tempfile
@@ -27,6 +28,11 @@ from agentloom.tools.contracts import ToolContext
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 INSTALL_HINT = "pip install 'agentloom-engine[mcp]'"
 MAX_TOOLS_PER_SERVER = 1000
+MAX_DESCRIPTION_CHARS = 16_384
+"""A tool's description is cut here: every request of a step that uses the tool sends
+it, so a server's 10 MB description would be paid for at every turn."""
+MAX_SCHEMA_BYTES = 256 * 1024
+"""A tool whose input schema is larger, as JSON, is refused (with its server) at start."""
 """A server listing more is refused at start: each tool's schema goes out with every call."""
 MAX_TOOL_PAGES = 100
 """Pages of `tools/list` read at most (a cursor that never ends is refused, not followed)."""
@@ -271,7 +277,12 @@ class _Connection:
                 schema = dict(t.input_schema or {})
                 schema.setdefault("type", "object")
                 schema.setdefault("properties", {})
-                tool = MCPTool(self, t.name, t.description or "", schema)
+                size = len(json.dumps(schema, ensure_ascii=False).encode())
+                if size > MAX_SCHEMA_BYTES:
+                    raise ConfigError(f"MCP server {self.config.name!r}: tool "
+                                      f"{t.name[:64]!r} has an input schema of {size} bytes, "
+                                      f"over {MAX_SCHEMA_BYTES}")
+                tool = MCPTool(self, t.name, _described(t.description or ""), schema)
                 # The server's own hints: a read-only or idempotent tool is safe to re-run
                 # after a crash.
                 hints = t.annotations
@@ -319,6 +330,13 @@ class _Connection:
             # server's stderr file must not outlive the connection.
             if self._stderr is not None:
                 self._stderr.close()
+
+
+def _described(text: str) -> str:
+    if len(text) <= MAX_DESCRIPTION_CHARS:
+        return text
+    return (text[:MAX_DESCRIPTION_CHARS]
+            + f" [description cut at {MAX_DESCRIPTION_CHARS} characters]")
 
 
 @contextlib.asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import subprocess
 import sys
@@ -205,3 +206,19 @@ async def test_a_server_listing_too_many_tools_is_refused_at_start() -> None:
     with pytest.raises(ConfigError, match=r"MCP server 'crowd' did not start .*lists more "
                                           r"than 1000 tools"):
         await MCPToolSource([crowded]).start()
+
+
+async def test_a_long_description_is_cut_and_a_huge_schema_refused() -> None:
+    def server(size: int) -> MCPServerConfig:
+        return MCPServerConfig(name="wordy", command=sys.executable, timeout=20,
+                               args=("-m", "agentloom.testing.mcp_server",
+                                     "--big-tool", str(size)))
+
+    async with MCPToolSource([server(20_000)]) as src:  # a 20 kB schema: taken
+        big = next(t for t in src.tools if t.name == "wordy.big")
+        assert big.description == "d" * 16_384 + " [description cut at 16384 characters]"
+        assert "p" * 20_000 in json.dumps(big.parameters)
+        assert await big({"text": "x"}, CTX) == "ok"
+    with pytest.raises(ConfigError, match=r"MCP server 'wordy' did not start .*tool 'big' "
+                                          r"has an input schema of \d+ bytes, over 262144"):
+        await MCPToolSource([server(300_000)]).start()
