@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 
+from agentloom.redact import Redactor
 from agentloom.store import MemoryStore
 from agentloom.testing.clock import FakeClock
 from agentloom.testing.scripted import ScriptedModel
@@ -55,6 +56,22 @@ async def test_the_gate_posts_its_request_and_still_pauses() -> None:
                                      durable=resumed)
         assert result.status is RunStatus.SUCCESS, result.error
         assert result.state["decision"] == "approved" and len(receiver.posts) == 1
+
+
+async def test_what_the_receiver_gets_is_redacted_as_the_store_is() -> None:
+    key = "hostile-key-0123456789abcdef"
+    body = '      body_template: \'{{"text": "approve {state.draft}"}}\'\n'
+    async with webhook_receiver() as receiver:
+        for n, flow in enumerate((gate(receiver.url), gate(receiver.url, body))):
+            durable = DurableRun(store=MemoryStore(), run_id=f"r{n}", workflow_hash="h",
+                                 redactor=Redactor(secrets=[key]))
+            result = await arun_workflow(
+                load_workflow_text(flow), clients=Factory(ScriptedModel([f"key {key}"])),
+                durable=durable)
+            assert result.status is RunStatus.PAUSED
+        default, custom = receiver.bodies()
+    assert default["message"] == "send key [REDACTED]?"
+    assert custom == {"text": "approve key [REDACTED]"}
 
 
 async def test_a_receiver_that_is_down_does_not_cost_the_pause() -> None:

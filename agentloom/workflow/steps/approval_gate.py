@@ -94,18 +94,25 @@ def _page_link(ctx: RunContext) -> dict[str, str]:
     return {"url": f"{base.rstrip('/')}/runs/{quote(run_id, safe='')}"}
 
 
+def _same(text: str) -> str:
+    return text
+
+
 async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
                   ctx: RunContext) -> bool:
     """POST the approval request; True if the receiver answered 2xx."""
     if not notify.url.startswith(("http://", "https://")):
         log.warning("approval gate %r: notify.url must be http(s), got %r", step_id, notify.url)
         return False
+    # The receiver (a chat channel, a CI log) keeps what it is sent: redacted as the
+    # store's copy of the prompt is. Its credentials belong in `notify.headers`.
+    redact = ctx.redactor.redact_text if ctx.redactor is not None else _same
     if prep.notify_body is not None:
-        body = prep.notify_body.render(ctx.scope).encode()
+        body = redact(prep.notify_body.render(ctx.scope)).encode()
     else:
         body = json.dumps({
             "event": "approval_requested", "workflow": ctx.workflow.name,
-            "run_id": ctx.run_id, "step_id": step_id, "message": message,
+            "run_id": ctx.run_id, "step_id": step_id, "message": redact(message),
             "resume": f"agentloom resume {ctx.run_id} --approve | --reject",
             **_page_link(ctx),
         }).encode()
