@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentloom.redact import REDACTED, Redactor
-from agentloom.scale._types import DEFERRED, ERROR, BatchInput, BatchItemResult
+from agentloom.scale._types import (
+    DEFERRED,
+    ERROR,
+    BatchInput,
+    BatchItemResult,
+    redacted_line,
+)
 from agentloom.store import FINISHED_STATUSES, RunExists
 from agentloom.workflow import arun_workflow
 from agentloom.workflow.durable.run import DurableRun
@@ -288,7 +294,7 @@ class DurableBatchRunner:
         t0 = time.perf_counter()
         result = await arun_workflow(self.workflow, clients=self.runtime, state=state,
                                      durable=durable)
-        data = redactor.redact_state(result.to_dict())  # as the results file gets it
+        data = redacted_line(result, redactor)
         status = data["status"]
         item = BatchItemResult(
             id=inp.id, status=status, outputs=data.get("outputs") or {},

@@ -21,7 +21,7 @@ from typing import Any
 from agentloom.errors import ConfigError, WorkflowError
 from agentloom.routing.runtime import Runtime
 from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
-from agentloom.scale._types import BatchInput, BatchItemResult, RunOne
+from agentloom.scale._types import BatchInput, BatchItemResult, RunOne, redacted_line
 from agentloom.store import open_store
 from agentloom.workflow import arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import workflow_hash
@@ -137,7 +137,7 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
             redactor = workflow_redactor(wf, state, factory.env)
             result = await arun_workflow(wf, clients=runtime, state=state,
                                          observers=RunObservers(redactor=redactor))
-            data = redactor.redact_state(result.to_dict())
+            data = redacted_line(result, redactor)
             return BatchItemResult(
                 id=inp.id, status=data["status"], outputs=data.get("outputs") or {},
                 tokens=data.get("tokens"), cost_usd=data.get("cost_usd"),
