@@ -165,13 +165,6 @@ def check_recording(args: argparse.Namespace) -> Any:
     return Recording.load(replay)
 
 
-def redactor_for(wf: Workflow, state: dict[str, Any]) -> Redactor:
-    """The run's redactor over this process's environment (`workflow_redactor`)."""
-    from agentloom.workflow.engine.secrets import workflow_redactor
-
-    return workflow_redactor(wf, state, os.environ)
-
-
 def workflow_hash_of(path: str | Path) -> str:
     """The hash of the workflow file's bytes; an OSError if it is no regular file or is
     over the loader's bound (it could not be loaded either)."""

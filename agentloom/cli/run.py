@@ -77,10 +77,11 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
                            stream=True if args.stream else None,
                            **limit_overrides(args, wf.config))
-    from agentloom.cli._durable import check_recording, redactor_for, report_pause
+    from agentloom.cli._durable import check_recording, report_pause
     from agentloom.errors import AgentLoomError
+    from agentloom.workflow.engine.secrets import workflow_redactor
 
-    session = _Session(redactor=redactor_for(wf, state), resumed=resumed)
+    session = _Session(redactor=workflow_redactor(wf, state, os.environ), resumed=resumed)
     if wf.config.capture_prompts and (getattr(args, "trace", None) or getattr(args, "otel", False)):
         args.trace_content = True  # their `capture_prompts`: content in traces and spans
     from agentloom.cli._observe import open_observers

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from json import encoder as _encoder
+from math import isfinite
 from typing import Any
 
 from agentloom import _jsontext
@@ -51,7 +52,7 @@ def dump_body(obj: Any) -> bytes:
 def _non_finite(value: Any, path: str) -> tuple[str, float] | None:
     """The path and value of the first infinite or NaN float in `value` (None: none)."""
     if isinstance(value, float):
-        return None if value - value == 0 else (path, value)  # inf - inf and nan are nan
+        return None if isfinite(value) else (path, value)
     items: Any = (value.items() if isinstance(value, dict)
                   else enumerate(value) if isinstance(value, list | tuple) else ())
     for key, item in items:

@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentloom.redact import Redactor
+    from agentloom.workflow import RunResult
 
 SUCCESS = "success"
 ERROR = "error"
@@ -106,7 +110,7 @@ class RunnerFactory(Protocol):
     def open(self) -> AbstractAsyncContextManager[RunOne]: ...
 
 
-def redacted_line(result: Any, redactor: Any) -> dict[str, Any]:
+def redacted_line(result: RunResult, redactor: Redactor) -> dict[str, Any]:
     """The run's `to_dict()` with what a results line keeps of it (`outputs`, `error`)
     redacted as `agentloom run --json` redacts it, under the same paths; the rest is
     counts and ids, and redacting the whole report cost a run a sixth of its time."""
