@@ -94,10 +94,6 @@ def _page_link(ctx: RunContext) -> dict[str, str]:
     return {"url": f"{base.rstrip('/')}/runs/{quote(run_id, safe='')}"}
 
 
-def _same(text: str) -> str:
-    return text
-
-
 async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
                   ctx: RunContext) -> bool:
     """POST the approval request; True if the receiver answered 2xx."""
@@ -106,7 +102,7 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
         return False
     # The receiver (a chat channel, a CI log) keeps what it is sent: redacted as the
     # store's copy of the prompt is. Its credentials belong in `notify.headers`.
-    redact = ctx.redactor.redact_text if ctx.redactor is not None else _same
+    redact = ctx.redactor.redact_text if ctx.redactor is not None else str
     if prep.notify_body is not None:
         body = redact(prep.notify_body.render(ctx.scope)).encode()
     else:
