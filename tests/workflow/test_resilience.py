@@ -374,3 +374,13 @@ async def test_a_fallback_without_its_key_matters_only_when_reached(rig: Rig) ->
     assert not result.ok
     error = result.steps["ask"].error or ""
     assert "ANTHROPIC_API_KEY" in error and "401" in error
+
+
+async def test_a_retried_steps_failed_attempts_count_on(rig: Rig) -> None:
+    # Each engine attempt is a new call: its loop numbers from 1 again, and the step's
+    # summary must not read "attempt 1" three times for three tries of one model.
+    rig.on_primary(Fault.status(500), times=2)
+    result = await rig.run(wf(step="    retry: {max_retries: 2, jitter: false}"))
+    assert result.ok, result.error
+    attempts = result.steps["ask"].summary.failed_attempts
+    assert [(a.provider, a.attempt) for a in attempts] == [("primary", 1), ("primary", 2)]

@@ -49,12 +49,30 @@ def step_summary(ctx: RunContext, step_id: str) -> Any:
         return runs[0]
     runs = [s.summary if isinstance(s, SummaryRecord) else s for s in runs]
     last = runs[-1]
-    earlier = tuple(fa for s in runs[:-1] for fa in s.failed_attempts)
     retries = sum(s.provider_retries + 1 for s in runs[:-1])
     return last.model_copy(update={
-        "failed_attempts": earlier + tuple(last.failed_attempts),
+        "failed_attempts": _numbered_across(runs),
         "provider_retries": last.provider_retries + retries,
     })
+
+
+def _numbered_across(runs: list[Any]) -> tuple[Any, ...]:
+    """Every run's failed attempts, numbered per candidate across the step's engine
+    attempts: each engine attempt is a new call whose loop counts from 1 again, and a
+    step retried three times must read attempts 1, 2, 3, 4 of its model, not 1 four
+    times."""
+    reached: dict[tuple[str, str], int] = {}
+    out: list[Any] = []
+    for run in runs:
+        offsets = dict(reached)
+        for fa in run.failed_attempts:
+            key = (fa.provider, fa.model)
+            number = fa.attempt + offsets.get(key, 0)
+            if number != fa.attempt:
+                fa = fa.model_copy(update={"attempt": number})
+            reached[key] = max(reached.get(key, 0), number)
+            out.append(fa)
+    return tuple(out)
 
 
 def loops_usage(ctx: RunContext, step_id: str, stop: int | None = None) -> Usage | None:
