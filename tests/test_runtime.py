@@ -31,6 +31,16 @@ def test_from_env_reads_only_the_mapping() -> None:
     assert rt.default_model == "gpt-4o" and rt.default_provider == "openai"
 
 
+def test_from_env_given_a_model_name_says_what_it_takes() -> None:
+    from agentloom import Agent
+
+    for call in (lambda: Runtime.from_env("gpt-4o-mini"),  # type: ignore[arg-type]
+                 lambda: Agent.from_env("openai:gpt-4o-mini")):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"mapping \(e.g. os.environ\), not str; give "
+                                            r"the model as model="):
+            call()
+
+
 def test_model_goes_to_the_endpoints_that_serve_it_in_order() -> None:
     rt = Runtime.from_env(KEYS)
     assert rt.resolve("gpt-4o-mini") == [("openai", "gpt-4o-mini")]

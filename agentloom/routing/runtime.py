@@ -156,6 +156,13 @@ class Runtime:
         and AGENTLOOM_PROVIDER, AGENTLOOM_MODEL, AGENTLOOM_LOCAL_MODEL_PATH. Keyword
         arguments win over what the mapping says."""
 
+        if not isinstance(env, Mapping):
+            # `from_env("gpt-4o-mini")` reads as natural and would fail deep inside with
+            # "'str' object has no attribute 'get'".
+            raise TypeError(
+                f"from_env takes the environment as a mapping (e.g. os.environ), not "
+                f"{type(env).__name__}; give the model as model=..., e.g. "
+                f"from_env(os.environ, model='gpt-4o-mini')")
         kw.setdefault("endpoints", endpoints_from_env(env))
         kw.setdefault("default_model", env.get("AGENTLOOM_MODEL") or None)
         kw.setdefault("default_provider", env.get("AGENTLOOM_PROVIDER") or None)
