@@ -112,6 +112,17 @@ async def test_async_with_closes_on_the_running_loop(openai_server: FakeOpenAISe
     assert open_sessions() == []
 
 
+async def test_a_sync_with_on_a_running_loop_is_refused_before_the_work(
+        openai_server: FakeOpenAIServer, no_leaks: None) -> None:
+    # Its close would have to be awaited here: before, the block's work ran and its end
+    # raised, with the session left open.
+    agent = Agent.from_env(agent_env(openai_server))
+    with pytest.raises(RuntimeError, match="use `async with agent:` there"), agent:
+        raise AssertionError("the block must not run")  # pragma: no cover
+    await agent.aclose()
+    assert openai_server.requests == [] and open_sessions() == []
+
+
 def test_an_agent_over_the_callers_client_is_bound_to_no_loop() -> None:
     from agentloom.testing.scripted import ScriptedModel
 

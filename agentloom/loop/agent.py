@@ -295,6 +295,11 @@ class Agent(SyncFace):
 
     # --- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Agent:
+        if _loop_running():
+            # Its close would have to be awaited on this loop: refused now, before the
+            # work, rather than at the block's end with the work done.
+            raise RuntimeError("`with agent:` inside a running event loop can't close the "
+                               "agent; use `async with agent:` there")
         if self._res.pending:
             try:
                 self._portal.run(self._res.enter, name="Agent.__enter__",
@@ -463,12 +468,18 @@ def _names_http_request(tools: Any) -> bool:
     return any(isinstance(t, str) and t == "http_request" for t in tools)
 
 
-def _run_fresh(make: Any) -> None:
-    """Run `make()` on a fresh loop: for closing an Agent whose sync face never ran, so
-    that no loop holds a connection of its yet."""
+def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        return False
+    return True
+
+
+def _run_fresh(make: Any) -> None:
+    """Run `make()` on a fresh loop: for closing an Agent whose sync face never ran, so
+    that no loop holds a connection of its yet."""
+    if not _loop_running():
         asyncio.run(make())
         return
     raise RuntimeError("Agent.close() cannot be called from a running event loop; "
