@@ -308,7 +308,10 @@ def report_pause(result: RunResult, args: argparse.Namespace, durable: Any,
         data = getattr(pause, "data", {}) or {}
         choices = data.get("choices")
         hint = f"   (choices: {', '.join(choices)})" if choices else ""
-        out.write(f"resume with: {base} --answer VALUE{hint}\n")
+        if data.get("kind") == "secret":  # not on a command line others can read
+            out.write(f"resume with: {base} --answer -   (the answer on stdin)\n")
+        else:
+            out.write(f"resume with: {base} --answer VALUE{hint}\n")
     elif waiting == "decision":
         out.write(f"resume with: {base} --approve   (run the call again) "
                   "or --reject   (tell the model it was not run)\n")

@@ -30,7 +30,9 @@ def add_parser(sub: Any) -> None:
                           help="reject the waiting approval_gate (or skip an interrupted "
                                "tool call)")
     decision.add_argument("--answer", metavar="VALUE",
-                          help="the answer to the waiting question (choose_many: a,b)")
+                          help="the answer to the waiting question (choose_many: a,b); "
+                               "`-` reads it from stdin, which keeps a secret out of the "
+                               "process list and the shell's history")
     p.add_argument("--provider", "-p", help="the provider of steps that name none (instead "
                                             "of the one the run started with)")
     p.add_argument("--model", "-m", help="the model of steps that name none (ditto)")
@@ -42,6 +44,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
                    help="set a state value before continuing (a secret the store did not "
                         "keep, say); repeatable")
+    p.add_argument("--state-file", metavar="FILE",
+                   help="a YAML or JSON mapping of state to set before continuing (keeps "
+                        "a secret off the command line)")
     p.add_argument("--json", action="store_true", help="print only the result as JSON")
     p.add_argument("--stream", action="store_true", help="print text as it arrives")
     p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
@@ -53,6 +58,23 @@ def add_parser(sub: Any) -> None:
 
 class _Refused(Exception):
     pass
+
+
+MAX_ANSWER_BYTES = 1 << 20
+"""`--answer -` reads at most this much: an answer is a word or a token, not a file."""
+
+
+def _answer_from_stdin() -> str:
+    """One answer from stdin, its line end dropped (`echo` and a typed line add one)."""
+    data = sys.stdin.buffer.read(MAX_ANSWER_BYTES + 1)
+    if len(data) > MAX_ANSWER_BYTES:
+        raise _Refused(f"--answer -: stdin holds over {MAX_ANSWER_BYTES} bytes; an answer "
+                       "is a value, not a file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused("--answer -: stdin is not UTF-8 text") from None
+    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
@@ -133,26 +155,31 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
     # `run`'s own defaults for every flag, then what the run started with.
     run_args = build_parser().parse_args(["run", str(path)])
     vars(run_args).update(
-        state=args.state, model=getattr(args, "model", None) or meta.get("model"),
+        state=args.state, state_file=args.state_file,
+        model=getattr(args, "model", None) or meta.get("model"),
         provider=getattr(args, "provider", None) or meta.get("provider"),
         timeout=meta.get("timeout"), json=args.json, stream=args.stream,
         tools=list(meta.get("tools") or []), replay=args.replay,
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
         trace=args.trace, trace_content=args.trace_content, otel=args.otel,
     )
-    _warn_of_secrets_not_kept(cp.state, args.state)
+    _warn_of_secrets_not_kept(cp.state, args.state, args.state_file)
     durable = DurableRun(store=store, run_id=args.run_id, workflow_hash=record.workflow_hash,
                          meta=meta, resumed=cp, decision=decision, worker_id=me,
                          lease_seconds=LEASE_SECONDS)
     return run_args, durable
 
 
-def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str]) -> None:
+def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str],
+                              state_file: str | None) -> None:
     """The store keeps no secret: the state keys that held one go on as the placeholder
-    unless `--state` gives them back, which the person should hear before the run does."""
+    unless `--state` or `--state-file` gives them back, which the person should hear
+    before the run does."""
+    from agentloom.cli._common import parse_state
     from agentloom.redact import REDACTED
 
     named = {item.partition("=")[0].strip() for item in given}
+    named.update(parse_state([], state_file) if state_file else ())
     lost = [key for key, value in state.items() if value == REDACTED and key not in named]
     if not lost:
         return
@@ -161,7 +188,7 @@ def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str]) -> None:
     held, goes = ("a secret", "it goes") if len(lost) == 1 else ("secrets", "they go")
     sys.stderr.write(f"agentloom resume: state {shown} held {held}, which the store did not "
                      f'keep: {goes} on as "{REDACTED}" unless given back with --state '
-                     f"{lost[0][:40]}=VALUE\n")
+                     f"{lost[0][:40]}=VALUE or in a --state-file\n")
 
 
 def _check_step(args: argparse.Namespace, paused: Any) -> None:
@@ -184,7 +211,8 @@ def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,
     if waiting == "answer":
         if not decision.has_answer:
             raise _Refused(f"run {args.run_id} waits for an answer at {where}: "
-                           f"{paused.prompt or ''}; pass --answer VALUE")
+                           f"{paused.prompt or ''}; pass --answer VALUE (--answer - "
+                           "reads it from stdin)")
         data = paused.data or {}
         try:
             coerce(str(data.get("kind") or "text"), data.get("choices"), decision.answer)
@@ -198,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
     from agentloom.errors import AgentLoomError
 
     try:
+        if args.answer == "-":
+            args.answer = _answer_from_stdin()
         run_args, durable = asyncio.run(_prepare(args))
     except _Refused as exc:
         sys.stderr.write(f"agentloom resume: {exc}\n")

@@ -268,6 +268,8 @@ class DurableBatchRunner:
         prompt = getattr(pause, "prompt", None)
         flag = {"approval": " --approve (or --reject)", "answer": " --answer VALUE",
                 "decision": " --approve (or --reject)"}.get(waiting, "")
+        if waiting == "answer" and (getattr(pause, "data", None) or {}).get("kind") == "secret":
+            flag = " --answer - (the answer on stdin)"
         where = f" at step {step!r}" if step else ""
         what = f": {prompt}" if prompt else ""
         return (f"waiting for {waiting}{where}{what}; continue it with: agentloom resume "

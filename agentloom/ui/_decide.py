@@ -44,8 +44,18 @@ class Accepted:
     log: str
 
 
-def resume_flags(body: Any, waiting_for: str) -> list[str]:
-    """The `agentloom resume` flags for a decision body:
+@dataclass(slots=True, frozen=True)
+class ResumeCommand:
+    """The `agentloom resume` flags of a decision, and what goes to the child's stdin: an
+    answer goes there (`--answer -`), never on its command line, which every user of the
+    machine can read (`ps`, /proc) and which a secret answer must stay out of."""
+
+    flags: list[str]
+    stdin: bytes | None = None
+
+
+def resume_flags(body: Any, waiting_for: str) -> ResumeCommand:
+    """The `agentloom resume` command for a decision body:
     `{"action": "approve" | "reject"}` or `{"action": "answer", "answer": ...}`."""
     if not isinstance(body, dict):
         raise DecisionRefused("the body must be a JSON object with an 'action'", 400)
@@ -53,7 +63,7 @@ def resume_flags(body: Any, waiting_for: str) -> list[str]:
     if action in ("approve", "reject"):
         if waiting_for == "answer":
             raise DecisionRefused("the run waits for an answer, not an approval", 400)
-        return [f"--{action}"]
+        return ResumeCommand([f"--{action}"])
     if action == "answer":
         if waiting_for != "answer":
             raise DecisionRefused(f"the run waits for {waiting_for}, not an answer", 400)
@@ -62,7 +72,8 @@ def resume_flags(body: Any, waiting_for: str) -> list[str]:
             answer = ",".join(str(a) for a in answer)
         if not isinstance(answer, str | int | float) or isinstance(answer, bool):
             raise DecisionRefused("'answer' must be text (or a list of choices)", 400)
-        return ["--answer", str(answer)]
+        # The child drops one line end, so an answer's own last character survives.
+        return ResumeCommand(["--answer", "-"], (str(answer) + "\n").encode())
     raise DecisionRefused("'action' must be approve, reject or answer", 400)
 
 
@@ -97,20 +108,20 @@ class Resumer:
         if cp is None or cp.paused is None:
             raise DecisionRefused(f"run {run_id} is not waiting for a decision "
                                   f"(status {record.status})")
-        flags = resume_flags(body, cp.paused.waiting_for)
-        return await self._start(run_id, flags, record.status, ui_url)
+        command = resume_flags(body, cp.paused.waiting_for)
+        return await self._start(run_id, command, record.status, ui_url)
 
-    async def _start(self, run_id: str, flags: list[str], before: str,
+    async def _start(self, run_id: str, command: ResumeCommand, before: str,
                      ui_url: str | None) -> Accepted:
         log = await asyncio.to_thread(self._log_path, run_id)
-        argv = [self._python, "-m", "agentloom.cli", "resume", run_id, *flags,
+        argv = [self._python, "-m", "agentloom.cli", "resume", run_id, *command.flags,
                 "--store", self._store_url]
         # subprocess, not asyncio's: asyncio kills its children when its loop closes, and
         # the run must go on when the UI stops.
         env = self._env
         if ui_url and not env.get("AGENTLOOM_UI_URL"):
             env = {**env, "AGENTLOOM_UI_URL": ui_url}
-        proc = await asyncio.to_thread(_spawn, argv, log, env)
+        proc = await asyncio.to_thread(_spawn, argv, log, env, command.stdin)
         self._children[run_id] = proc
         waited = 0.0
         while waited < CLAIM_WAIT_SECONDS:
@@ -154,9 +165,19 @@ def _private_folder(path: Path) -> None:
 
 
 
-def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], log: Path, env: dict[str, str], stdin: bytes | None
+           ) -> subprocess.Popen[bytes]:
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600)
     with os.fdopen(fd, "wb") as out:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                env=env, start_new_session=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL if stdin is None
+                                else subprocess.PIPE, stdout=out, stderr=out, env=env,
+                                start_new_session=True)
+    if stdin is not None:
+        assert proc.stdin is not None
+        # A child that ends before reading (a refusal) closes the pipe: its log says why.
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(stdin)
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+    return proc

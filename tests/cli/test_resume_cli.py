@@ -100,7 +100,8 @@ def test_resume_says_which_secrets_the_store_did_not_keep(env: Any, tmp_path: Pa
     assert code == 0, err
     assert err.splitlines()[0] == (
         "agentloom resume: state 'token' held a secret, which the store did not keep: it "
-        'goes on as "[REDACTED]" unless given back with --state token=VALUE')
+        'goes on as "[REDACTED]" unless given back with --state token=VALUE or in a '
+        "--state-file")
     assert env.requests[-1].json["messages"][-1]["content"].endswith("with [REDACTED]")
     # Given back, the secret is used and nothing is said.
     code, _, err = _run(capsys, "run", "gate.yaml", "--run-id", "s2", "-s", "token=t0ps3cret")
@@ -108,6 +109,13 @@ def test_resume_says_which_secrets_the_store_did_not_keep(env: Any, tmp_path: Pa
     code, _, err = _run(capsys, "resume", "s2", "--approve", "-s", "token=t0ps3cret")
     assert code == 0 and "held a secret" not in err
     assert env.requests[-1].json["messages"][-1]["content"].endswith("with t0ps3cret")
+    # Or in a file, off the command line that every user's `ps` shows.
+    code, _, err = _run(capsys, "run", "gate.yaml", "--run-id", "s3", "-s", "token=t0ps3cret")
+    assert code == 3, err
+    (tmp_path / "secrets.yaml").write_text("token: fr0mf1le\n")
+    code, _, err = _run(capsys, "resume", "s3", "--approve", "--state-file", "secrets.yaml")
+    assert code == 0 and "held a secret" not in err, err
+    assert env.requests[-1].json["messages"][-1]["content"].endswith("with fr0mf1le")
 
 
 def test_ask_pauses_and_checks_the_answer(env: Any, tmp_path: Path, capsys: Any) -> None:
@@ -223,3 +231,52 @@ def test_resume_writes_a_trace_of_the_continued_run(env: Any, tmp_path: Path,
     assert events[-1]["run_id"] == "g2"
     # Only the step that ran after the gate made a model call in this trace.
     assert {e.get("step_id") for e in events if e["event"] == "request"} == {"send"}
+
+
+SECRET_ASK = """\
+name: asking-secret
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: token, type: ask, question: "deploy token?", answer_type: secret, output: token}
+  - {id: use, type: llm_call, depends_on: [token], prompt: "deploy with {state.token}",
+     output: result}
+"""
+
+
+def test_a_secret_answer_comes_from_stdin_and_stays_out_of_the_store(
+        env: Any, tmp_path: Path) -> None:
+    # On the command line, a secret shows in every user's `ps` and in the shell's
+    # history: `--answer -` reads it from stdin, and the pause's hint says so.
+    import subprocess
+    import sys
+
+    (tmp_path / "secret.yaml").write_text(SECRET_ASK)
+    cli = [sys.executable, "-m", "agentloom"]
+    first = subprocess.run([*cli, "run", "secret.yaml", "--run-id", "t1"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 3, first.stderr
+    assert "resume with: agentloom resume t1 --answer -   (the answer on stdin)" in first.stderr
+    done = subprocess.run([*cli, "resume", "t1", "--answer", "-", "--json"], cwd=tmp_path,
+                          input="hunter2-XYZ\n", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert env.requests[-1].json["messages"][-1]["content"] == "deploy with hunter2-XYZ"
+    assert "hunter2" not in done.stdout
+    assert b"hunter2" not in (tmp_path / ".agentloom" / "runs.db").read_bytes()
+
+
+def test_an_answer_on_stdin_is_bounded_and_its_line_end_dropped(
+        env: Any, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from agentloom.cli import resume
+
+    (tmp_path / "ask.yaml").write_text(ASK)
+    assert _run(capsys, "run", "ask.yaml", "--run-id", "b1")[0] == 3
+    big = b"x" * (resume.MAX_ANSWER_BYTES + 1)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(big)))
+    code, _, err = _run(capsys, "resume", "b1", "--answer", "-")
+    assert code == 1 and "stdin holds over 1048576 bytes" in err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"blue\r\n")))
+    code, out, err = _run(capsys, "resume", "b1", "--answer", "-", "--json")
+    assert code == 0, err
+    assert json.loads(out)["state"]["color"] == "blue"

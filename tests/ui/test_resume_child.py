@@ -92,6 +92,46 @@ def test_a_terminal_resume_is_refused_while_the_ui_resumes_the_run(tmp_path: Pat
         assert len(server.requests) == 1, "the run was resumed once"
 
 
+SECRET_ASK = """\
+name: secret-ask
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: token, type: ask, question: "deploy token?", answer_type: secret, output: token}
+  - {id: use, type: llm_call, depends_on: [token], prompt: "deploy with {state.token}",
+     output: said}
+"""
+
+
+def test_an_answer_from_the_ui_goes_to_its_resume_on_stdin_not_its_command_line(
+        tmp_path: Path) -> None:
+    """Every user of the machine reads a process's command line (`ps`, /proc): the UI's
+    child gets an answer, a secret above all, on its stdin."""
+    from agentloom.ui._decide import resume_flags
+
+    command = resume_flags({"action": "answer", "answer": "hunter2-XYZ"}, "answer")
+    assert command.flags == ["--answer", "-"] and b"hunter2" in (command.stdin or b"")
+    (tmp_path / "flow.yaml").write_text(SECRET_ASK)
+    db = tmp_path / ".agentloom" / "runs.db"
+    with fake_openai() as server:
+        env = cli_env(server)
+        done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "s1")
+        assert done.returncode == 3 and "--answer -" in done.stderr, done.stderr
+        with ui_process(env, tmp_path) as ui:
+            request = urllib.request.Request(
+                f"{ui.base}/api/runs/s1/decision",
+                data=json.dumps({"action": "answer", "answer": "hunter2-XYZ"}).encode(),
+                headers={"Content-Type": "application/json", "X-AgentLoom-Request": "1"})
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                assert answer.status == 202
+            deadline = time.monotonic() + 60  # a bound on the wait, not a sleep
+            while asyncio.run(_status(db, "s1")) not in FINISHED_STATUSES \
+                    and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert asyncio.run(_status(db, "s1")) == "succeeded"
+        assert server.requests[-1].json["messages"][-1]["content"] == "deploy with hunter2-XYZ"
+    assert b"hunter2" not in db.read_bytes()
+
+
 TWO_GATES = """\
 name: two-gates
 config: {model: gpt-4o-mini, provider: openai,
