@@ -219,6 +219,65 @@ def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.Monke
         server.stop_thread()
 
 
+SECRET_TOOLS = '''\
+from agentloom.tools import tool
+from agentloom.workflow import ask
+
+
+@tool
+def confirm(target: str) -> str:
+    """Deploy with a token a person gives."""
+    token = ask(f"token for {target}?", kind="secret")
+    return f"deployed {target} with {token}"
+
+
+@tool
+def pick(target: str) -> str:
+    """Pick regions."""
+    regions = ask(f"regions for {target}?", kind="choose_many", choices=["eu", "us"])
+    return f"{type(regions).__name__} {regions}"
+'''
+
+
+def test_a_secret_answered_to_a_tools_ask_is_redacted_like_an_ask_steps(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    # Before, only the `ask` step taught the redactor its secret answer: the same answer
+    # to `ask(kind="secret")` in a tool was stored in the tool call's result, the model's
+    # reply and the state. The answer is also typed as the step's is (choose_many: a list).
+    def reply(body: dict[str, Any]) -> FakeReply:
+        tools = [m for m in body["messages"] if m["role"] == "tool"]
+        if not tools:
+            name = "pick" if "pick" in body["messages"][-1]["content"] else "confirm"
+            return FakeReply(tool_calls=[(name, {"target": "prod"})])
+        return FakeReply(text="done: " + tools[-1]["content"])
+
+    server = FakeOpenAIServer(responder=reply)
+    server.start_in_thread()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    try:
+        (tmp_path / "loop.yaml").write_text(LOOP.replace("[confirm]", "[confirm, pick]"))
+        (tmp_path / "tools.py").write_text(SECRET_TOOLS)
+        code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t2")
+        assert code == 3 and "--answer -   (the answer on stdin)" in err, err
+        code, out, err = _run(capsys, "resume", "t2", "--answer", "hunter2-XYZ", "--json")
+        assert code == 0, err
+        assert server.requests[-1].json["messages"][-1]["content"] == \
+            "deployed prod with hunter2-XYZ"  # the model got it
+        assert "hunter2" not in out
+        assert b"hunter2" not in (tmp_path / ".agentloom" / "runs.db").read_bytes()
+
+        (tmp_path / "pick.yaml").write_text(LOOP.replace("[confirm]", "[pick]").replace(
+            "deploy the app", "pick the app"))
+        assert _run(capsys, "run", "pick.yaml", "--tools", "tools.py", "--run-id", "t3")[0] == 3
+        code, out, err = _run(capsys, "resume", "t3", "--answer", "eu,us", "--json")
+        assert code == 0, err
+        assert json.loads(out)["state"]["result"] == "done: list ['eu', 'us']"
+    finally:
+        server.stop_thread()
+
+
 def test_resume_writes_a_trace_of_the_continued_run(env: Any, tmp_path: Path,
                                                    capsys: Any) -> None:
     (tmp_path / "gate.yaml").write_text(GATE)

@@ -86,7 +86,9 @@ class DurableRoot(Protocol):
 
 def ask(question: str, *, kind: str = "text", choices: list[str] | None = None) -> Any:
     """Ask a person from inside a tool function. The first time, the run pauses; when it
-    is resumed with `--answer`, the tool call runs again and this returns the answer."""
+    is resumed with `--answer`, the tool call runs again and this returns the answer,
+    typed by `kind` (a list for choose_many); a `secret` one is redacted from what the run
+    stores."""
     answer = call_answer.get()
     if answer is not UNSET:
         return answer
