@@ -18,11 +18,11 @@ parsing, so each of our commands keeps one set of flags:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from agentloom._files import read_regular
+from agentloom._jsontext import loads
 
 _STORE_COMMANDS = frozenset({"run", "resume", "runs", "history", "callback-server"})
 
@@ -73,7 +73,7 @@ def is_mock_responses_file(path: str) -> bool:
     from agentloom.recording import MAX_RECORDING_BYTES
 
     try:  # a FIFO is passed over, not waited on; the loader words what is wrong
-        data = json.loads(read_regular(path, MAX_RECORDING_BYTES))
+        data = loads(read_regular(path, MAX_RECORDING_BYTES))
     except (OSError, ValueError):
         return False
     return (isinstance(data, dict) and data.get("format") != "agentloom-recording"

@@ -59,7 +59,7 @@ def _body_value(body: bytes | None, *, reasoning: bool = False) -> Any:
     if not body:
         return None
     try:
-        value = json.loads(body)
+        value = _jsontext.loads(body)  # bounded: strip_reasoning walks it by recursion
     except (ValueError, UnicodeDecodeError):
         return {"__raw_sha256__": hashlib.sha256(body).hexdigest()}
     if isinstance(value, dict):

@@ -104,6 +104,12 @@ def test_corrupt_or_missing_recording_is_one_clear_error(server: Any, tmp_path: 
     assert main(["run", "flow.yaml", "--replay", "pipe.json"]) == 2
     assert "pipe.json is not a regular file; give a recording" in capsys.readouterr().err
     assert main(["run", "flow.yaml", "--record", "r.json", "--replay", "cut.json"]) == 2
+    # 100 KB of `[`: the check for the public AgentLoom's mock files read it with
+    # json.loads and ended in a RecursionError traceback.
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["replay", "deep.json", "flow.yaml"]) == 1
+    assert "deep.json: not valid JSON, the file may be corrupt or truncated (JSON nested " \
+        "too deeply to parse" in capsys.readouterr().err
     assert len(server.requests) == 0
 
 
