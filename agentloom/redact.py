@@ -261,6 +261,18 @@ class Redactor:
                 merged.append((s, e))
         return merged
 
+    def open_prefix(self, text: str) -> int:
+        """The length of the longest end of `text` that begins a secret value without
+        finishing it: text that arrives in pieces (a stream printed as it comes) holds
+        that much back until the next piece says whether the secret follows."""
+        longest = 0
+        for secret in self._secrets:
+            for n in range(min(len(secret) - 1, len(text)), longest, -1):
+                if secret.startswith(text[-n:]):
+                    longest = n
+                    break
+        return longest
+
     def redact_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
         return {k: (REDACTED if k.lower() in SENSITIVE_NAMES else self.redact_text(v))
                 for k, v in headers.items()}

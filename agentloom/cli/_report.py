@@ -64,7 +64,7 @@ def print_human(result: RunResult, *, streamed: bool, redact: Callable[[str], st
         for key, value in outputs.items():
             if len(outputs) > 1:
                 out.write(f"── {key}\n")
-            out.write(to_text(value).rstrip() + "\n")
+            out.write(redact(to_text(value)).rstrip() + "\n")  # as --json prints it
     told: set[str] = set()
     for r in result.steps.values():
         if r.status is StepStatus.FAILED:

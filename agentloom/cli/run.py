@@ -169,7 +169,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
         tools = _registry(args.tools, runtime, wf)
         on_event = None
         if args.stream and not args.json:
-            on_event = printer = StreamPrinter(sys.stdout)
+            on_event = printer = StreamPrinter(sys.stdout, session.redactor)
         clients: Any = runtime
         from agentloom.workflow.engine.mock_clients import mock_clients
 

@@ -182,6 +182,51 @@ def test_stream_printer_holds_a_second_step_until_the_first_is_done() -> None:
     assert out.getvalue().endswith("third one\n")
 
 
+def test_stream_printer_redacts_a_secret_cut_anywhere_by_the_stream() -> None:
+    # --json redacts a state secret the model echoes; --stream and the plain output
+    # printed it. Every way of cutting the text into three pieces must print the same.
+    import io
+
+    from agentloom.cli._stream import StreamPrinter
+    from agentloom.messages import FinishEvent, TextDelta
+    from agentloom.redact import Redactor
+
+    redactor = Redactor(secrets=["tok-SECRET-123", "tok-SEC"])
+    text = "use tok-SECRET-123 or tok-SECRET-12 then tok-SEC."
+    want = "use [REDACTED] or [REDACTED]RET-12 then [REDACTED]."
+    assert redactor.redact_text(text) == want
+    for i in range(len(text) + 1):
+        for j in range(i, len(text) + 1):
+            out = io.StringIO()
+            printer = StreamPrinter(out, redactor)
+            for piece in (text[:i], text[i:j], text[j:]):
+                printer("a", TextDelta(text=piece))
+            printer("a", FinishEvent(finish_reason="stop"))
+            printer.close()
+            assert out.getvalue() == want + "\n", (i, j)
+    # Held back only while it could be a secret's start: plain text goes out at once.
+    out = io.StringIO()
+    printer = StreamPrinter(out, redactor)
+    printer("a", TextDelta(text="hello to"))
+    assert out.getvalue() == "hello "
+    printer("a", TextDelta(text="day"))
+    assert out.getvalue() == "hello today"
+
+
+def test_run_output_and_stream_redact_a_state_secret_the_model_echoes(
+        server: FakeOpenAIServer, tmp_path: Path) -> None:
+    flow = _flow(tmp_path, "name: echo\nconfig: {model: gpt-4o-mini}\n"
+                 "state_schema: {token: {redact: true}}\n"
+                 "steps:\n  - {id: a, type: llm_call, prompt: \"say {state.token}\", "
+                 "output: said}\n")
+    for flags in ([], ["--stream"]):
+        server.script(FakeReply(text="your token is s3cr3t-t0ken-42, keep it", chunks=9))
+        out = agentloom("run", flow, "-s", "token=s3cr3t-t0ken-42", "--no-checkpoint",
+                        *flags, env=_env(server))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[0] == "your token is [REDACTED], keep it", flags
+
+
 def _run_on_a_terminal(server: FakeOpenAIServer, *args: str,
                        wait_for_line: bool = True) -> tuple[int, str]:
     """Run with stderr on a pty; returns the exit code and what the terminal got. With
