@@ -73,7 +73,7 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
 
     from aiohttp import web
 
-    from agentloom.store import open_store
+    from agentloom.store import open_store, shown_url
     from agentloom.ui import UiSettings, create_app
 
     store_url = args.store or str(Path(".agentloom/runs.db").resolve())
@@ -100,7 +100,7 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
         shown = f"[{shown}]" if ":" in shown else shown
         settings.public_url = f"http://{shown}:{port}/"  # no token: links land in webhooks
         url = settings.public_url + (f"?token={token}" if token else "")
-        sys.stdout.write(f"agentloom ui: {url}\n(store {_shown_store(store_url)}; "
+        sys.stdout.write(f"agentloom ui: {url}\n(store {shown_url(store_url)}; "
                          "Ctrl-C stops)\n")
         sys.stdout.flush()
         stop = asyncio.Event()
@@ -113,10 +113,3 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
         await store.close()
 
 
-def _shown_store(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        return url.replace(f":{parts.password}@", ":***@")
-    return url

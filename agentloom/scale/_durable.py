@@ -25,7 +25,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from agentloom.redact import REDACTED, Redactor
 from agentloom.scale._types import (
@@ -35,7 +34,7 @@ from agentloom.scale._types import (
     BatchItemResult,
     redacted_line,
 )
-from agentloom.store import FINISHED_STATUSES, RunExists
+from agentloom.store import FINISHED_STATUSES, RunExists, shown_url
 from agentloom.workflow import arun_workflow
 from agentloom.workflow.durable.run import DurableRun
 from agentloom.workflow.engine.secrets import workflow_redactor
@@ -87,18 +86,6 @@ def holder_is_gone(holder: str | None) -> bool:
     except OSError:  # exists, but not ours to signal
         return False
     return False
-
-
-def public_url(url: str) -> str:
-    """The store URL without its password, for messages."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc}" if user else netloc))
 
 
 @dataclass(slots=True, kw_only=True)
@@ -273,7 +260,7 @@ class DurableBatchRunner:
         where = f" at step {step!r}" if step else ""
         what = f": {prompt}" if prompt else ""
         return (f"waiting for {waiting}{where}{what}; continue it with: agentloom resume "
-                f"{run_id} --store {public_url(self.store_url)}{flag}")
+                f"{run_id} --store {shown_url(self.store_url, drop=True)}{flag}")
 
     # --- running ---------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from agentloom.store._records import (
     apply_delta,
     query_matches,
 )
+from agentloom.store._urls import shown_url
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -79,6 +80,7 @@ __all__ = [
     "apply_delta",
     "open_store",
     "query_matches",
+    "shown_url",
     "tool_call_resume_action",
 ]
 
@@ -149,3 +151,4 @@ def open_store(target: str | Path | None = None, *, run_dir: str | Path | None =
     from agentloom.store._sqlite import SqliteStore
 
     return SqliteStore(text, **options)
+

@@ -20,25 +20,13 @@ from typing import Any
 from agentloom.store._base import StoreConfigError
 from agentloom.store._serde import Serializer
 from agentloom.store._sql import Rows, SqlStore
+from agentloom.store._urls import shown_url
 
 _MIGRATION_LOCK_KEY = 0x61676C6D  # "aglm": any constant shared by every AgentLoom process
 
 
 def _translate(sql: str) -> str:
     return sql.replace("?j", "%s::jsonb").replace("?", "%s")
-
-
-def _redact_dsn(dsn: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(dsn)
-    except ValueError:
-        return "<unparseable dsn>"
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return dsn
 
 
 class _PgTx:
@@ -78,7 +66,7 @@ class _PgDb:
             )
         except psycopg.Error as exc:
             raise StoreConfigError(
-                f"cannot connect to the run store at {_redact_dsn(self.dsn)}: {exc}"
+                f"cannot connect to the run store at {shown_url(self.dsn)}: {exc}"
             ) from exc
         conn.adapters.register_loader("jsonb", TextLoader)
         self._conn = conn
@@ -152,4 +140,4 @@ class PostgresStore(SqlStore):
                          keep_checkpoints=keep_checkpoints)
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_redact_dsn(self.dsn)!r})"
+        return f"PostgresStore({shown_url(self.dsn)!r})"
