@@ -162,6 +162,33 @@ def test_tool_results_json_encoded(openai_server: FakeOpenAIServer) -> None:
     assert json.loads(content) == {"city": "Oslo", "population": 700000}
 
 
+def test_a_huge_tool_result_reaches_the_model_cut_with_a_note(
+        openai_server: FakeOpenAIServer) -> None:
+    # A Python tool that returns a 5 MB file would send it whole to the model (which
+    # refuses it, or bills it) and into every checkpoint; an error text likewise.
+    from agentloom.tools._tool import MAX_RESULT_BYTES
+
+    @tool
+    def read_log(name: str) -> str:
+        """Read a log."""
+        return "é" * 2_500_000  # 5 MB of UTF-8
+
+    @tool
+    def explode(name: str) -> str:
+        """Fail loudly."""
+        raise RuntimeError("x" * 3_000_000)
+
+    openai_server.script(calls(("read_log", {"name": "app"}), ("explode", {"name": "a"})),
+                         "read it")
+    with Agent.from_env(agent_env(openai_server), tools=[read_log, explode]) as agent:
+        agent.run("read the log")
+    log, error = tool_results(openai_server.requests[1].json).values()
+    note = f"\n[output truncated at {MAX_RESULT_BYTES} bytes]"
+    assert log == "é" * (MAX_RESULT_BYTES // 2) + note
+    assert error.startswith("RuntimeError: xxx") and error.endswith(note)
+    assert len(error.encode()) == MAX_RESULT_BYTES + len(note)
+
+
 def test_a_reply_asking_for_too_many_calls_runs_the_first_128_and_refuses_the_rest(
         openai_server: FakeOpenAIServer) -> None:
     ran: list[int] = []

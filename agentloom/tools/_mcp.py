@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from agentloom.errors import ConfigError, ToolError
-from agentloom.tools._tool import BaseTool
+from agentloom.tools._tool import BaseTool, bounded_text
 from agentloom.tools.contracts import ToolContext
 
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
@@ -305,7 +305,7 @@ class _Connection:
             )
         except Exception as exc:
             raise ToolError(f"MCP {self.config.name}.{name} failed: {_flatten(exc)}") from None
-        text = _bounded(_content_text(result), self.config.max_output_bytes)
+        text = bounded_text(_content_text(result), self.config.max_output_bytes)
         if result.is_error:
             raise ToolError(text or f"MCP {self.config.name}.{name} reported an error")
         return text
@@ -350,16 +350,6 @@ def _flatten(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_flatten(e) for e in exc.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _bounded(text: str, limit: int) -> str:
-    if 4 * len(text) <= limit:  # no character takes more than 4 bytes
-        return text
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= limit:
-        return text
-    kept = data[:limit].decode("utf-8", errors="ignore")  # a split character is dropped
-    return f"{kept}\n[output truncated at {limit} bytes]"
 
 
 def _content_text(result: Any) -> str:
