@@ -64,7 +64,8 @@ class ToolSet:
         control_signals: exception types that are not tool failures and must reach the
             loop (a pause request); BaseExceptions such as cancellation always do.
         max_result_bytes: a result (or error text) longer than this, in UTF-8, is cut
-            with a note saying so before the model or any checkpoint sees it.
+            with a note saying so before the model or any checkpoint sees it; None for
+            a `tool` step, whose typed result is the workflow's own data.
     """
 
     def __init__(
@@ -75,7 +76,7 @@ class ToolSet:
         error_prompt: str | None = None,
         on_tool_end: Callable[[str, float, bool], None] | None = None,
         control_signals: tuple[type[BaseException], ...] = (),
-        max_result_bytes: int = MAX_RESULT_BYTES,
+        max_result_bytes: int | None = MAX_RESULT_BYTES,
     ) -> None:
         self.timeout = timeout
         self.max_result_bytes = max_result_bytes
@@ -145,7 +146,8 @@ class ToolSet:
                 self.on_tool_end(
                     tool.name if tool else call.name, time.perf_counter() - start, is_error
                 )
-        content = bounded_text(content, self.max_result_bytes)
+        if self.max_result_bytes is not None:
+            content = bounded_text(content, self.max_result_bytes)
         if is_error and self.error_prompt:
             content = f"{content}\n\n{self.error_prompt}"
         return ToolResultPart(call_id=call.id, name=call.name, content=content, is_error=is_error)

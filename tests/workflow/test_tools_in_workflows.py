@@ -371,3 +371,24 @@ steps:
         await runtime.aclose()
     assert result.ok, result.error
     assert result.state["page"] == "fact: the answer is 42"
+
+
+async def test_a_tool_steps_big_result_stays_whole_in_the_state() -> None:
+    # The cut at MAX_RESULT_BYTES is for what a model reads; a `tool` step's result is
+    # the workflow's own typed data.
+    from agentloom.tools import ToolRegistry, tool
+    from agentloom.tools._tool import MAX_RESULT_BYTES
+
+    @tool
+    def rows(n: int) -> list[dict[str, int]]:
+        """Many rows."""
+        return [{"i": i, "square": i * i} for i in range(n)]
+
+    registry = ToolRegistry([rows])
+    wf = load_workflow("name: big\nsteps:\n  - {id: s, type: tool, tool_name: rows, "
+                       "tool_args: {n: 100000}, output: table}\n")
+    async with Runtime() as runtime:  # no model is called
+        result = await arun_workflow(wf, clients=runtime, tools=registry)
+    assert result.ok, result.error
+    assert len(json.dumps(result.state["table"])) > MAX_RESULT_BYTES
+    assert result.state["table"][-1] == {"i": 99999, "square": 99999 ** 2}
