@@ -177,6 +177,12 @@ class Runtime:
         return tuple(self._endpoints.values())
 
     @property
+    def env(self) -> Mapping[str, str]:
+        """The variables this runtime was given (`from_env`'s mapping): where a workflow's
+        `*_env` fields (a webhook's secret, say) are looked up."""
+        return self._env
+
+    @property
     def default_provider(self) -> str:
         """The provider a call without one goes to: the configured default, else the first
         configured endpoint, else `local`."""

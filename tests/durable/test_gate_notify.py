@@ -4,6 +4,8 @@ receiver that is down doesn't cost the pause."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
+from typing import Any
 
 from agentloom.redact import Redactor
 from agentloom.store import MemoryStore
@@ -102,3 +104,102 @@ async def test_a_loopback_target_is_refused_unless_allowed() -> None:
         assert receiver.posts == []  # never sent
         cp = await store.load_latest("n3")
         assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is False
+
+
+SIGNED = """\
+name: signed
+config: {sandbox: {allow_internal_webhook_targets: true}}
+steps:
+  - id: approve
+    type: approval_gate
+    message: "ship it?"
+    notify:
+      url: "URL"
+      headers_env: {Authorization: HOOK_AUTH}
+      secret_env: HOOK_SECRET
+"""
+
+
+def test_a_notification_signed_with_a_secret_from_the_environment(tmp_path: Path) -> None:
+    """The receiver's credential and the signing key come from variables, not the file;
+    the receiver checks the body with the recipe docs/durable.md gives; neither value
+    reaches the store; a variable not set sends nothing rather than an unsigned event."""
+    import hashlib
+    import hmac
+    import time
+
+    from tests.cli.test_commands import agentloom
+    from tests.webhook_receiver import threaded_webhook_receiver
+
+    key, auth = "whsec-0123456789abcdef", "Bearer hook-cred-0123456789"
+    with threaded_webhook_receiver() as receiver:
+        (tmp_path / "flow.yaml").write_text(SIGNED.replace("URL", receiver.url))
+        done = agentloom("run", "flow.yaml", "--run-id", "s1", cwd=tmp_path,
+                         env={"HOOK_SECRET": key, "HOOK_AUTH": auth})
+        assert done.returncode == 3, done.stderr
+        [(headers, body)] = receiver.posts
+        assert headers["Authorization"] == auth
+        is_ours = _documented_check()
+        assert is_ours(key.encode(), headers, body)
+        assert not is_ours(b"another-key", headers, body)
+        assert not is_ours(key.encode(), headers, body.replace(b"ship", b"drop"))
+        stamp = headers["X-AgentLoom-Timestamp"]
+        old = hmac.new(key.encode(), b"1000." + body, hashlib.sha256).hexdigest()
+        assert not is_ours(key.encode(), {"X-AgentLoom-Timestamp": "1000",
+                                          "X-AgentLoom-Signature": "sha256=" + old}, body)
+        assert abs(time.time() - int(stamp)) < 300
+        stored = (tmp_path / ".agentloom" / "runs.db").read_bytes()
+        assert key.encode() not in stored and b"hook-cred" not in stored
+
+        unset = agentloom("run", "flow.yaml", "--run-id", "s2", cwd=tmp_path,
+                          env={"HOOK_AUTH": auth})
+        assert unset.returncode == 3, unset.stderr
+        assert "notify not sent: HOOK_SECRET not set" in unset.stderr
+        assert len(receiver.posts) == 1
+
+
+def test_a_notify_env_name_that_is_no_variable_name_is_a_load_error() -> None:
+    import pytest
+
+    from agentloom.workflow import WorkflowProblems
+
+    with pytest.raises(WorkflowProblems) as info:
+        load_workflow_text(SIGNED.replace("HOOK_SECRET", "$(whoami)"))
+    assert "notify.secret_env" in str(info.value)
+
+
+def _documented_check() -> Any:
+    """The receiver's check as docs/durable.md prints it (the block after its `is_ours`
+    mark), run as it is."""
+    text = (Path(__file__).parents[2] / "docs" / "durable.md").read_text()
+    block = text.split("def is_ours", 1)[0].rsplit("```python", 1)[1] + "def is_ours" + \
+        text.split("def is_ours", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(block, namespace)  # our own documentation, as it is printed
+    return namespace["is_ours"]
+
+
+def test_a_batch_worker_signs_with_the_variable_too(tmp_path: Path) -> None:
+    # The runs of a batch are given the variables the file names (as they are given
+    # a provider's api_key_env), nested steps' included.
+    from agentloom.scale._workflow_adapter import key_names
+    from tests.cli.test_commands import agentloom
+    from tests.webhook_receiver import threaded_webhook_receiver
+
+    nested = ("functions:\n  f:\n    steps:\n      - id: g\n        type: approval_gate\n"
+              "        notify: {url: 'http://x', secret_env: DEEP_KEY, "
+              "headers_env: {X-A: DEEP_AUTH}}\n")
+    assert sorted(key_names(SIGNED + nested)) == ["DEEP_AUTH", "DEEP_KEY", "HOOK_AUTH",
+                                                  "HOOK_SECRET"]
+    key = "whsec-batch-0123456789"
+    with threaded_webhook_receiver() as receiver:
+        (tmp_path / "flow.yaml").write_text(SIGNED.replace("URL", receiver.url))
+        (tmp_path / "in.jsonl").write_text('{"n": 1}\n')
+        done = agentloom("batch", "flow.yaml", "in.jsonl", "-o", "out.jsonl",
+                         "--store", "runs.db", cwd=tmp_path,
+                         env={"HOOK_SECRET": key, "HOOK_AUTH": "Bearer batch-cred-0123"})
+        assert done.returncode in (0, 1), done.stderr
+        [(headers, body)] = receiver.posts
+    assert _documented_check()(key.encode(), headers, body)
+    assert headers["Authorization"] == "Bearer batch-cred-0123"
+    assert key.encode() not in (tmp_path / "runs.db").read_bytes()

@@ -11,7 +11,7 @@ the step with `ReplayMismatch`, never a made-up "Mock response". A missing file 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,11 @@ class MockClients:
         self.only_mock = only_mock
         """Every call gets the recording, whatever provider it names (`--mock-responses`)."""
         self.default_model = default_model or getattr(inner, "default_model", None) or MOCK
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The inner factory's variables (a webhook's secret still signs with mocks)."""
+        return getattr(self.inner, "env", None) or {}
 
     def client(self, *, model: str | None, provider: str | None = None,
                fallback: Sequence[Any] = (), retry: Any = None, budget: Any = None) -> Any:

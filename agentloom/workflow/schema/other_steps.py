@@ -80,9 +80,17 @@ class MapStep(StepBase):
         return self
 
 
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+"""The name of an environment variable."""
+
+
 class Notify(Strict):
     url: str
     headers: dict[str, str] = Field(default_factory=empty_dict)
+    headers_env: dict[str, EnvName] = Field(default_factory=empty_dict)
+    """Header name -> the variable holding its value: a credential kept out of the file."""
+    secret_env: EnvName | None = None
+    """The variable holding the key the body is signed with (HMAC-SHA256)."""
     body_template: str | None = None
     timeout: float | None = Field(default=None, gt=0)
 

@@ -12,12 +12,24 @@ ask the person: up to three tries, a private, loopback or link-local target refu
 and noted in the pause; it never costs the pause itself. When the run's durable meta
 names a `ui_url` (`agentloom run` sets it from `AGENTLOOM_UI_URL`), the event carries
 `url`, the run's page in `agentloom ui`, where the person can decide.
+
+Credentials stay out of the file: `headers_env` names the variables that hold header
+values, and `secret_env` the one holding a key the body is signed with, so a receiver
+can tell our events from anyone's: `X-AgentLoom-Timestamp` (Unix seconds) and
+`X-AgentLoom-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>." + body>`. Their values
+join the run's redactor before anything is sent. A variable that isn't set sends
+nothing (logged, `notified: false`): an unsigned event would teach the receiver to
+accept unsigned ones.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -112,7 +124,9 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
             "resume": f"agentloom resume {ctx.run_id} --approve | --reject",
             **_page_link(ctx),
         }).encode()
-    headers = {"content-type": "application/json", **notify.headers}
+    headers = _credentials(notify, step_id, ctx, body)
+    if headers is None:
+        return False
     request = HttpRequest(method="POST", url=notify.url, headers=headers, body=body,
                           timeout=HttpTimeout(connect=notify.timeout or 10.0,
                                               read=notify.timeout or 10.0))
@@ -155,3 +169,31 @@ async def _notify(notify: Notify, prep: Prepared, step_id: str, message: str,
 
 
 _NOTIFY_TRIES = 3
+
+
+def _credentials(notify: Notify, step_id: str, ctx: RunContext, body: bytes
+                 ) -> dict[str, str] | None:
+    """The request's headers: the file's, those `headers_env` names, and the signature
+    with `secret_env`; None (logged) when a named variable is not set."""
+    env: Mapping[str, str] = getattr(ctx.clients, "env", None) or {}
+    missing = [name for name in (*notify.headers_env.values(), notify.secret_env)
+               if name is not None and not env.get(name)]
+    if missing:
+        log.warning("approval gate %r: notify not sent: %s not set", step_id,
+                    ", ".join(sorted(set(missing))))
+        return None
+    headers = {"content-type": "application/json", **notify.headers}
+    secrets = []
+    for header, name in notify.headers_env.items():
+        headers[header] = env[name]
+        secrets.append(env[name])
+    if notify.secret_env is not None:
+        key = env[notify.secret_env]
+        secrets.append(key)
+        stamp = str(int(time.time()))
+        digest = hmac.new(key.encode(), stamp.encode() + b"." + body, hashlib.sha256)
+        headers["X-AgentLoom-Timestamp"] = stamp
+        headers["X-AgentLoom-Signature"] = "sha256=" + digest.hexdigest()
+    if secrets and ctx.redactor is not None:
+        ctx.redactor.add_secrets(secrets)  # a log line or a checkpoint never holds them
+    return headers
