@@ -166,7 +166,7 @@ def test_a_huge_tool_result_reaches_the_model_cut_with_a_note(
         openai_server: FakeOpenAIServer) -> None:
     # A Python tool that returns a 5 MB file would send it whole to the model (which
     # refuses it, or bills it) and into every checkpoint; an error text likewise.
-    from agentloom.tools._tool import MAX_RESULT_BYTES
+    from agentloom.tools.contracts import MAX_RESULT_BYTES
 
     @tool
     def read_log(name: str) -> str:

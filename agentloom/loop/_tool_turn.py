@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 from agentloom.loop._options import LoopOptions
 from agentloom.loop.observer import Dispatch
 from agentloom.messages import ToolCallPart, ToolResultPart
-from agentloom.tools.contracts import ToolBox, ToolContext
+from agentloom.tools.contracts import MAX_RESULT_BYTES, ToolBox, ToolContext, bounded_text
 
 MAX_TOOL_CALLS_PER_TURN = 128
 """Calls of one reply that run, at most; each one past them is answered with an error
@@ -84,6 +84,9 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
                     raise
                 pauses.append(exc)
                 return None
+            if len(result.content) * 4 > MAX_RESULT_BYTES:  # else it can't be over
+                result = dataclasses.replace(
+                    result, content=bounded_text(result.content, MAX_RESULT_BYTES))
         run.dispatch.emit("on_tool_end", seen, result, run.now() - t0)
         return result
 

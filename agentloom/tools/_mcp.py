@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from agentloom.errors import ConfigError, ToolError
-from agentloom.tools._tool import BaseTool, bounded_text
-from agentloom.tools.contracts import ToolContext
+from agentloom.tools._tool import BaseTool
+from agentloom.tools.contracts import ToolContext, bounded_text
 
 _SERVER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 INSTALL_HINT = "pip install 'agentloom-engine[mcp]'"

@@ -18,7 +18,7 @@ from agentloom.errors import ConfigError
 from agentloom.messages import ToolSpec
 from agentloom.tools._decorator import as_tool
 from agentloom.tools._sandbox import SandboxPolicy
-from agentloom.tools._tool import MAX_RESULT_BYTES, Tool, check_parameters, check_tool_name
+from agentloom.tools._tool import Tool, check_parameters, check_tool_name
 from agentloom.tools._toolset import DeclaredTool, ToolSet
 from agentloom.tools.builtins import builtin_tools
 from agentloom.tools.builtins._base import SandboxedTool
@@ -104,7 +104,6 @@ class ToolRegistry:
         timeout: float | None = None,
         on_tool_end: Callable[[str, float, bool], None] | None = None,
         control_signals: tuple[type[BaseException], ...] = (),
-        max_result_bytes: int | None = MAX_RESULT_BYTES,
     ) -> ToolSet:
         """The ToolSet for one step.
 
@@ -115,8 +114,6 @@ class ToolRegistry:
                 of the one they were made with. None keeps theirs.
             max_tools: the profile's limit on tools per call; above it is a ConfigError.
             error_prompt: appended to every failing tool result.
-            max_result_bytes: where a result is cut for the model (None: never, for a
-                `tool` step).
         """
 
         entries: list[tuple[Tool, ToolSpec]] = []
@@ -155,7 +152,6 @@ class ToolRegistry:
             error_prompt=error_prompt,
             on_tool_end=on_tool_end,
             control_signals=control_signals,
-            max_result_bytes=max_result_bytes,
         )
 
     def list(self) -> builtins.list[ToolInfo]:

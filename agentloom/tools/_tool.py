@@ -143,21 +143,3 @@ def encode_result(value: Any) -> str:
     import pydantic_core
 
     return pydantic_core.to_json(value, fallback=repr).decode("utf-8")
-
-
-MAX_RESULT_BYTES = 1_000_000
-"""What a tool's result may hold (UTF-8) before it is cut: a tool that returns a 200 MB
-file would otherwise send it to the model (which refuses it, or bills it) and write it
-to every checkpoint of the run. An MCP server's own limit is `max_output_bytes`."""
-
-
-def bounded_text(text: str, limit: int) -> str:
-    """`text` cut to `limit` UTF-8 bytes with a note saying so, or as it is."""
-    if 4 * len(text) <= limit:  # no character takes more than 4 bytes
-        return text
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= limit:
-        return text
-    kept = data[:limit].decode("utf-8", errors="ignore")  # a split character is dropped
-    return f"{kept}\n[output truncated at {limit} bytes]"
-

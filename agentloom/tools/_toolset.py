@@ -23,7 +23,7 @@ from agentloom import _jsontext
 from agentloom.errors import ToolError
 from agentloom.messages import ToolCallPart, ToolResultPart, ToolSpec
 from agentloom.tools._decorator import as_tool
-from agentloom.tools._tool import MAX_RESULT_BYTES, Tool, bounded_text, encode_result
+from agentloom.tools._tool import Tool, encode_result
 from agentloom.tools.contracts import ToolContext
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -63,9 +63,6 @@ class ToolSet:
             summaries and metrics.
         control_signals: exception types that are not tool failures and must reach the
             loop (a pause request); BaseExceptions such as cancellation always do.
-        max_result_bytes: a result (or error text) longer than this, in UTF-8, is cut
-            with a note saying so before the model or any checkpoint sees it; None for
-            a `tool` step, whose typed result is the workflow's own data.
     """
 
     def __init__(
@@ -76,10 +73,8 @@ class ToolSet:
         error_prompt: str | None = None,
         on_tool_end: Callable[[str, float, bool], None] | None = None,
         control_signals: tuple[type[BaseException], ...] = (),
-        max_result_bytes: int | None = MAX_RESULT_BYTES,
     ) -> None:
         self.timeout = timeout
-        self.max_result_bytes = max_result_bytes
         self.error_prompt = error_prompt or None
         self.on_tool_end = on_tool_end
         self.control_signals = control_signals
@@ -146,8 +141,6 @@ class ToolSet:
                 self.on_tool_end(
                     tool.name if tool else call.name, time.perf_counter() - start, is_error
                 )
-        if self.max_result_bytes is not None:
-            content = bounded_text(content, self.max_result_bytes)
         if is_error and self.error_prompt:
             content = f"{content}\n\n{self.error_prompt}"
         return ToolResultPart(call_id=call.id, name=call.name, content=content, is_error=is_error)

@@ -377,7 +377,7 @@ async def test_a_tool_steps_big_result_stays_whole_in_the_state() -> None:
     # The cut at MAX_RESULT_BYTES is for what a model reads; a `tool` step's result is
     # the workflow's own typed data.
     from agentloom.tools import ToolRegistry, tool
-    from agentloom.tools._tool import MAX_RESULT_BYTES
+    from agentloom.tools.contracts import MAX_RESULT_BYTES
 
     @tool
     def rows(n: int) -> list[dict[str, int]]:

@@ -47,8 +47,7 @@ class ToolSource(Protocol):
     """Where declared tools come from (`agentloom.tools.ToolRegistry`)."""
 
     def toolbox(self, declared: Sequence[Any], *, policy: Any = None,
-                max_tools: int | None = None, error_prompt: str | None = None,
-                max_result_bytes: int | None = ...) -> ToolBox: ...
+                max_tools: int | None = None, error_prompt: str | None = None) -> ToolBox: ...
 
 
 StepEventSink = Callable[[str, StreamEvent], None]

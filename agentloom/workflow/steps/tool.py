@@ -97,9 +97,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     if ctx.tools is None:
         raise ConfigError(f"step {node.id!r}: no tool registry is set to run {step.tool_name!r}")
     args = _render(node.prepared.args, ctx)
-    # No cut: the result is the workflow's own typed data, not text for a model.
-    box = ctx.tools.toolbox([step.tool_name], policy=ctx.sandbox_policy(),
-                            max_result_bytes=None)
+    box = ctx.tools.toolbox([step.tool_name], policy=ctx.sandbox_policy())
     call = ToolCallPart(id=f"{node.id}-call", name=step.tool_name,
                         arguments=json.dumps(args, ensure_ascii=False, default=str))
     nested: list[Any] = []  # a workflow function's model usage is this step's
