@@ -31,8 +31,9 @@ def add_parser(sub: Any) -> None:
                                "tool call)")
     decision.add_argument("--answer", metavar="VALUE",
                           help="the answer to the waiting question (choose_many: a,b); "
-                               "`-` reads it from stdin, which keeps a secret out of the "
-                               "process list and the shell's history")
+                               "`-` reads it from stdin (asked for, unechoed, on a "
+                               "terminal), which keeps a secret out of the process list "
+                               "and the shell's history")
     p.add_argument("--provider", "-p", help="the provider of steps that name none (instead "
                                             "of the one the run started with)")
     p.add_argument("--model", "-m", help="the model of steps that name none (ditto)")
@@ -65,7 +66,15 @@ MAX_ANSWER_BYTES = 1 << 20
 
 
 def _answer_from_stdin() -> str:
-    """One answer from stdin, its line end dropped (`echo` and a typed line add one)."""
+    """One answer from stdin, its line end dropped (`echo` and a typed line add one). On
+    a terminal it is asked for, and not echoed (a person typing a secret)."""
+    if sys.stdin.isatty():
+        import getpass
+
+        try:
+            return getpass.getpass("answer (not shown): ")
+        except EOFError:
+            raise _Refused("--answer -: no answer was typed") from None
     data = sys.stdin.buffer.read(MAX_ANSWER_BYTES + 1)
     if len(data) > MAX_ANSWER_BYTES:
         raise _Refused(f"--answer -: stdin holds over {MAX_ANSWER_BYTES} bytes; an answer "

@@ -339,3 +339,47 @@ def test_an_answer_on_stdin_is_bounded_and_its_line_end_dropped(
     code, out, err = _run(capsys, "resume", "b1", "--answer", "-", "--json")
     assert code == 0, err
     assert json.loads(out)["state"]["color"] == "blue"
+
+
+def test_answer_dash_on_a_terminal_asks_without_echo(env: Any, tmp_path: Path,
+                                                     capsys: Any) -> None:
+    # A person typing a secret at a terminal: asked for it, and it is not echoed.
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import termios
+
+    (tmp_path / "ask.yaml").write_text(ASK)
+    assert _run(capsys, "run", "ask.yaml", "--run-id", "y1")[0] == 3
+    leader, follower = pty.openpty()
+    attrs = termios.tcgetattr(follower)
+
+    # In a session of its own, the child takes the pty as its controlling terminal (so
+    # getpass opens it as /dev/tty) before it becomes the command; no preexec_fn, which
+    # is unsafe in this process's threads.
+    own_terminal = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+                    "os.execv(sys.executable, sys.argv[1:])")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", own_terminal, sys.executable, "-m", "agentloom",
+             "resume", "y1", "--answer", "-", "--json"],
+            cwd=tmp_path, stdin=follower, stdout=subprocess.PIPE, stderr=follower,
+            start_new_session=True, env=dict(os.environ))
+        os.close(follower)
+        seen = b""
+        while b"answer (not shown): " not in seen:  # ends with the prompt, or EOF fails
+            ready, _, _ = select.select([leader], [], [], 60)  # a bound, not a sleep
+            assert ready, seen
+            chunk = os.read(leader, 1024)
+            assert chunk, seen
+            seen += chunk
+        echo_off = not termios.tcgetattr(leader)[3] & termios.ECHO
+        os.write(leader, b"blue\n")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(leader)
+    assert attrs[3] & termios.ECHO and echo_off
+    assert proc.returncode == 0
+    assert json.loads(out)["state"]["color"] == "blue"
