@@ -203,3 +203,25 @@ def test_a_batch_worker_signs_with_the_variable_too(tmp_path: Path) -> None:
     assert _documented_check()(key.encode(), headers, body)
     assert headers["Authorization"] == "Bearer batch-cred-0123"
     assert key.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+def test_a_credential_written_in_the_file_is_warned_of_by_line() -> None:
+    flow = ("name: lit\n"
+            "providers:\n"
+            "  mine: {type: openai, base_url: 'http://x/v1', api_key: written-key-0123}\n"
+            "config: {provider: mine, model: gpt-4o-mini}\n"
+            "steps:\n"
+            "  - id: approve\n"
+            "    type: approval_gate\n"
+            "    notify:\n"
+            "      url: http://x\n"
+            "      headers: {X-Team: ops, Authorization: 'Bearer written-0123'}\n")
+    wf = load_workflow_text(flow, filename="lit.yaml")
+    assert wf.warnings == [
+        "lit.yaml:10: warning: step 'approve', notify.headers.Authorization: a key written "
+        "in the file goes wherever the file goes (git, a batch's workers); name the "
+        "variable that holds it with notify.headers_env: {Authorization: VARIABLE}",
+        "lit.yaml:3: warning: providers.mine.api_key: a key written in the file goes "
+        "wherever the file goes (git, a batch's workers); name the variable that holds it "
+        "with api_key_env"]
+    assert load_workflow_text(SIGNED, filename="signed.yaml").warnings == []

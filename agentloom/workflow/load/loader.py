@@ -25,6 +25,7 @@ from agentloom.workflow.load.diagnose import describe
 from agentloom.workflow.load.diagnose import dotted as _dotted
 from agentloom.workflow.load.model_checks import check_conversations, valid_agents
 from agentloom.workflow.load.problems import WorkflowProblems
+from agentloom.workflow.load.secret_checks import provider_key_warnings
 from agentloom.workflow.load.static_checks import check_state_reads
 from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
@@ -146,6 +147,13 @@ class PrepareContext:
             file=self._checker.filename, line=self.line(*field_path), field=dotted or None,
         ))
 
+    def warn(self, message: str, *field_path: str | int) -> None:
+        """A warning at the field's line (`validate` and `run` print it; the file runs)."""
+        step_id = self._raw.get("id", f"#{self._index}")
+        self._checker.warnings.append(f"{self._checker.filename}:{self.line(*field_path)}: "
+                                      f"warning: step {step_id!r}, "
+                                      f"{_dotted(list(field_path))}: {message}")
+
     def template(self, text: str, *field_path: str | int) -> Template:
         try:
             compiled = compile_template(text)
@@ -242,6 +250,7 @@ class Checker:
         self._check_outputs(nodes)
         self._warn_unknown_state(nodes)
         self._check_state_reads(nodes)
+        self.warnings += provider_key_warnings(data, self.marks, self.filename)
         if definition is not None and definition.mcp_servers:
             self._check_extra_mcp()
         tooling = None

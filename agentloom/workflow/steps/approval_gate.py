@@ -40,6 +40,7 @@ from agentloom.http import HttpRequest, HttpTimeout
 from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
 from agentloom.workflow.engine.pause import PauseRun, waited_too_long
 from agentloom.workflow.engine.result import StepOutcome
+from agentloom.workflow.load.secret_checks import WRITTEN_KEY, credential_headers
 
 if TYPE_CHECKING:
     from agentloom.workflow.engine.context import RunContext
@@ -60,6 +61,9 @@ class Prepared:
 
 def prepare(step: ApprovalGateStep, pc: PrepareContext) -> Prepared:
     body = step.notify.body_template if step.notify is not None else None
+    for header in credential_headers(step.notify.headers if step.notify else {}):
+        pc.warn(WRITTEN_KEY.format(instead=f"notify.headers_env: {{{header}: VARIABLE}}"),
+                "notify", "headers", header)
     return Prepared(
         message=None if step.message is None else pc.template(step.message, "message"),
         notify_body=None if body is None else pc.template(body, "notify.body_template"),
