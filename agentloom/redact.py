@@ -266,11 +266,15 @@ class Redactor:
         finishing it: text that arrives in pieces (a stream printed as it comes) holds
         that much back until the next piece says whether the secret follows."""
         longest = 0
+        end = len(text)
         for secret in self._secrets:
-            for n in range(min(len(secret) - 1, len(text)), longest, -1):
-                if secret.startswith(text[-n:]):
-                    longest = n
+            # Only where the secret's first character stands can it begin.
+            i = text.find(secret[0], max(0, end - len(secret) + 1), end - longest)
+            while i != -1:
+                if secret.startswith(text[i:]):
+                    longest = end - i
                     break
+                i = text.find(secret[0], i + 1, end - longest)
         return longest
 
     def redact_headers(self, headers: Mapping[str, str]) -> dict[str, str]:

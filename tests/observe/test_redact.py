@@ -193,3 +193,24 @@ def test_a_path_under_a_secret_top_level_key_is_secret() -> None:
     counts = Redactor(key_globs=["secret*"])
     assert counts.path_is_secret("secrets.input_tokens")
     assert not counts.path_is_secret("usage.input_tokens")
+
+
+def test_open_prefix_is_the_longest_end_that_begins_a_secret() -> None:
+    # What a stream printer holds back: checked against the plain definition on many
+    # texts, overlapping and repetitive secrets included.
+    import random
+
+    secrets = ["tok-SECRET-123", "tok-SEC", "abcabcabd", "aaaaaaab"]
+    redactor = Redactor(secrets=secrets)
+
+    def plain(text: str) -> int:
+        return max((n for s in secrets for n in range(1, min(len(s), len(text) + 1))
+                    if s.startswith(text[len(text) - n:])), default=0)
+
+    rng = random.Random(7)
+    for _ in range(5000):
+        text = "".join(rng.choice("abctoSEK-123 ") for _ in range(rng.randint(0, 20)))
+        assert redactor.open_prefix(text) == plain(text), text
+    assert redactor.open_prefix("say tok-SECRET-12") == len("tok-SECRET-12")
+    assert redactor.open_prefix("say tok-SECRET-123") == 0  # whole: redacted, not held
+    assert Redactor().open_prefix("anything") == 0
