@@ -93,16 +93,16 @@ class WorkflowRunnerFactory:
 
 def runtime_env(env: Mapping[str, str], names: Iterable[str] = ()) -> dict[str, str]:
     """What of `env` the runs need: the runtime's variables and `names` (the keys the
-    workflow names: `api_key_env`, a gate's `secret_env` and `headers_env`)."""
+    workflow names: `api_key_env`, a gate's `url_env`, `secret_env`, `headers_env`)."""
     wanted = frozenset(names)
     return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) or k in wanted}
 
 
 def key_names(text: str) -> list[str]:
     """The variables the workflow names for its runs to read: its providers'
-    `api_key_env`, and a gate's `notify.secret_env` and `headers_env` anywhere in the
-    file, nested steps and functions included (none when the YAML doesn't parse:
-    loading the file reports that, by line)."""
+    `api_key_env`, and a gate's `notify.url_env`, `secret_env` and `headers_env`
+    anywhere in the file, nested steps and functions included (none when the YAML
+    doesn't parse: loading the file reports that, by line)."""
     try:
         doc, _ = load_yaml(text, "workflow")  # bounded as the loader's own read is
     except WorkflowError:
@@ -113,7 +113,7 @@ def key_names(text: str) -> list[str]:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                if key in ("api_key_env", "secret_env") and isinstance(value, str):
+                if key in ("api_key_env", "secret_env", "url_env") and isinstance(value, str):
                     names.append(value)
                 elif key == "headers_env" and isinstance(value, dict):
                     names += [v for v in value.values() if isinstance(v, str)]

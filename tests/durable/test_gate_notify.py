@@ -225,3 +225,38 @@ def test_a_credential_written_in_the_file_is_warned_of_by_line() -> None:
         "wherever the file goes (git, a batch's workers); name the variable that holds it "
         "with api_key_env"]
     assert load_workflow_text(SIGNED, filename="signed.yaml").warnings == []
+
+
+def test_a_webhook_whose_url_is_its_secret_comes_from_a_variable(tmp_path: Path) -> None:
+    # A Slack-style URL carries its credential in the path: `url_env` keeps it out of
+    # the file, the store and the log, which names the host alone.
+    from tests.cli.test_commands import agentloom
+    from tests.webhook_receiver import threaded_webhook_receiver
+
+    flow = SIGNED.replace('url: "URL"', "url_env: HOOK_URL").replace(
+        "      headers_env: {Authorization: HOOK_AUTH}\n      secret_env: HOOK_SECRET\n", "")
+    (tmp_path / "flow.yaml").write_text(flow)
+    secret_path = "/services/T0/B0/hunter2PathToken"
+    with threaded_webhook_receiver() as receiver:
+        done = agentloom("run", "flow.yaml", "--run-id", "u1", cwd=tmp_path,
+                         env={"HOOK_URL": receiver.url + secret_path})
+        assert done.returncode == 3, done.stderr
+        assert len(receiver.posts) == 1
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = agentloom("run", "flow.yaml", "--run-id", "u2", cwd=tmp_path,
+                     env={"HOOK_URL": f"http://127.0.0.1:{port}{secret_path}"})
+    assert down.returncode == 3, down.stderr
+    assert f"notify to http://127.0.0.1:{port}/... failed" in down.stderr
+    assert "hunter2" not in down.stderr + done.stderr
+    assert b"hunter2" not in (tmp_path / ".agentloom" / "runs.db").read_bytes()
+
+    import pytest
+
+    from agentloom.workflow import WorkflowProblems
+
+    with pytest.raises(WorkflowProblems) as info:
+        load_workflow_text(flow.replace("url_env: HOOK_URL", "url_env: HOOK_URL\n"
+                                        "      url: http://x"))
+    assert "notify needs exactly one of url, url_env" in str(info.value)

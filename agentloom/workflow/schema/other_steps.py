@@ -85,7 +85,9 @@ EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 
 class Notify(Strict):
-    url: str
+    url: str | None = None
+    url_env: EnvName | None = None
+    """The variable holding the URL, for a webhook whose URL is its credential (Slack)."""
     headers: dict[str, str] = Field(default_factory=empty_dict)
     headers_env: dict[str, EnvName] = Field(default_factory=empty_dict)
     """Header name -> the variable holding its value: a credential kept out of the file."""
@@ -93,6 +95,12 @@ class Notify(Strict):
     """The variable holding the key the body is signed with (HMAC-SHA256)."""
     body_template: str | None = None
     timeout: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_url(self) -> "Notify":
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("notify needs exactly one of url, url_env")
+        return self
 
 
 class ApprovalGateStep(StepBase):
