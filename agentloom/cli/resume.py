@@ -114,6 +114,8 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         if record.status in FINISHED_STATUSES:
             raise _Refused(f"run {args.run_id} already finished ({record.status}); "
                            "there is nothing to resume")
+        if args.answer == "-":  # asked for once the run is known, before it is claimed
+            args.answer = _answer_from_stdin()
         # One process at a time, from here on: the checkpoint read next is then the one
         # this process continues from.
         holder = await claim(store, args.run_id, me)
@@ -235,8 +237,6 @@ def run(args: argparse.Namespace) -> int:
     from agentloom.errors import AgentLoomError
 
     try:
-        if args.answer == "-":
-            args.answer = _answer_from_stdin()
         run_args, durable = asyncio.run(_prepare(args))
     except _Refused as exc:
         sys.stderr.write(f"agentloom resume: {exc}\n")

@@ -333,6 +333,9 @@ def test_an_answer_on_stdin_is_bounded_and_its_line_end_dropped(
     assert _run(capsys, "run", "ask.yaml", "--run-id", "b1")[0] == 3
     big = b"x" * (resume.MAX_ANSWER_BYTES + 1)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(big)))
+    # A run that doesn't exist is said so before the answer is asked for (or read).
+    code, _, err = _run(capsys, "resume", "b2", "--answer", "-")
+    assert code == 1 and "no run 'b2' in the store" in err
     code, _, err = _run(capsys, "resume", "b1", "--answer", "-")
     assert code == 1 and "stdin holds over 1048576 bytes" in err
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"blue\r\n")))
