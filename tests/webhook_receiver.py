@@ -50,15 +50,16 @@ async def webhook_receiver() -> AsyncIterator[Receiver]:
 
 
 @contextmanager
-def threaded_webhook_receiver() -> Iterator[Receiver]:
-    """The same receiver on a thread of its own, while the block runs."""
+def threaded_webhook_receiver(status: int = 200) -> Iterator[Receiver]:
+    """The same receiver on a thread of its own, while the block runs, answering
+    `status`."""
     posts: list[tuple[dict[str, str], bytes]] = []
 
     class Hook(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = min(int(self.headers.get("Content-Length") or 0), 1 << 20)
             posts.append((dict(self.headers), self.rfile.read(length)))
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"{}")

@@ -242,13 +242,12 @@ def test_a_webhook_whose_url_is_its_secret_comes_from_a_variable(tmp_path: Path)
                          env={"HOOK_URL": receiver.url + secret_path})
         assert done.returncode == 3, done.stderr
         assert len(receiver.posts) == 1
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    down = agentloom("run", "flow.yaml", "--run-id", "u2", cwd=tmp_path,
-                     env={"HOOK_URL": f"http://127.0.0.1:{port}{secret_path}"})
+    with threaded_webhook_receiver(status=403) as refusing:  # refused: no retry, no wait
+        down = agentloom("run", "flow.yaml", "--run-id", "u2", cwd=tmp_path,
+                         env={"HOOK_URL": refusing.url + secret_path})
     assert down.returncode == 3, down.stderr
-    assert f"notify to http://127.0.0.1:{port}/... failed" in down.stderr
+    host = refusing.url.removesuffix("/hook")
+    assert f"notify to {host}/... answered 403" in down.stderr
     assert "hunter2" not in down.stderr + done.stderr
     assert b"hunter2" not in (tmp_path / ".agentloom" / "runs.db").read_bytes()
 
