@@ -150,10 +150,16 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
             result = await arun_workflow(wf, clients=runtime, state=state,
                                          observers=RunObservers(redactor=redactor))
             data = redacted_line(result, redactor)
+            error = data.get("error")
+            if data["status"] in ("paused", "needs_decision"):
+                # Without a store nothing was saved to resume: say so, as `run
+                # --no-checkpoint` does, rather than leave a pause nobody can answer.
+                error = (f"{error or 'paused'}; it can't be resumed: this batch has no "
+                         "store (run it with --store to resume paused runs)")
             return BatchItemResult(
                 id=inp.id, status=data["status"], outputs=data.get("outputs") or {},
                 tokens=data.get("tokens"), cost_usd=data.get("cost_usd"),
-                error=data.get("error"), source=inp.source, run_id=data.get("run_id"),
+                error=error, source=inp.source, run_id=data.get("run_id"),
                 duration_seconds=round(time.perf_counter() - t0, 4))
 
         yield run_one

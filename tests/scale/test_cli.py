@@ -145,3 +145,20 @@ def test_unreachable_ray_address_is_a_clear_error(tmp_path: Path, flow: Path) ->
         "agentloom: error: cannot reach the Ray cluster at 127.0.0.1:1: Connection refused"]
     assert not (tmp_path / "in.results.jsonl").exists()  # nothing ran, no file left
     assert "batch summary" not in proc.stdout
+
+
+def test_a_pause_in_a_batch_without_a_store_says_it_cannot_be_resumed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Before, the line said only "paused: approve?": a pause nobody could ever answer.
+    flow = tmp_path / "gate.yaml"
+    flow.write_text("name: gate\nsteps:\n  - {id: ok, type: approval_gate, message: go?}\n",
+                    encoding="utf-8")
+    inputs = write_jsonl(tmp_path / "in.jsonl", 1)
+    out = tmp_path / "out.jsonl"
+    assert cli_main.main(["batch", str(flow), str(inputs), "-o", str(out)]) == 1
+    (line,) = out.read_text(encoding="utf-8").splitlines()
+    result = json.loads(line)
+    assert result["status"] == "paused"
+    assert result["error"].endswith("go?; it can't be resumed: this batch has no store "
+                                    "(run it with --store to resume paused runs)")
+    assert "this batch has no store" in capsys.readouterr().out  # the summary
