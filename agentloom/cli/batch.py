@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.cli._common import existing_file, parse_state
-from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
+from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, UsageError
 
 EXIT_INTERRUPTED = 130
 _BATCH_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -159,7 +159,10 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, StoreError) as exc:
         sys.stderr.write(f"agentloom: error: {exc}\n")
         return EXIT_FAILED
-    return EXIT_OK if not b.stats.failures else EXIT_FAILED
+    stats = b.stats
+    if stats.failed or stats.invalid:
+        return EXIT_FAILED
+    return EXIT_PAUSED if stats.paused else EXIT_OK  # some wait for a person, as `run` says
 
 
 def _refused_for_keys(factory: Any) -> int | None:

@@ -30,6 +30,7 @@ from agentloom.redact import REDACTED, Redactor
 from agentloom.scale._types import (
     DEFERRED,
     ERROR,
+    PAUSED_STATUSES,
     BatchInput,
     BatchItemResult,
     redacted_line,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from agentloom.store import CheckpointStore, RunRecord
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,80}")
-_PAUSED = ("paused", "needs_decision")
 _BATCH_STATUS = {"succeeded": "success", "timeout": "deadline_exceeded"}
 RESULT_KEY = "batch_result"
 """Where a finished run's batch line is kept, in its last checkpoint's `extra`."""
@@ -120,9 +120,9 @@ class DurableBatchRunner:
                     error=f"run {run_id} in the store was started by another version of "
                           f"the workflow ({record.workflow_hash[:19]}); use another "
                           "--batch-id or restore the file")
-            if record.status not in ("running", *_PAUSED):
+            if record.status not in ("running", *PAUSED_STATUSES):
                 return await self._stored(record, inp)
-            if record.status in _PAUSED:
+            if record.status in PAUSED_STATUSES:
                 return await self._paused(record, inp)
             if await self._claim(record):
                 break
@@ -270,7 +270,7 @@ class DurableBatchRunner:
         cp = await self.store.load_latest(run_id)
         assert record is not None and cp is not None
         if record.status != "running":  # it moved on between our look and our claim
-            return await (self._paused(record, inp) if record.status in _PAUSED
+            return await (self._paused(record, inp) if record.status in PAUSED_STATUSES
                           else self._stored(record, inp))
         resumed = (cp.seq > 0 or bool(await self.store.get_model_exchanges(run_id))
                    or bool(await self.store.get_tool_calls(run_id)))
@@ -291,7 +291,7 @@ class DurableBatchRunner:
             error=data.get("error"), source=inp.source, run_id=run_id,
             duration_seconds=round(time.perf_counter() - t0, 4), worker=self.worker_id,
             resumed=resumed)
-        if status in _PAUSED:
+        if status in PAUSED_STATUSES:
             item.error = redactor.redact_text(
                 self._pause_message(run_id, getattr(result, "pause", None)))
         await self._keep_result(run_id, item)

@@ -115,6 +115,8 @@ def render_summary(stats: BatchStats, console: Console) -> None:
         ("failed", f"{stats.failed:,}"),
         ("invalid inputs", f"{stats.invalid:,}"),
     ]
+    if stats.paused:
+        rows.insert(2, ("waiting for a person", f"{stats.paused:,}"))
     if stats.skipped:
         rows.append(("skipped (done before)", f"{stats.skipped:,}"))
     if stats.remaining:

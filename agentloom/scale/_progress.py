@@ -46,7 +46,8 @@ def status_line(stats: BatchStats) -> str:
     rate = stats.runs_per_second
     eta = stats.eta_seconds
     done = stats.done + stats.reused  # taken from the store counts as done
-    return (f"{done:,}/{todo:,} done · {stats.failed + stats.invalid:,} failed · "
+    paused = f"{stats.paused:,} paused · " if stats.paused else ""
+    return (f"{done:,}/{todo:,} done · {stats.failed + stats.invalid:,} failed · {paused}"
             f"{stats.running:,} running · {f'{rate:.1f}' if rate else '-'} runs/s · "
             f"{stats.tokens:,}{'+' if stats.runs_without_tokens else ''} tokens · "
             f"${stats.cost_usd:.4f}{'+' if stats.runs_without_cost else ''} · "

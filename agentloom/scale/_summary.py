@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloom.scale._types import INVALID_INPUT, SUCCESS, BatchItemResult
+from agentloom.scale._types import INVALID_INPUT, PAUSED_STATUSES, SUCCESS, BatchItemResult
 
 
 @dataclass(slots=True, kw_only=True)
@@ -23,6 +23,8 @@ class BatchStats:
     """Finished by an earlier attempt (`resume`)."""
     succeeded: int = 0
     failed: int = 0
+    paused: int = 0
+    """Runs waiting for a person (an approval, an answer, a decision): not failures."""
     invalid: int = 0
     running: int = 0
     retried: int = 0
@@ -56,7 +58,7 @@ class BatchStats:
 
     @property
     def done(self) -> int:
-        return self.succeeded + self.failed + self.invalid
+        return self.succeeded + self.failed + self.paused + self.invalid
 
     @property
     def remaining(self) -> int:
@@ -69,7 +71,7 @@ class BatchStats:
 
     @property
     def runs_per_second(self) -> float | None:
-        ran = self.succeeded + self.failed
+        ran = self.succeeded + self.failed + self.paused
         if self.first_run_at is None:
             return None
         end = self.ended_at if self.ended_at is not None else self.clock()
@@ -99,6 +101,8 @@ class BatchStats:
             self.running = max(0, self.running - 1)
             if item.status == SUCCESS:
                 self.succeeded += 1
+            elif item.status in PAUSED_STATUSES:
+                self.paused += 1
             else:
                 self.failed += 1
             if item.attempts > 1:
@@ -121,7 +125,8 @@ class BatchStats:
     def to_dict(self) -> dict[str, Any]:
         return {
             "total": self.total, "skipped": self.skipped, "succeeded": self.succeeded,
-            "failed": self.failed, "invalid": self.invalid, "retried": self.retried,
+            "failed": self.failed, "paused": self.paused, "invalid": self.invalid,
+            "retried": self.retried,
             "reused": self.reused, "resumed": self.resumed, "deferred": self.deferred,
             "remaining": self.remaining, "tokens": self.tokens, "cost_usd": self.cost_usd,
             "runs_without_tokens": self.runs_without_tokens,

@@ -24,6 +24,9 @@ ERROR = "error"
 own failure."""
 INVALID_INPUT = "invalid_input"
 """The input could not be read (bad line, duplicate id, unreadable file); never run."""
+PAUSED_STATUSES = frozenset({"paused", "needs_decision"})
+"""A run waiting for a person: an approval or an answer, or a decision on a tool call a
+crash left in flight."""
 DEFERRED = "deferred"
 """Another live worker holds the input's run in the shared store: not run here now; the
 batch asks again, waiting, once its other inputs are done. Never written to the output."""

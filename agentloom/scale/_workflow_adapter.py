@@ -21,7 +21,13 @@ from typing import Any
 from agentloom.errors import ConfigError, WorkflowError
 from agentloom.routing.runtime import Runtime
 from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
-from agentloom.scale._types import BatchInput, BatchItemResult, RunOne, redacted_line
+from agentloom.scale._types import (
+    PAUSED_STATUSES,
+    BatchInput,
+    BatchItemResult,
+    RunOne,
+    redacted_line,
+)
 from agentloom.store import open_store
 from agentloom.workflow import arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import workflow_hash
@@ -151,7 +157,7 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
                                          observers=RunObservers(redactor=redactor))
             data = redacted_line(result, redactor)
             error = data.get("error")
-            if data["status"] in ("paused", "needs_decision"):
+            if data["status"] in PAUSED_STATUSES:
                 # Without a store nothing was saved to resume: say so, as `run
                 # --no-checkpoint` does, rather than leave a pause nobody can answer.
                 error = (f"{error or 'paused'}; it can't be resumed: this batch has no "

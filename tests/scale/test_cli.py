@@ -155,10 +155,16 @@ def test_a_pause_in_a_batch_without_a_store_says_it_cannot_be_resumed(
                     encoding="utf-8")
     inputs = write_jsonl(tmp_path / "in.jsonl", 1)
     out = tmp_path / "out.jsonl"
-    assert cli_main.main(["batch", str(flow), str(inputs), "-o", str(out)]) == 1
+    assert cli_main.main(["batch", str(flow), str(inputs), "-o", str(out)]) == 3
     (line,) = out.read_text(encoding="utf-8").splitlines()
     result = json.loads(line)
     assert result["status"] == "paused"
     assert result["error"].endswith("go?; it can't be resumed: this batch has no store "
                                     "(run it with --store to resume paused runs)")
-    assert "this batch has no store" in capsys.readouterr().out  # the summary
+    shown = capsys.readouterr().out
+    assert "this batch has no store" in shown
+    # Waiting for a person is not a failure: counted apart, and exit code 3 as `run`'s.
+    assert "0 failed · 1 paused" in shown and "waiting for a person" in shown
+    assert cli_main.main(["batch", str(flow), str(inputs), "-o", str(tmp_path / "d.jsonl"),
+                          "--store", str(tmp_path / "runs.db")]) == 3
+    assert "--store " in json.loads((tmp_path / "d.jsonl").read_text())["error"]
