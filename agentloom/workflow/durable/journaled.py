@@ -18,7 +18,7 @@ from agentloom.store import tool_call_resume_action
 from agentloom.workflow.durable.context import UNSET, DurableRoot, call_answer, scope_prefix
 from agentloom.workflow.engine.hooks import call_hooks
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
-from agentloom.workflow.engine.pause import PauseRun, coerce_answer
+from agentloom.workflow.engine.pause import PauseRun, take_answer
 from agentloom.workflow.engine.secrets import learn_reply
 
 if TYPE_CHECKING:
@@ -145,7 +145,9 @@ class _JournaledBox:
             action = "rerun"
         if resumed_here and paused is not None:
             if paused.waiting_for == "answer" and d.decision.has_answer:
-                answer = _typed_answer(d, paused.data or {}, d.decision.answer)
+                asked = paused.data or {}
+                answer = take_answer(d, str(asked.get("kind") or "text"),
+                                     asked.get("choices"), d.decision.answer)
             elif paused.waiting_for == "decision" and d.decision.approve is False:
                 return await self._done(step, ctx.turn, key, call, ToolResultPart(
                     call_id=call.id, name=call.name, is_error=True,
@@ -212,14 +214,3 @@ def _add_usage(usage: Any) -> None:
     sink = NESTED_USAGE.get()
     if sink is not None and isinstance(usage, Usage):
         sink.append(usage)
-
-
-def _typed_answer(d: DurableRoot, asked: dict[str, Any], raw: Any) -> Any:
-    """The answer as the step's `ask` gives it: typed by the question's kind (a list for
-    choose_many), and a `secret` one known to the run's redactor before the call runs
-    again, so neither its result nor the replies after it store the secret."""
-    kind = str(asked.get("kind") or "text")
-    value = coerce_answer(kind, asked.get("choices"), raw)
-    if kind == "secret":
-        d.add_secret(str(value))
-    return value

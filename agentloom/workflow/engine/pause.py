@@ -63,6 +63,18 @@ def coerce_answer(kind: str, choices: list[str] | None, raw: Any) -> Any:
     raise ValueError(f"unknown answer kind {kind!r}")
 
 
+def take_answer(durable: Any, kind: str, choices: list[str] | None, raw: Any, *,
+                key: str | None = None) -> Any:
+    """A person's answer as the run gets it, wherever the question was asked (an `ask`
+    step, `ask(...)` in a tool): typed by `kind`, and a `secret` one taught to the run's
+    redactor (`durable.add_secret`; `key`, the state key it goes to) before anything
+    stores it."""
+    value = coerce_answer(kind, choices, raw)
+    if kind == "secret":
+        durable.add_secret(str(value), key=key)
+    return value
+
+
 def waited_too_long(paused_at: datetime | None, now: datetime,
                     timeout_seconds: float | None) -> float | None:
     """The seconds a person took to answer a pause, when more than `timeout_seconds`

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentloom.errors import DeadlineExceeded
-from agentloom.workflow.engine.pause import PauseRun, coerce_answer, waited_too_long
+from agentloom.workflow.engine.pause import PauseRun, take_answer, waited_too_long
 from agentloom.workflow.engine.result import StepOutcome
 from agentloom.workflow.lang.templates import to_text
 
@@ -54,7 +54,5 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raw = step.default
     if raw is None:
         raise PauseRun("answer", question + " (resume with --answer VALUE)", data=data)
-    value = coerce_answer(step.answer_type, step.choices, raw)
-    if step.answer_type == "secret":
-        durable.add_secret(str(value), key=step.output)
+    value = take_answer(durable, step.answer_type, step.choices, raw, key=step.output)
     return StepOutcome(value=value, text=to_text(value))
