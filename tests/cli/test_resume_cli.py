@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +45,11 @@ steps:
 """
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer(responder=lambda body: FakeReply(
-        text="re " + str(body["messages"][-1]["content"])[:30]))
+@contextmanager
+def _serving(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+             responder: Any) -> Iterator[FakeOpenAIServer]:
+    """A fake OpenAI server on loopback that the CLI, run in `tmp_path`, talks to."""
+    server = FakeOpenAIServer(responder=responder)
     server.start_in_thread()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
@@ -56,6 +58,13 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIS
         yield server
     finally:
         server.stop_thread()
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIServer]:
+    with _serving(monkeypatch, tmp_path, lambda body: FakeReply(
+            text="re " + str(body["messages"][-1]["content"])[:30])) as server:
+        yield server
 
 
 def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
@@ -198,12 +207,7 @@ def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.Monke
             return FakeReply(tool_calls=[("confirm", {"target": "prod"})])
         return FakeReply(text="done: " + tools[-1]["content"])
 
-    server = FakeOpenAIServer(responder=reply)
-    server.start_in_thread()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    try:
+    with _serving(monkeypatch, tmp_path, reply) as server:
         (tmp_path / "loop.yaml").write_text(LOOP)
         (tmp_path / "tools.py").write_text(TOOLS)
         code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t1")
@@ -215,8 +219,6 @@ def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.Monke
         assert code == 0, err
         assert json.loads(out)["state"]["result"] == "done: person said yes for prod"
         assert len(server.requests) == 2  # the turn that asked for the tool was not re-sent
-    finally:
-        server.stop_thread()
 
 
 SECRET_TOOLS = '''\
@@ -251,12 +253,7 @@ def test_a_secret_answered_to_a_tools_ask_is_redacted_like_an_ask_steps(
             return FakeReply(tool_calls=[(name, {"target": "prod"})])
         return FakeReply(text="done: " + tools[-1]["content"])
 
-    server = FakeOpenAIServer(responder=reply)
-    server.start_in_thread()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    try:
+    with _serving(monkeypatch, tmp_path, reply) as server:
         (tmp_path / "loop.yaml").write_text(LOOP.replace("[confirm]", "[confirm, pick]"))
         (tmp_path / "tools.py").write_text(SECRET_TOOLS)
         code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t2")
@@ -274,8 +271,6 @@ def test_a_secret_answered_to_a_tools_ask_is_redacted_like_an_ask_steps(
         code, out, err = _run(capsys, "resume", "t3", "--answer", "eu,us", "--json")
         assert code == 0, err
         assert json.loads(out)["state"]["result"] == "done: list ['eu', 'us']"
-    finally:
-        server.stop_thread()
 
 
 def test_resume_writes_a_trace_of_the_continued_run(env: Any, tmp_path: Path,

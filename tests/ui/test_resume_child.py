@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloom.store import FINISHED_STATUSES, SqliteStore
+from tests.cli.test_resume_cli import SECRET_ASK
 from tests.ui.harness import cli_env, fake_openai, run_cli, ui_process
 from tests.webhook_receiver import threaded_webhook_receiver
 
@@ -90,16 +91,6 @@ def test_a_terminal_resume_is_refused_while_the_ui_resumes_the_run(tmp_path: Pat
                 time.sleep(0.1)
         assert asyncio.run(_status(db, "g2")) == "succeeded"
         assert len(server.requests) == 1, "the run was resumed once"
-
-
-SECRET_ASK = """\
-name: secret-ask
-config: {model: gpt-4o-mini, provider: openai}
-steps:
-  - {id: token, type: ask, question: "deploy token?", answer_type: secret, output: token}
-  - {id: use, type: llm_call, depends_on: [token], prompt: "deploy with {state.token}",
-     output: said}
-"""
 
 
 def test_an_answer_from_the_ui_goes_to_its_resume_on_stdin_not_its_command_line(
