@@ -47,16 +47,15 @@ async def send_notification(notify: Notify, step_id: str, message: str, body: st
     """POST the approval request (`body`: the rendered `body_template`, else the default
     event); True if the receiver answered 2xx."""
     env: Mapping[str, str] = getattr(ctx.clients, "env", None) or {}
-    missing = sorted({name for name in (notify.url_env, *notify.headers_env.values(),
-                                        notify.secret_env)
-                      if name is not None and not env.get(name)})
+    names = [n for n in (notify.url_env, *notify.headers_env.values(), notify.secret_env)
+             if n is not None]
+    missing = sorted({name for name in names if not env.get(name)})
     if missing:
         log.warning("approval gate %r: notify not sent: %s not set", step_id,
                     ", ".join(missing))
         return False
     url = notify.url if notify.url is not None else env[notify.url_env or ""]
-    secrets = [env[name] for name in (notify.url_env, *notify.headers_env.values(),
-                                      notify.secret_env) if name is not None]
+    secrets = [env[name] for name in names]
     if secrets and ctx.redactor is not None:
         ctx.redactor.add_secrets(secrets)  # no log line or checkpoint holds them
     where = _shown(url)
