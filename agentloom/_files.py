@@ -1,5 +1,6 @@
-"""Reading a file somebody else may have put there: a regular file only, opened without
-blocking and read up to a bound.
+"""Reading a file somebody else may have put there, and writing one only its user may read.
+
+Reading: a regular file only, opened without blocking and read up to a bound.
 
 A plain `open` of a FIFO with no writer waits for ever, and a plain `read()` of a
 multi-gigabyte file (or of `/dev/zero`) takes the memory. Here the file is opened with
@@ -7,6 +8,11 @@ multi-gigabyte file (or of `/dev/zero`) takes the memory. Here the file is opene
 is refused at once (`NotRegularFile`), and at most `limit` bytes are read: a longer file
 is refused (`FileTooLarge`). Both are OSErrors, so a caller's `except OSError` words them
 as it words a missing file.
+
+Writing: what a run writes (its store, trace, batch results, recordings) holds prompts,
+replies and state, so a file created here is the owner's alone (0600) and so is a folder
+created for it (0700), whatever the umask; on a machine several people share, nobody else
+reads a run. A file that already exists keeps the mode its owner gave it.
 """
 
 from __future__ import annotations
@@ -14,10 +20,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO
+from pathlib import Path
+from typing import IO, BinaryIO
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _MIB = 1024 * 1024
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+_WRITE = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 
 
 class NotRegularFile(OSError):
@@ -55,3 +65,25 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     if len(data) > limit:
         raise FileTooLarge(errno.EFBIG, f"larger than {size_text(limit)}", os.fspath(path))
     return data
+
+
+def make_private_dir(path: str | os.PathLike[str]) -> None:
+    """Create the folder `path` (and missing parents) if absent; the folder itself gets
+    `PRIVATE_DIR`. An existing folder is left as it is."""
+    folder = Path(path)
+    if not folder.is_dir():
+        folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+
+
+def create_private(path: str | os.PathLike[str]) -> None:
+    """Create the empty file `path` with `PRIVATE_FILE` unless it exists (for a file another
+    library then opens, as SQLite does its database: its journals take the file's mode)."""
+    make_private_dir(Path(path).parent)
+    os.close(os.open(path, _WRITE, PRIVATE_FILE))
+
+
+def open_private(path: str | os.PathLike[str], *, append: bool = False) -> IO[str]:
+    """`path` open for writing UTF-8 text (truncated, or appended to), created with
+    `PRIVATE_FILE` if absent."""
+    fd = os.open(path, _WRITE | (os.O_APPEND if append else os.O_TRUNC), PRIVATE_FILE)
+    return os.fdopen(fd, "a" if append else "w", encoding="utf-8")

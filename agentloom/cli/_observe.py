@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from agentloom._files import open_private
 from agentloom.cli._exit import UsageError
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class TraceFile:
 
     def __init__(self, path: str) -> None:
         try:
-            self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115
+            self._file: IO[str] = open_private(path)
         except OSError as exc:
             raise UsageError(f"--trace {path}: can't write it: {exc.strerror or exc}") from None
         self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()

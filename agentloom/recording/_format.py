@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from agentloom import _jsontext
-from agentloom._files import read_regular
+from agentloom._files import make_private_dir, read_regular
 from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.recording._context import CallContext
 from agentloom.recording._reasoning import strip_reasoning
@@ -215,7 +215,7 @@ class Recording:
         target = Path(path or self.path or "")
         if not str(target):
             raise RecordingError("no path to save the recording to")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

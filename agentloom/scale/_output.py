@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from agentloom._files import make_private_dir, open_private
 from agentloom.scale._types import BatchItemResult
 
 if TYPE_CHECKING:
@@ -44,17 +45,17 @@ class ResultWriter:
         return self
 
     def _open(self) -> IO[str]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         if self._append and self.path.exists() and self.path.stat().st_size:
             with self.path.open("rb") as f:
                 f.seek(-1, os.SEEK_END)
                 torn = f.read(1) != b"\n"
-            file = self.path.open("a", encoding="utf-8")
+            file = open_private(self.path, append=True)
             if torn:
                 file.write("\n")
                 file.flush()
             return file
-        return self.path.open("a" if self._append else "w", encoding="utf-8")
+        return open_private(self.path, append=self._append)
 
     def write(self, item: BatchItemResult) -> None:
         """Queue one result; it reaches the disk shortly, and surely by `aclose()`."""

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentloom._files import create_private
 from agentloom.store._base import StoreConfigError, StoreCorrupt
 from agentloom.store._serde import Serializer
 from agentloom.store._sql import Rows, SqlStore
@@ -336,7 +337,9 @@ class _SqliteDb:
     def _open_sync(self) -> None:
         conn: sqlite3.Connection | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Created owner-only: SQLite gives its WAL and shared-memory files the
+            # database file's mode.
+            create_private(self.path)
             # Used by the worker and, for a write while the worker is idle, by the event
             # loop's thread: never both at once (`_Worker.idle`).
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None,
