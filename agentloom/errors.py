@@ -333,3 +333,22 @@ def typed_provider_error(err: ProviderError) -> ProviderCallError:
     )
     typed.__cause__ = err
     return typed
+
+
+def kind_of(value: object) -> str:
+    """A value's kind in the words of the YAML or JSON it came from, with its article
+    (`a mapping`, `text`, `a number`), for messages about data a user wrote."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

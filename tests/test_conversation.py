@@ -76,10 +76,10 @@ def test_round_trip_to_plain_state() -> None:
     [
         (
             "hello",
-            "conversation key 'chat' holds a str, expected a mapping with messages or a list",
+            "conversation key 'chat' holds text, expected a mapping with messages or a list",
         ),
-        (42, "holds a int"),
-        ({"messages": "hi"}, "messages holds a str"),
+        (42, "holds a number"),
+        ({"messages": "hi"}, "messages holds text"),
         ({"messages": [], "token_budget": 0}, "positive integer"),
         ({"messages": [], "token_budget": True}, "positive integer"),
         ({"messages": [], "trim_policy": "drop_newest"}, "expected drop_oldest"),
@@ -87,7 +87,7 @@ def test_round_trip_to_plain_state() -> None:
         ({"messages": [{"role": "bot", "content": "x"}]}, r"messages\[0\].role is 'bot'"),
         ({"messages": [{"role": "user", "content": ["a"]}]}, "content holds a list"),
         ({"messages": [{"role": "user", "content": "x", "name": "a b"}]}, "speaker 'a b'"),
-        ({"messages": ["hi"]}, r"messages\[0\] holds a str"),
+        ({"messages": ["hi"]}, r"messages\[0\] holds text"),
     ],
 )
 def test_bad_state_values_are_config_errors(value: Any, words_: str) -> None:

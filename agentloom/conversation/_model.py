@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
-from agentloom.errors import ConfigError
+from agentloom.errors import ConfigError, kind_of
 
 TrimPolicy: TypeAlias = Literal["drop_oldest", "drop_pairs", "summarize_oldest"]
 StoredRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -99,7 +99,7 @@ class Conversation:
             return cls(messages=_messages(value, key))
         if not isinstance(value, Mapping):
             raise ConfigError(
-                f"conversation key {key!r} holds a {type(value).__name__}, expected a "
+                f"conversation key {key!r} holds {kind_of(value)}, expected a "
                 "mapping with messages or a list"
             )
         unknown = sorted(set(value) - _CONV_KEYS, key=str)
@@ -111,7 +111,7 @@ class Conversation:
         raw_messages = value.get("messages") or []
         if not isinstance(raw_messages, (list, tuple)):
             raise ConfigError(
-                f"conversation key {key!r}: messages holds a {type(raw_messages).__name__}, "
+                f"conversation key {key!r}: messages holds {kind_of(raw_messages)}, "
                 "expected a list"
             )
         budget = value.get("token_budget")
@@ -175,7 +175,7 @@ def _messages(raw: Any, key: str) -> tuple[ConversationMessage, ...]:
             continue
         if not isinstance(item, Mapping):
             raise ConfigError(
-                f"{where} holds a {type(item).__name__}, expected a mapping with role and content"
+                f"{where} holds {kind_of(item)}, expected a mapping with role and content"
             )
         unknown = sorted(set(item) - _MSG_KEYS, key=str)
         if unknown:
@@ -189,7 +189,7 @@ def _messages(raw: Any, key: str) -> tuple[ConversationMessage, ...]:
         if content is None:
             content = ""
         if not isinstance(content, str):
-            raise ConfigError(f"{where}.content holds a {type(content).__name__}, expected text")
+            raise ConfigError(f"{where}.content holds {kind_of(content)}, expected text")
         name = item.get("name")
         if name is not None:
             try:

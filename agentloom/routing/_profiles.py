@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from agentloom._record import FACTORY, FrozenRecord, frozen_record, set_field
-from agentloom.errors import ConfigError
+from agentloom.errors import ConfigError, kind_of
 from agentloom.pricing import Price
 from agentloom.routing._breaker import BreakerSettings
 from agentloom.routing._budget import _money
@@ -350,7 +350,7 @@ def parse_budget(value: Any, where: str = "budget_usd") -> Decimal | None:
 
 def _mapping(data: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+        raise ConfigError(f"{where}: expected a mapping, got {kind_of(data)}")
     return data
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentloom.errors import ConfigError
+from agentloom.errors import ConfigError, kind_of
 from agentloom.messages import ResponseFormat
 from agentloom.structured._strict import open_objects, to_strict
 
@@ -63,7 +63,7 @@ class ResponseSchemaSpec:
         """Parse the YAML block. `base_dir` (the run directory) is where pydantic models
         are imported from; None means the current `sys.path` only."""
         if not isinstance(data, Mapping):
-            raise ConfigError(f"response_schema must be a mapping, got {type(data).__name__}")
+            raise ConfigError(f"response_schema must be a mapping, got {kind_of(data)}")
         unknown = sorted(set(data) - _KEYS)
         if unknown:
             raise ConfigError(

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloom.errors import ConfigError, ToolError
+from agentloom.errors import ConfigError, ToolError, kind_of
 from agentloom.http.netguard import (
     AddressPolicy,
     AddressRefused,
@@ -214,7 +214,7 @@ class SandboxPolicy:
         if config is None:
             return cls()
         if not isinstance(config, Mapping):
-            raise ConfigError(f"sandbox: expected a mapping, got {type(config).__name__}")
+            raise ConfigError(f"sandbox: expected a mapping, got {kind_of(config)}")
         known = {f.name for f in fields(cls) if not f.name.startswith("_")}
         aliases = {"writable_paths": "allowed_paths"}
         ignored = {"allow_internal_webhook_targets"}  # webhooks' concern, not the tools'

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentloom import _jsontext
-from agentloom.errors import ToolError
+from agentloom.errors import ToolError, kind_of
 from agentloom.messages import ToolCallPart, ToolResultPart, ToolSpec
 from agentloom.tools._decorator import as_tool
 from agentloom.tools._tool import Tool, encode_result
@@ -189,7 +189,7 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any] | str:
     except ValueError as exc:
         return f"arguments are not valid JSON ({exc}): {raw[:200]!r}"
     if not isinstance(value, dict):
-        return f"arguments must be a JSON object, got {type(value).__name__}: {raw[:200]!r}"
+        return f"arguments must be a JSON object, got {kind_of(value)}: {raw[:200]!r}"
     return value
 
 

@@ -310,7 +310,7 @@ def test_lists_take_a_single_string_numbers_and_refuse_the_rest() -> None:
         from_yaml("allowed_domains: [{a: 1}]")
     with pytest.raises(ConfigError, match=r"expected a list of strings, got 5"):
         from_yaml("allowed_domains: 5")
-    with pytest.raises(ConfigError, match="expected a mapping, got list"):
+    with pytest.raises(ConfigError, match="expected a mapping, got a list"):
         SandboxPolicy.from_config([])  # type: ignore[arg-type]
 
 

@@ -99,7 +99,7 @@ async def test_arguments_that_are_not_json_or_not_an_object_are_errors() -> None
     bad = await box.call(call("add", '{"a": 1,'), CTX)
     assert bad.is_error and bad.content.startswith("arguments are not valid JSON")
     arr = await box.call(call("add", "[1, 2]"), CTX)
-    assert arr.is_error and arr.content.startswith("arguments must be a JSON object, got list")
+    assert arr.is_error and arr.content.startswith("arguments must be a JSON object, got a list")
 
 
 async def test_exceptions_become_results_the_model_can_read() -> None:

@@ -214,7 +214,7 @@ steps:
 
 
 @pytest.mark.parametrize(("state", "step", "message", "line"), [
-    ("state: {chat: 'hello'}\n", "conversation: chat, prompt: x", "holds a str", 3),
+    ("state: {chat: 'hello'}\n", "conversation: chat, prompt: x", "holds text", 3),
     ("", "conversation: 'state.'", "not a state key", 3),
     ("", "conversation: chat, prompt: x, speaker: 'al ice'", "speaker", 3),
 ])

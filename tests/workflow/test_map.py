@@ -131,14 +131,14 @@ async def test_item_failure_fails_the_step_by_default_after_every_item_ran() -> 
     assert result.steps["after"].status is StepStatus.SKIPPED
 
 
-@pytest.mark.parametrize(("value", "kind"), [("'abc'", "str"), ("{a: 1}", "dict"),
-                                             ("3", "int")])
+@pytest.mark.parametrize(("value", "kind"), [("'abc'", "text"), ("{a: 1}", "a mapping"),
+                                             ("3", "a number"), ("null", "null")])
 async def test_over_a_non_list_is_a_clear_error(value: str, kind: str) -> None:
     wf = load_workflow_text(ONE_STEP.replace("[a, b, c]", value))
     result = await arun_workflow(wf, clients=Factory(echo_model()))
     assert result.status is RunStatus.FAILED
     assert result.steps["each"].error == (
-        f"map step 'each': state.items is a {kind}, not a list")
+        f"map step 'each': state.items is {kind}, not a list")
 
 
 async def test_over_a_missing_key_is_a_clear_error() -> None:

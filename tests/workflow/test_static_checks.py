@@ -90,7 +90,7 @@ steps:
     step: {id: two, type: llm_call, prompt: "{state.item}"}
 """)
     assert any(w.startswith("<string>:7:") and
-               "map 'each' runs over state.names, which the file's state sets to a str, "
+               "map 'each' runs over state.names, which the file's state sets to text, "
                "not a list" in w for w in warnings)
     assert any("step 'each2' reads state.parts, which only step(s) 'split' write" in w
                for w in warnings)

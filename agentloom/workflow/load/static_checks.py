@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentloom.errors import kind_of
 from agentloom.workflow.lang.paths import MISSING, format_path, lookup
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def check_state_reads(nodes: dict[str, StepNode], state: dict[str, Any],
                 if value is not MISSING and not isinstance(value, list):
                     warn(node, field_path,
                          f"map {node.id!r} runs over {text}, which the file's state sets "
-                         f"to a {type(value).__name__}, not a list")
+                         f"to {kind_of(value)}, not a list")
             if len(path) == 1:
                 continue
             if lookup(state, path) is MISSING and isinstance(state[key], dict | list):

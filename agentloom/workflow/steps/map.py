@@ -18,7 +18,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentloom.errors import WorkflowError
+from agentloom.errors import WorkflowError, kind_of
 from agentloom.workflow.engine.nested import (
     NestingError,
     deep_copy,
@@ -95,7 +95,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     if items is MISSING:
         raise MapError(f"map step {node.id!r}: {where} is not set; it must be a list")
     if not isinstance(items, list | tuple):
-        raise MapError(f"map step {node.id!r}: {where} is a {type(items).__name__}, "
+        raise MapError(f"map step {node.id!r}: {where} is {kind_of(items)}, "
                        "not a list")
     if len(items) > step.max_items:
         raise MapError(f"map step {node.id!r}: {where} has {len(items)} items, more than "
