@@ -190,7 +190,7 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
     import uuid
 
     from agentloom.errors import AgentLoomError
-    from agentloom.store import StoreCorrupt, open_store
+    from agentloom.store import StoreCorrupt, new_worker_id, open_store
     from agentloom.workflow.durable.run import DurableRun
 
     store = open_store(args.store) if args.store else open_store(None)
@@ -213,53 +213,11 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
     }
     return DurableRun(store=store, run_id=getattr(args, "run_id", None) or uuid.uuid4().hex,
                       workflow_hash=workflow_hash_of(args.file), redactor=redactor, meta=meta,
-                      worker_id=worker_id(), lease_seconds=LEASE_SECONDS)
+                      worker_id=new_worker_id(), lease_seconds=LEASE_SECONDS)
 
 
 LEASE_SECONDS = 120.0
 """How long a run's claim holds without a checkpoint renewing it (every third of it)."""
-
-
-def worker_id() -> str:
-    """This process, as a run's claim names it: host, pid and a random tail."""
-    import socket
-    import uuid
-
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-async def claim(store: Any, run_id: str, me: str) -> str | None:
-    """Take the run for this process; the holder's worker id when another live process
-    holds it. A claim left by a dead process of this host (a killed run) is taken over."""
-    if not hasattr(store, "claim_run"):
-        return None
-    if await store.claim_run(run_id, me, LEASE_SECONDS):
-        return None
-    record = await store.get_run(run_id)
-    holder = getattr(record, "claimed_by", None) or "another worker"
-    if _dead_here(holder):
-        await store.release_claim(run_id, holder)  # only if it still holds it
-        if await store.claim_run(run_id, me, LEASE_SECONDS):
-            return None
-        record = await store.get_run(run_id)
-        holder = getattr(record, "claimed_by", None) or holder
-    return str(holder)
-
-
-def _dead_here(holder: str) -> bool:
-    import socket
-
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def retention() -> timedelta | None:

@@ -89,14 +89,8 @@ def _answer_from_stdin() -> str:
 async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
     """The `run` arguments and the durable run to continue with, or _Refused with the
     reason."""
-    from agentloom.cli._durable import (
-        LEASE_SECONDS,
-        absent_store,
-        claim,
-        worker_id,
-        workflow_hash_of,
-    )
-    from agentloom.store import FINISHED_STATUSES, open_store
+    from agentloom.cli._durable import LEASE_SECONDS, absent_store, workflow_hash_of
+    from agentloom.store import FINISHED_STATUSES, new_worker_id, open_store, take_claim
     from agentloom.workflow.durable.run import Decision, DurableRun, coerce_answer
 
     missing = absent_store(args.store)
@@ -104,7 +98,7 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         raise _Refused(f"no run {args.run_id!r} in the store {missing}: there is no such "
                        "file" + ("" if args.store else "; pass --store if the run is elsewhere"))
     store = open_store(args.store) if args.store else open_store(None)
-    me, claimed = worker_id(), False
+    me, claimed = new_worker_id(), False
     try:
         record = await store.get_run(args.run_id)
         if record is None:
@@ -118,7 +112,7 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
             args.answer = _answer_from_stdin()
         # One process at a time, from here on: the checkpoint read next is then the one
         # this process continues from.
-        holder = await claim(store, args.run_id, me)
+        holder = await take_claim(store, args.run_id, me, LEASE_SECONDS)
         if holder is not None:
             raise _Refused(f"run {args.run_id} is being resumed by another process "
                            f"({holder}); wait for it to end (`agentloom runs` shows its "
@@ -246,6 +240,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     from agentloom.cli.run import command_run
 
-    if not Path(run_args.file).is_file():
-        raise UsageError(f"workflow file not found: {run_args.file}")
-    return command_run(run_args, resumed=durable)
+    try:
+        if not Path(run_args.file).is_file():
+            raise UsageError(f"workflow file not found: {run_args.file}")
+        return command_run(run_args, resumed=durable)
+    finally:
+        if not durable.began:  # refused before the run started (a bad flag, a load error)
+            asyncio.run(durable.give_back())

@@ -155,6 +155,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
 
     runtime = build_runtime(args, session.redactor, recording=session.recording)
     durable = None
+    resumed = session.resumed
     printer = None
     try:
         runtime.add_providers({
@@ -193,7 +194,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
             if progress is not None:
                 await progress.stop()
     except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels this task
-        if durable is not None:
+        if durable is not None and (resumed is None or resumed.began):
             # Not `running` forever in `agentloom runs`: it stopped, and it can go on.
             await durable.store.set_status(durable.run_id, "interrupted")
         raise
@@ -201,7 +202,9 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
         if printer is not None:
             printer.close()
         await runtime.aclose()
-        if durable is not None:
+        if resumed is not None and not resumed.began:
+            await resumed.give_back()  # refused before its first step: the claim goes too
+        elif durable is not None:
             await durable.store.close()
 
 

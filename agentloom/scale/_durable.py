@@ -19,9 +19,7 @@ import contextlib
 import hashlib
 import os
 import re
-import socket
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +33,7 @@ from agentloom.scale._types import (
     BatchItemResult,
     redacted_line,
 )
-from agentloom.store import FINISHED_STATUSES, RunExists, shown_url
+from agentloom.store import FINISHED_STATUSES, RunExists, shown_url, take_claim
 from agentloom.workflow import arun_workflow
 from agentloom.workflow.durable.run import DurableRun
 from agentloom.workflow.engine.secrets import workflow_redactor
@@ -64,28 +62,6 @@ def run_id_for(batch_id: str, input_id: str, attempt: int = 1) -> str:
     else:
         base = f"{batch_id}.h{hashlib.sha256(input_id.encode()).hexdigest()[:16]}"
     return base if attempt == 1 else f"{base}~{attempt}"
-
-
-def new_worker_id() -> str:
-    """`host:pid:nonce`: the host and pid let a worker on the same host see that a
-    claim's holder is gone without waiting for its lease."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def holder_is_gone(holder: str | None) -> bool:
-    """True when `holder` was a process on this host that no longer runs."""
-    if not holder:
-        return False
-    parts = holder.split(":")
-    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # exists, but not ours to signal
-        return False
-    return False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -191,13 +167,8 @@ class DurableBatchRunner:
         return record
 
     async def _claim(self, record: RunRecord) -> bool:
-        claim = self.store.claim_run  # type: ignore[attr-defined]
-        if await claim(record.run_id, self.worker_id, self.lease_seconds):
-            return True
-        if holder_is_gone(record.claimed_by):
-            await self.store.release_claim(record.run_id, record.claimed_by)  # type: ignore[attr-defined]
-            return bool(await claim(record.run_id, self.worker_id, self.lease_seconds))
-        return False
+        return await take_claim(self.store, record.run_id, self.worker_id,
+                                self.lease_seconds) is None
 
     async def _renew(self, run_id: str, work: asyncio.Task[Any]) -> bool:
         """Renew the lease every third of it. If another worker took the run meanwhile

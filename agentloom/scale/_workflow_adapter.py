@@ -20,7 +20,7 @@ from typing import Any
 
 from agentloom.errors import ConfigError, WorkflowError
 from agentloom.routing.runtime import Runtime
-from agentloom.scale._durable import DurableBatchRunner, derive_batch_id, new_worker_id
+from agentloom.scale._durable import DurableBatchRunner, derive_batch_id
 from agentloom.scale._types import (
     PAUSED_STATUSES,
     BatchInput,
@@ -28,7 +28,7 @@ from agentloom.scale._types import (
     RunOne,
     redacted_line,
 )
-from agentloom.store import open_store
+from agentloom.store import new_worker_id, open_store
 from agentloom.workflow import arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import workflow_hash
 from agentloom.workflow.engine.observe import RunObservers

@@ -29,6 +29,7 @@ from agentloom.store._base import (
     StoreError,
     tool_call_resume_action,
 )
+from agentloom.store._claims import holder_is_gone, new_worker_id, take_claim
 from agentloom.store._records import (
     FINISHED_STATUSES,
     RUN_STATUSES,
@@ -78,9 +79,12 @@ __all__ = [
     "ToolCallRecord",
     "ToolLoopProgress",
     "apply_delta",
+    "holder_is_gone",
+    "new_worker_id",
     "open_store",
     "query_matches",
     "shown_url",
+    "take_claim",
     "tool_call_resume_action",
 ]
 

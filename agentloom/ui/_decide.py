@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentloom.store import FINISHED_STATUSES, CheckpointStore
+from agentloom.store import FINISHED_STATUSES, CheckpointStore, holder_is_gone
 
 CLAIM_WAIT_SECONDS = 30.0
 
@@ -101,7 +101,8 @@ class Resumer:
         if going is not None and going.poll() is None:
             raise DecisionRefused(f"run {run_id} is being resumed from this UI already")
         lease = record.lease_until
-        if record.claimed_by and lease is not None and lease > datetime.now(UTC):
+        if (record.claimed_by and lease is not None and lease > datetime.now(UTC)
+                and not holder_is_gone(record.claimed_by)):  # a killed one: its child takes over
             raise DecisionRefused(f"run {run_id} is held by another process "
                                   f"({record.claimed_by}); wait for it to end")
         cp = await self._store.load_latest(run_id)
@@ -127,13 +128,14 @@ class Resumer:
         while waited < CLAIM_WAIT_SECONDS:
             code = proc.poll()
             if code is not None:
-                text = await asyncio.to_thread(log.read_text, "utf-8", "replace")
-                if code != 0 and "agentloom resume:" in text:
-                    reason = text.split("agentloom resume:", 1)[1].strip().splitlines()[0]
-                    raise DecisionRefused(reason)
                 record = await self._store.get_run(run_id)
-                return Accepted(run_id, proc.pid, record.status if record else "unknown",
-                                str(log))
+                status = record.status if record else "unknown"
+                if code not in (0, _PAUSED_AGAIN) and status == before:
+                    # It stopped before the run went on: a refusal (the run held, a wrong
+                    # answer) or an error of its own (a key this UI's environment lacks).
+                    text = await asyncio.to_thread(log.read_text, "utf-8", "replace")
+                    raise DecisionRefused(_failure(text, code))
+                return Accepted(run_id, proc.pid, status, str(log))
             # The child's claim alone is not acceptance: it claims before it checks the
             # workflow file and the decision, and may still refuse. The run leaving its
             # paused status (or the child ending) is the answer.
@@ -148,6 +150,23 @@ class Resumer:
         _private_folder(self._logs)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
         return self._logs / f"{safe}.log"
+
+
+_PAUSED_AGAIN = 3
+"""`agentloom resume`'s exit status when the run went on and paused again."""
+_ERROR_MARKS = ("agentloom resume:", "agentloom: error:")
+
+
+def _failure(log_text: str, code: int) -> str:
+    """Why the resume child stopped: its last error line (with its hint; a warning it
+    wrote before has the same mark), else its last line."""
+    at, mark = max((log_text.rfind(mark), mark) for mark in _ERROR_MARKS)
+    if at >= 0:
+        lines = log_text[at + len(mark):].strip().splitlines() or [""]
+        hint = next((line for line in lines[1:] if line.startswith("hint: ")), None)
+        return lines[0] + (f" ({hint})" if hint else "")
+    last = [line for line in log_text.splitlines() if line.strip()]
+    return last[-1] if last else f"agentloom resume exited with status {code}"
 
 
 def _private_folder(path: Path) -> None:

@@ -159,3 +159,44 @@ def test_two_resumes_at_once_the_second_is_refused(server: Any, capsys: Any,
     assert first.returncode == 0, err
     assert json.loads(out)["status"] == "success"
     assert len(server.requests) == 3
+
+
+def _holder() -> str | None:
+    from agentloom.store import open_store
+
+    async def go() -> str | None:
+        store = open_store(".agentloom/runs.db")
+        try:
+            record = await store.get_run("r1")
+            assert record is not None
+            return record.claimed_by
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("failure", ["no key", "bad trace", "workflow broken"])
+def test_a_resume_that_fails_before_the_run_goes_on_lets_go_of_it(
+        server: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        failure: str) -> None:
+    """The claim is taken before the run's own checks (a key, the trace file, the
+    workflow): one failing there gives the run back at once, on any host, so the
+    corrected command goes on without waiting out the lease (120 s on another host)."""
+    _paused_run(server, capsys)
+    argv = ["resume", "r1", "--answer", "yes"]
+    if failure == "no key":
+        monkeypatch.delenv("OPENAI_API_KEY")
+    elif failure == "bad trace":
+        argv += ["--trace", str(tmp_path / "no-such-dir" / "t.jsonl")]
+    else:
+        flow = tmp_path / "flow.yaml"
+        flow.write_text(flow.read_text().replace("type: llm_call, prompt: \"deploy it\"",
+                                                 "type: llm_call"))
+        argv.append("--force")
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert {"no key": "set OPENAI_API_KEY", "bad trace": "--trace",
+            "workflow broken": "prompt"}[failure] in err, err
+    assert _holder() is None
+    assert len(server.requests) == 2  # nothing ran

@@ -4,6 +4,9 @@ host names, cross-site writes, and the second redaction pass."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from decimal import Decimal
 from pathlib import Path
@@ -111,6 +114,14 @@ async def test_decisions_that_cannot_be_taken_are_refused(store: SqliteStore) ->
         assert await store.claim_run("p1", "other-host:1:abc", 60)
         status, error = await post("p1", {"action": "approve"})
         assert status == 409 and "held by another process (other-host:1:abc)" in error
+        # A claim of a process of this host that is gone holds nothing: the decision goes
+        # to a resume child, whose own refusal is the answer (this run has no file).
+        await store.release_claim("p1", "other-host:1:abc")
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        assert await store.claim_run("p1", f"{socket.gethostname()}:{gone.pid}:dead", 60)
+        status, error = await post("p1", {"action": "approve"})
+        assert status == 409 and "the workflow file of run p1 is gone" in error, error
     finally:
         await client.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,40 @@ def test_the_run_goes_on_after_the_ui_stops(tmp_path: Path) -> None:
             time.sleep(0.1)
         assert asyncio.run(_status(db, "g1")) == "succeeded"
         assert len(server.requests) == 1
+
+
+def _refusal(base: str, run_id: str) -> tuple[int, str]:
+    try:
+        _approve(base, run_id)
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.load(refused)["error"]
+    raise AssertionError("the decision was accepted")
+
+
+def test_a_resume_that_cant_start_is_refused_with_its_reason_and_holds_nothing(
+        tmp_path: Path) -> None:
+    """The UI's environment lacks the provider's key: its child stops before the run
+    goes on. The decision is refused with the child's own message (not "accepted" with
+    the run left paused), and the run isn't left claimed by a process that is gone: a
+    terminal with the key approves it at once."""
+    # The model named, its provider not: without the key the run would be refused.
+    flow = GATE_FIRST.replace("{model: gpt-4o-mini, provider: openai}", "{model: gpt-4o-mini}")
+    (tmp_path / "flow.yaml").write_text(flow)
+    db = tmp_path / ".agentloom" / "runs.db"
+    with fake_openai() as server:
+        env = cli_env(server)
+        done = run_cli(env, tmp_path, "run", "flow.yaml", "--run-id", "g4")
+        assert done.returncode == 3, done.stderr
+        keyless = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
+        with ui_process(keyless, tmp_path) as ui:
+            status, error = _refusal(ui.base, "g4")
+            assert status == 409
+            assert "no provider is configured for gpt-4o-mini" in error, error
+            assert "set OPENAI_API_KEY" in error
+            assert asyncio.run(_status(db, "g4")) == "paused"
+            again = run_cli(env, tmp_path, "resume", "g4", "--approve")
+            assert again.returncode == 0, again.stderr
+        assert asyncio.run(_status(db, "g4")) == "succeeded"
 
 
 def test_a_terminal_resume_is_refused_while_the_ui_resumes_the_run(tmp_path: Path) -> None:

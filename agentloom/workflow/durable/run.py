@@ -75,10 +75,11 @@ class DurableRun:
 
     __slots__ = (
         "_child_not_taken", "_child_results", "_claimed_at", "_cost", "_costed", "_decided",
-        "_delta_epoch", "_deltas", "_exchanges", "_final", "_final_cache", "_lock", "_loop_nested",
-        "_loop_usage", "_loops", "_restored", "_run", "_seen", "_tools", "decision",
-        "lease_seconds", "meta", "now", "redactor", "resumed", "reused_tool_calls",
-        "run_id", "served_exchanges", "store", "worker_id", "workflow_hash",
+        "_delta_epoch", "_deltas", "_exchanges", "_final", "_final_cache", "_given_back",
+        "_lock", "_loop_nested", "_loop_usage", "_loops", "_restored", "_run", "_seen",
+        "_tools", "decision", "lease_seconds", "meta", "now", "redactor", "resumed",
+        "reused_tool_calls", "run_id", "served_exchanges", "store", "worker_id",
+        "workflow_hash",
     )
 
     def __init__(
@@ -129,8 +130,27 @@ class DurableRun:
         self._cost: tuple[Decimal, bool, bool] = (Decimal(0), False, False)
         """(total, seen, unknown) over `_costed`: the run's cost, kept as steps finish."""
         self._costed: set[str] = set()
+        self._given_back = False
 
     # --- lifecycle -----------------------------------------------------------------
+
+    @property
+    def began(self) -> bool:
+        """Whether the engine has started the run (`begin`)."""
+        return self._run is not None
+
+    async def give_back(self) -> None:
+        """A resume refused before the run began (a key missing, a tools file gone):
+        its claim is released now, not when the lease runs out, so the corrected command
+        can take the run at once; then the store is closed. Once only."""
+        if self._given_back:
+            return
+        self._given_back = True
+        try:
+            if self.worker_id is not None and hasattr(self.store, "release_claim"):
+                await self.store.release_claim(self.run_id, self.worker_id)
+        finally:
+            await self.store.close()
 
     @property
     def _engine_run(self) -> RunView:
