@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloom.errors import WorkflowError
+from agentloom.workflow.load.includes import MAX_EXPANDED_STEPS, include_scope
 from agentloom.workflow.load.loader import load_workflow, load_workflow_data
 
 if TYPE_CHECKING:
@@ -51,11 +52,30 @@ def load_child_file(path: Path, *, parent: str, library: StepLibrary) -> Workflo
     if len(stack) >= MAX_DEPTH:
         raise NestingError(f"subworkflows nest deeper than {MAX_DEPTH} files: "
                            + " -> ".join(Path(p).name for p in (*stack, key)))
-    token = _LOADING.set((*stack, key))
-    try:
-        return load_workflow(path, library=library)
-    finally:
-        _LOADING.reset(token)
+    with include_scope() as includes:
+        done = includes.loaded.get((key, len(stack)))
+        if done is None:  # the first step of this load to name the file, at this depth
+            token = _LOADING.set((*stack, key))
+            includes.counts.append(0)
+            try:
+                child = load_workflow(path, library=library)
+                done = (child, len(child.nodes) + includes.counts[-1])
+            except WorkflowError as exc:
+                done = (exc, 0)
+            finally:
+                includes.counts.pop()
+                _LOADING.reset(token)
+            includes.loaded[(key, len(stack))] = done
+        loaded, steps = done
+        includes.counts[-1] += steps
+        if includes.counts[-1] > MAX_EXPANDED_STEPS:
+            raise NestingError(
+                f"subworkflows expand to more than {MAX_EXPANDED_STEPS} steps: with "
+                f"{Path(path).name} named here, {Path(stack[-1]).name} stands for "
+                f"{includes.counts[-1]} (each file counted as often as it is named)")
+    if isinstance(loaded, WorkflowError):
+        raise loaded
+    return loaded
 
 
 def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
@@ -73,11 +93,19 @@ def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
 
 
 def problems_text(exc: WorkflowError) -> str:
-    """A child's problems on one line each, for the parent's report."""
+    """A child's problems on one line, for the parent's report: all of them, or past
+    `PROBLEMS_TEXT_CHARS` the first and how many more (each level of nesting would
+    otherwise repeat every problem below it once per step naming the file)."""
     errors = getattr(exc, "errors", None)
-    if errors:
-        return "; ".join(str(e) for e in errors)
-    return str(exc)
+    if not errors:
+        return str(exc)
+    text = "; ".join(str(e) for e in errors)
+    if len(text) <= PROBLEMS_TEXT_CHARS or len(errors) == 1:
+        return text
+    return f"{errors[0]}; and {len(errors) - 1} more"
+
+
+PROBLEMS_TEXT_CHARS = 1_000
 
 
 def rolled_usage(results: list[RunResult]) -> Usage | None:

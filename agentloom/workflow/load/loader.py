@@ -23,6 +23,7 @@ from agentloom.workflow.lang.paths import PathError, parse_path
 from agentloom.workflow.lang.templates import Template, compile_template
 from agentloom.workflow.load.diagnose import describe
 from agentloom.workflow.load.diagnose import dotted as _dotted
+from agentloom.workflow.load.includes import include_scope
 from agentloom.workflow.load.model_checks import check_conversations, valid_agents
 from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.load.secret_checks import provider_key_warnings
@@ -86,7 +87,8 @@ def load_workflow_text(
 ) -> Workflow:
     data, marks = load_yaml(text, filename)
     _override_config(data, config)
-    return Checker(data, marks, filename, library).build(base_dir or FsPath.cwd())
+    with include_scope():
+        return Checker(data, marks, filename, library).build(base_dir or FsPath.cwd())
 
 
 def _override_config(data: Any, changes: Mapping[str, Any] | None) -> None:
@@ -106,7 +108,8 @@ def load_workflow_data(data: dict[str, Any], *, library: StepLibrary,
                        filename: str = "<inline>", base_dir: FsPath | None = None) -> Workflow:
     """Check an already-parsed mapping (an inline subworkflow); no line numbers. Paths in
     it resolve against `base_dir` (the directory of the file that holds it)."""
-    return Checker(data, Marks(), filename, library).build(base_dir or FsPath.cwd())
+    with include_scope():
+        return Checker(data, Marks(), filename, library).build(base_dir or FsPath.cwd())
 
 
 class PrepareContext:
