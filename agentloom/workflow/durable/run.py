@@ -31,7 +31,14 @@ from agentloom._record import FACTORY
 from agentloom.loop import LoopRestore, current_journal
 from agentloom.messages import Message, Usage
 from agentloom.redact import REDACTED, SECRET_STEP_FIELDS, Redactor
-from agentloom.store import Checkpoint, DeltaBuilder, EncodeOnce, PauseInfo, ToolLoopProgress
+from agentloom.store import (
+    Checkpoint,
+    DeltaBuilder,
+    EncodeOnce,
+    PauseInfo,
+    StoreError,
+    ToolLoopProgress,
+)
 from agentloom.workflow.durable.context import UNSET, Decision, ask
 from agentloom.workflow.durable.journaled import JournaledClients, JournaledTools
 from agentloom.workflow.engine.nested import NESTED_USAGE, sum_usage
@@ -149,6 +156,8 @@ class DurableRun:
         try:
             if self.worker_id is not None and hasattr(self.store, "release_claim"):
                 await self.store.release_claim(self.run_id, self.worker_id)
+        except StoreError:
+            pass  # the lease runs out instead; the refusal being reported matters more
         finally:
             await self.store.close()
 
