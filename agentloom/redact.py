@@ -40,9 +40,11 @@ _PATTERN_SOURCES: tuple[tuple[str, str], ...] = (
      r"\1" + REDACTED),
     # Gemini passes its key in the query string.
     (r"([?&](?:key|api_key|access_token)=)[^&\s\"']+", r"\1" + REDACTED),
+    # A password in a URL's user part: `https://user:pw@proxy/v1` as a base URL.
+    (r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"']*:)[^\s/@\"']+(@)", r"\1" + REDACTED + r"\2"),
 )
 """Each pattern's source and replacement; compiled on first use (`_pattern`): most runs
-never see text holding an anchor, and the five compiles cost ~4 M instructions."""
+never see text holding an anchor, and the six compiles cost ~5 M instructions."""
 
 
 @functools.cache
@@ -59,6 +61,7 @@ _ANCHORS: tuple[tuple[str, ...], ...] = (
     ("bearer", "basic"),
     ("api", "authorization", "access_token"),
     ("key=", "access_token="),
+    ("://",),
 )
 """Lowercase substrings, one tuple per pattern above, at least one of which must be present
 for that pattern to match."""

@@ -231,3 +231,38 @@ def test_a_batch_writes_no_key_and_its_tools_reach_the_network(
     # echoed the key.
     assert result["outputs"]["page"] == "page for k=you sent me [REDACTED]"
     assert KEY not in _files_text(tmp_path)
+
+
+PROXY_PASSWORD = "proxy-pass-5678"
+
+
+async def behind_basic_auth(request: web.Request) -> web.Response:
+    import base64
+
+    expected = "Basic " + base64.b64encode(f"team:{PROXY_PASSWORD}".encode()).decode()
+    if request.headers.get("Authorization") != expected:
+        return web.json_response({"error": {"message": "who are you?"}}, status=401)
+    return web.json_response({
+        "id": "c1", "object": "chat.completion", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "through the proxy"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}})
+
+
+def test_a_password_in_a_base_url_reaches_the_proxy_and_no_file(tmp_path: Path) -> None:
+    """`base_url: http://team:PASSWORD@proxy/v1` (a model server behind basic auth): the
+    request carries it, and the recording's URL, the trace and the store don't."""
+    with HostileServer(behind_basic_auth) as server:
+        with_password = server.base_url.replace("http://", f"http://team:{PROXY_PASSWORD}@")
+        (tmp_path / "flow.yaml").write_text(
+            "name: proxied\nproviders:\n  proxy:\n    type: openai\n"
+            f"    base_url: {with_password}\n"
+            "config: {provider: proxy, model: gpt-4o-mini}\n"
+            "steps:\n  - {id: ask, type: llm_call, prompt: hello, output: answer}\n")
+        child = run_cli(["run", "flow.yaml", "--trace", "trace.jsonl", "--trace-content",
+                         "--record", "rec.json", "--json"], tmp_path)
+    assert child.returncode == 0, child.stderr
+    assert json.loads(child.stdout)["outputs"]["answer"] == "through the proxy"
+    recorded = json.loads((tmp_path / "rec.json").read_text())["exchanges"][0]["request"]
+    assert recorded["url"].startswith("http://team:[REDACTED]@127.0.0.1:")
+    assert PROXY_PASSWORD not in _files_text(tmp_path) + child.stdout + child.stderr
