@@ -232,10 +232,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         run_args, durable = asyncio.run(_prepare(args))
-    except _Refused as exc:
-        sys.stderr.write(f"agentloom resume: {exc}\n")
-        return EXIT_FAILED
-    except AgentLoomError as exc:
+    except (_Refused, AgentLoomError) as exc:
+        if args.json:  # as `run --json` answers a run that can't start
+            from agentloom.cli._common import print_json
+
+            print_json({"status": "error", "error": str(exc), "hint": None})
         sys.stderr.write(f"agentloom resume: {exc}\n")
         return EXIT_FAILED
     from agentloom.cli.run import command_run

@@ -154,6 +154,24 @@ def test_resume_refuses_unknown_runs_and_changed_workflows(env: Any, tmp_path: P
     assert json.loads(out)["state"]["decision"] == "approved"
 
 
+def test_a_refused_resume_answers_json_with_json(env: Any, tmp_path: Path,
+                                                 capsys: Any) -> None:
+    """`--json` keeps stdout machine-readable when the resume can't start, as `run
+    --json` does: a script reads `status` instead of meeting an empty stdout."""
+    code, out, err = _run(capsys, "resume", "nope", "--json")
+    assert code == 1 and "no run 'nope' in the store" in err
+    assert json.loads(out) == {"status": "error", "hint": None,
+                               "error": "no run 'nope' in the store .agentloom/runs.db; "
+                                        "`agentloom runs` lists the runs it holds"}
+    (tmp_path / "ask.yaml").write_text(ASK)
+    _run(capsys, "run", "ask.yaml", "--run-id", "a2")
+    code, out, err = _run(capsys, "resume", "a2", "--answer", "green", "--json")
+    assert code == 1
+    refused = json.loads(out)
+    assert refused["status"] == "error"
+    assert "'green' is not one of the choices: red, blue" in refused["error"]
+
+
 def test_no_checkpoint_pause_says_it_cannot_resume(env: Any, tmp_path: Path,
                                                    capsys: Any) -> None:
     (tmp_path / "gate.yaml").write_text(GATE)
