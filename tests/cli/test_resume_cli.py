@@ -161,8 +161,9 @@ def test_a_refused_resume_answers_json_with_json(env: Any, tmp_path: Path,
     code, out, err = _run(capsys, "resume", "nope", "--json")
     assert code == 1 and "no run 'nope' in the store" in err
     assert json.loads(out) == {"status": "error", "hint": None,
-                               "error": "no run 'nope' in the store .agentloom/runs.db; "
-                                        "`agentloom runs` lists the runs it holds"}
+                               "error": "no run 'nope' in the store .agentloom/runs.db: "
+                                        "there is no such file; pass --store if the run "
+                                        "is elsewhere"}
     (tmp_path / "ask.yaml").write_text(ASK)
     _run(capsys, "run", "ask.yaml", "--run-id", "a2")
     code, out, err = _run(capsys, "resume", "a2", "--answer", "green", "--json")
