@@ -90,9 +90,8 @@ async def _main(args: argparse.Namespace, age: timedelta) -> int:
     missing = absent_store(args.store)
     if missing is not None:  # nothing to read: say so, and create nothing
         if args.action == "show":
-            sys.stderr.write(f"agentloom runs: no run {args.run_id!r}: there is no run "
-                             f"store at {missing}\n")
-            return EXIT_FAILED
+            return _no_run(args, f"no run {args.run_id!r}: there is no run store at "
+                                 f"{missing}")
         if args.prune:
             sys.stdout.write(f"pruned 0 finished runs (no run store at {missing})\n")
         elif args.json:
@@ -130,20 +129,28 @@ async def _main(args: argparse.Namespace, age: timedelta) -> int:
 
 
 async def _show(store: Any, args: argparse.Namespace) -> int:
-    from agentloom.cli import EXIT_FAILED
     from agentloom.cli._show import render
     from agentloom.ui import GraphCache, load_detail
 
     detail = await load_detail(store, args.run_id, GraphCache(), details=True)
     if detail is None:
-        sys.stderr.write(f"agentloom runs: no run {args.run_id!r} in the store; "
-                         "`agentloom runs` lists the runs it holds\n")
-        return EXIT_FAILED
+        return _no_run(args, f"no run {args.run_id!r} in the store; `agentloom runs` lists "
+                             "the runs it holds")
     if args.json:
         sys.stdout.write(json.dumps(detail, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render(detail))
     return EXIT_OK
+
+
+def _no_run(args: argparse.Namespace, message: str) -> int:
+    """`runs show` of a run that isn't there: one line on stderr, and with --json the
+    same as `{"status": "error", ...}` on stdout, as `run --json` answers."""
+    if args.json:
+        sys.stdout.write(json.dumps({"status": "error", "error": message, "hint": None},
+                                    indent=2) + "\n")
+    sys.stderr.write(f"agentloom runs: {message}\n")
+    return EXIT_FAILED
 
 
 def _row(r: Any) -> dict[str, Any]:

@@ -61,6 +61,13 @@ def test_runs_show_needs_a_known_run(tmp_path: Path, capsys: Any) -> None:
     _fill(db)
     assert main(["runs", "show", "ghost", "--store", str(db)]) == 1
     assert "no run 'ghost' in the store" in capsys.readouterr().err
+    # With --json, stdout still holds JSON a script can read.
+    assert main(["runs", "show", "ghost", "--json", "--store", str(db)]) == 1
+    out = capsys.readouterr()
+    assert json.loads(out.out)["status"] == "error" and "no run 'ghost'" in out.err
+    assert main(["runs", "show", "ghost", "--json", "--store",
+                 str(tmp_path / "none.db")]) == 1
+    assert "there is no run store at" in json.loads(capsys.readouterr().out)["error"]
     assert main(["runs", "show", "--store", str(db)]) == 2
     assert "takes one RUN_ID" in capsys.readouterr().err
 
