@@ -78,6 +78,12 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def print_error_json(message: str, hint: str | None = None) -> None:
+    """What `--json` prints on stdout when a command can't do its work (a run that can't
+    start, a refused resume, a run not in the store): a script reads `status`."""
+    print_json({"status": "error", "error": message, "hint": hint})
+
+
 def check_provider(name: str | None, wf: Workflow | None = None) -> None:
     """`--provider NAME` must be one a run can use: a usage error with a did-you-mean
     otherwise, before anything starts."""

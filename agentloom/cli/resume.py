@@ -234,9 +234,9 @@ def run(args: argparse.Namespace) -> int:
         run_args, durable = asyncio.run(_prepare(args))
     except (_Refused, AgentLoomError) as exc:
         if args.json:  # as `run --json` answers a run that can't start
-            from agentloom.cli._common import print_json
+            from agentloom.cli._common import print_error_json
 
-            print_json({"status": "error", "error": str(exc), "hint": None})
+            print_error_json(str(exc))
         sys.stderr.write(f"agentloom resume: {exc}\n")
         return EXIT_FAILED
     from agentloom.cli.run import command_run

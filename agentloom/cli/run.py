@@ -22,6 +22,7 @@ from agentloom.cli._common import (
     limit_overrides,
     load_or_report,
     parse_state,
+    print_error_json,
     print_json,
 )
 from agentloom.cli._exit import (
@@ -124,7 +125,7 @@ def _refused(args: argparse.Namespace, message: str, hint: str | None) -> int:
     from agentloom.cli._style import error_line, hint_line
 
     if args.json:
-        print_json({"status": "error", "error": message, "hint": hint})
+        print_error_json(message, hint)
     sys.stderr.write(error_line(sys.stderr, message))
     if hint:
         sys.stderr.write(hint_line(sys.stderr, hint))

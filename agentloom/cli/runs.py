@@ -16,6 +16,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from agentloom.cli._common import print_error_json
 from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -147,8 +148,7 @@ def _no_run(args: argparse.Namespace, message: str) -> int:
     """`runs show` of a run that isn't there: one line on stderr, and with --json the
     same as `{"status": "error", ...}` on stdout, as `run --json` answers."""
     if args.json:
-        sys.stdout.write(json.dumps({"status": "error", "error": message, "hint": None},
-                                    indent=2) + "\n")
+        print_error_json(message)
     sys.stderr.write(f"agentloom runs: {message}\n")
     return EXIT_FAILED
 
