@@ -241,6 +241,12 @@ def store_hint(args: argparse.Namespace) -> str:
     return f" --store {store}" if store else ""
 
 
+def report_retry(result: RunResult, args: argparse.Namespace) -> None:
+    """A failed run kept in the store: how to run its failed steps again (on stderr)."""
+    sys.stderr.write(f"retry its failed steps with: agentloom resume {result.run_id}"
+                     f"{store_hint(args)} --retry-failed\n")
+
+
 def report_pause(result: RunResult, args: argparse.Namespace, durable: Any,
                  redact: Callable[[str], str]) -> None:
     """Tell the person exactly how to continue a paused run (on stderr); the prompt is

@@ -42,6 +42,10 @@ def add_parser(sub: Any) -> None:
     add_store_flag(p)
     p.add_argument("--force", action="store_true",
                    help="resume even though the workflow file changed since the run started")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="continue a failed run: its failed steps (and what they held up) "
+                        "run again; steps that succeeded are kept, and model replies "
+                        "already stored are served again")
     p.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
                    help="set a state value before continuing (a secret the store did not "
                         "keep, say); repeatable")
@@ -105,7 +109,12 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
             where = args.store or ".agentloom/runs.db"
             raise _Refused(f"no run {args.run_id!r} in the store {where}; "
                            "`agentloom runs` lists the runs it holds")
-        if record.status in FINISHED_STATUSES:
+        retrying = record.status == "failed" and args.retry_failed
+        if record.status in FINISHED_STATUSES and not retrying:
+            if record.status == "failed":
+                raise _Refused(f"run {args.run_id} failed; `agentloom resume {args.run_id} "
+                               "--retry-failed` runs its failed steps again (the steps that "
+                               "succeeded are kept)")
             raise _Refused(f"run {args.run_id} already finished ({record.status}); "
                            "there is nothing to resume")
         if args.answer == "-":  # asked for once the run is known, before it is claimed
@@ -121,6 +130,8 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         cp = await store.load_latest(args.run_id)
         if cp is None:
             raise _Refused(f"run {args.run_id} has no checkpoint to resume from")
+        if retrying:
+            cp = _without_failures(cp)
         meta = dict(record.meta)
         if not meta.get("ui_url"):  # a run started without the UI's address learns it now
             meta["ui_url"] = os.environ.get("AGENTLOOM_UI_URL") or None
@@ -194,6 +205,23 @@ def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str],
     sys.stderr.write(f"agentloom resume: state {shown} held {held}, which the store did not "
                      f'keep: {goes} on as "{REDACTED}" unless given back with --state '
                      f"{lost[0][:40]}=VALUE or in a --state-file\n")
+
+
+def _without_failures(cp: Any) -> Any:
+    """A failed run's checkpoint with its failed steps forgotten (a nested one too, and
+    an on_error block's note that it handled one), so the resume runs them again, and
+    the steps they held up after them. What succeeded stays; the journal is kept, so a
+    model reply stored before the failure is served, not paid for again."""
+    import dataclasses
+
+    failed = {key for key, raw in cp.step_results.items()
+              if isinstance(raw, dict) and raw.get("status") == "failed"}
+    extra = dict(cp.extra)
+    if "handled" in extra:
+        extra["handled"] = [key for key in extra["handled"] if key not in failed]
+    return dataclasses.replace(
+        cp, status="running", extra=extra,
+        step_results={k: v for k, v in cp.step_results.items() if k not in failed})
 
 
 def _check_step(args: argparse.Namespace, paused: Any) -> None:

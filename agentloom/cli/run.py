@@ -78,7 +78,7 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     wf = wf.with_overrides(model=args.model, provider=args.provider, timeout=args.timeout,
                            stream=True if args.stream else None,
                            **limit_overrides(args, wf.config))
-    from agentloom.cli._durable import check_recording, report_pause
+    from agentloom.cli._durable import check_recording, report_pause, report_retry
     from agentloom.errors import AgentLoomError
     from agentloom.workflow.engine.secrets import workflow_redactor
 
@@ -116,6 +116,8 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     if result.status.value in ("paused", "needs_decision"):
         report_pause(result, args, session.durable, session.redactor.redact_text)
         return EXIT_PAUSED
+    if result.status.value == "failed" and session.durable is not None:
+        report_retry(result, args)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
