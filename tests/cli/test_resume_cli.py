@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from openai_thread import cli_serving
 
 from agentloom.cli import main
 from agentloom.testing._server import FakeReply
@@ -45,24 +45,9 @@ steps:
 """
 
 
-@contextmanager
-def _serving(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-             responder: Any) -> Iterator[FakeOpenAIServer]:
-    """A fake OpenAI server on loopback that the CLI, run in `tmp_path`, talks to."""
-    server = FakeOpenAIServer(responder=responder)
-    server.start_in_thread()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    try:
-        yield server
-    finally:
-        server.stop_thread()
-
-
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIServer]:
-    with _serving(monkeypatch, tmp_path, lambda body: FakeReply(
+    with cli_serving(monkeypatch, tmp_path, lambda body: FakeReply(
             text="re " + str(body["messages"][-1]["content"])[:30])) as server:
         yield server
 
@@ -226,7 +211,7 @@ def test_ask_inside_a_tool_pauses_and_resumes_mid_loop(monkeypatch: pytest.Monke
             return FakeReply(tool_calls=[("confirm", {"target": "prod"})])
         return FakeReply(text="done: " + tools[-1]["content"])
 
-    with _serving(monkeypatch, tmp_path, reply) as server:
+    with cli_serving(monkeypatch, tmp_path, reply) as server:
         (tmp_path / "loop.yaml").write_text(LOOP)
         (tmp_path / "tools.py").write_text(TOOLS)
         code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t1")
@@ -272,7 +257,7 @@ def test_a_secret_answered_to_a_tools_ask_is_redacted_like_an_ask_steps(
             return FakeReply(tool_calls=[(name, {"target": "prod"})])
         return FakeReply(text="done: " + tools[-1]["content"])
 
-    with _serving(monkeypatch, tmp_path, reply) as server:
+    with cli_serving(monkeypatch, tmp_path, reply) as server:
         (tmp_path / "loop.yaml").write_text(LOOP.replace("[confirm]", "[confirm, pick]"))
         (tmp_path / "tools.py").write_text(SECRET_TOOLS)
         code, _, err = _run(capsys, "run", "loop.yaml", "--tools", "tools.py", "--run-id", "t2")

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openai_thread import cli_serving
 
 from agentloom.cli import main
 from agentloom.testing._server import FakeError, FakeReply
-from agentloom.testing.fake_openai import FakeOpenAIServer
 
 CHAIN = """\
 name: chain
@@ -58,15 +58,8 @@ class Flaky:
 @pytest.fixture
 def flaky(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Flaky]:
     model = Flaky()
-    server = FakeOpenAIServer(responder=model)
-    server.start_in_thread()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    try:
+    with cli_serving(monkeypatch, tmp_path, model):
         yield model
-    finally:
-        server.stop_thread()
 
 
 def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
