@@ -19,7 +19,8 @@ RUN_STATUSES: frozenset[str] = frozenset(RunStatus.__args__)  # type: ignore[att
 FINISHED_STATUSES: frozenset[str] = frozenset(
     {"succeeded", "failed", "cancelled", "timeout", "budget_exceeded"}
 )
-"""Statuses a run never leaves; `prune` removes only these by default."""
+"""Statuses a run ends in (only `resume --retry-failed` takes a failed one up again);
+`prune` removes only these by default."""
 
 ToolCallStatus: TypeAlias = Literal["in_flight", "done"]
 
