@@ -56,7 +56,8 @@ class ResumeCommand:
 
 def resume_flags(body: Any, waiting_for: str) -> ResumeCommand:
     """The `agentloom resume` command for a decision body:
-    `{"action": "approve" | "reject"}` or `{"action": "answer", "answer": ...}`."""
+    `{"action": "approve" | "reject"}` or `{"action": "answer", "answer": ...}` (a failed
+    run's `{"action": "retry"}` is `Resumer.decide`'s own)."""
     if not isinstance(body, dict):
         raise DecisionRefused("the body must be a JSON object with an 'action'", 400)
     action = body.get("action")
@@ -74,7 +75,7 @@ def resume_flags(body: Any, waiting_for: str) -> ResumeCommand:
             raise DecisionRefused("'answer' must be text (or a list of choices)", 400)
         # The child drops one line end, so an answer's own last character survives.
         return ResumeCommand(["--answer", "-"], (str(answer) + "\n").encode())
-    raise DecisionRefused("'action' must be approve, reject or answer", 400)
+    raise DecisionRefused("'action' must be approve, reject, answer or retry", 400)
 
 
 class Resumer:
@@ -90,12 +91,17 @@ class Resumer:
         self._logs = Path(tempfile.gettempdir()) / f"agentloom-ui-{os.getuid()}"
 
     async def decide(self, run_id: str, body: Any, *, ui_url: str | None = None) -> Accepted:
-        """Start the resume of a paused run. `ui_url`, this UI's address, becomes the
+        """Start the resume of a paused run, or the retry of a failed one (`{"action":
+        "retry"}`: `resume --retry-failed`). `ui_url`, this UI's address, becomes the
         child's AGENTLOOM_UI_URL unless the UI's own environment names one."""
         record = await self._store.get_run(run_id)
         if record is None:
             raise DecisionRefused(f"no run {run_id!r} in the store", 404)
-        if record.status in FINISHED_STATUSES:
+        retry = isinstance(body, dict) and body.get("action") == "retry"
+        if retry and record.status != "failed":
+            raise DecisionRefused(f"run {run_id} has not failed ({record.status}); only a "
+                                  "failed run's steps can be retried")
+        if record.status in FINISHED_STATUSES and not retry:
             raise DecisionRefused(f"run {run_id} already finished ({record.status})")
         going = self._children.get(run_id)
         if going is not None and going.poll() is None:
@@ -105,6 +111,9 @@ class Resumer:
                 and not holder_is_gone(record.claimed_by)):  # a killed one: its child takes over
             raise DecisionRefused(f"run {run_id} is held by another process "
                                   f"({record.claimed_by}); wait for it to end")
+        if retry:  # `resume --retry-failed`: the failed steps run again
+            return await self._start(run_id, ResumeCommand(["--retry-failed"]),
+                                     record.status, ui_url)
         cp = await self._store.load_latest(run_id)
         if cp is None or cp.paused is None:
             raise DecisionRefused(f"run {run_id} is not waiting for a decision "

@@ -48,14 +48,17 @@ steps:
 
 class Responder:
     """Replies by prompt: `RETRY` fails every other time with a 500 (so each run's first
-    attempt fails and the client's retry succeeds), `HOSTILE` answers with markup that
-    must show as text."""
+    attempt fails and the client's retry succeeds), `BROKEN` is refused (a 400) while
+    `broken` is set, `HOSTILE` answers with markup that must show as text."""
 
     def __init__(self) -> None:
         self.retries = 0
+        self.broken = True
 
     def __call__(self, body: Any) -> Any:
         prompt = str(body["messages"][-1]["content"])
+        if "BROKEN" in prompt and self.broken:
+            return FakeError(status=400, body={"error": {"message": "not today"}})
         if "RETRY" in prompt:
             self.retries += 1
         if "RETRY" in prompt and self.retries % 2 == 1:

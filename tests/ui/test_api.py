@@ -122,6 +122,16 @@ async def test_decisions_that_cannot_be_taken_are_refused(store: SqliteStore) ->
         assert await store.claim_run("p1", f"{socket.gethostname()}:{gone.pid}:dead", 60)
         status, error = await post("p1", {"action": "approve"})
         assert status == 409 and "the workflow file of run p1 is gone" in error, error
+        # Retry is for a failed run only; a failed one goes to `resume --retry-failed`.
+        status, error = await post("done", {"action": "retry"})
+        assert (status, error) == (409, "run done has not failed (succeeded); only a "
+                                        "failed run's steps can be retried")
+        await store.create_run("broke", "gate", "h", {})
+        await store.set_status("broke", "failed")
+        status, error = await post("broke", {"action": "retry"})
+        assert status == 409 and "the workflow file of run broke is gone" in error, error
+        assert (await post("p1", {"action": "maybe"}))[1] == (
+            "'action' must be approve, reject, answer or retry")
     finally:
         await client.close()
 

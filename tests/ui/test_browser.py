@@ -23,6 +23,7 @@ from tests.ui.harness import (
     cli_env,
     fake_openai,
     make_runs,
+    run_cli,
     ui_process,
 )
 
@@ -134,6 +135,41 @@ def test_answering_a_question_in_the_browser_finishes_the_run(world: dict[str, A
     wait(driver).until(ec.presence_of_element_located(
         (By.CSS_SELECTOR, "body[data-status=succeeded]")))
     assert json.loads(driver.find_element(By.ID, "state").text)["color"] == "blue"
+
+
+BROKEN_FLOW = """\
+name: broken
+config: {model: gpt-4o-mini, provider: openai}
+steps:
+  - {id: draft, type: llm_call, prompt: "draft it", output: d}
+  - {id: finish, type: llm_call, depends_on: [draft], prompt: "BROKEN finish {state.d}",
+     output: f}
+"""
+
+
+def test_retrying_a_failed_run_in_the_browser_finishes_it(world: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """A failed run's page names the failure and offers Retry (`resume --retry-failed`):
+    the failed step runs again, the one that succeeded is not asked again."""
+    driver = world["driver"]
+    (tmp_path / "broken.yaml").write_text(BROKEN_FLOW)
+    with fake_openai(latency=0) as server:
+        env = cli_env(server)
+        done = run_cli(env, tmp_path, "run", "broken.yaml", "--run-id", "broken-1")
+        assert done.returncode == 1 and "--retry-failed" in done.stderr, done.stderr
+        server.responder.broken = False  # type: ignore[attr-defined]  # the cause is fixed
+        with ui_process(env, tmp_path) as ui:
+            driver.get(f"{ui.base}/runs/broken-1")
+            retry = wait(driver).until(ec.element_to_be_clickable((By.ID, "retry")))
+            assert driver.find_element(By.ID, "decision-title").text == "The run failed"
+            assert "Step finish failed" in driver.find_element(By.ID, "prompt").text
+            retry.click()
+            wait(driver).until(ec.presence_of_element_located(
+                (By.CSS_SELECTOR, "body[data-status=succeeded]")))
+            assert driver.find_element(By.ID, "decision").get_attribute("hidden") is not None
+        prompts = [r.json["messages"][-1]["content"] for r in server.requests]
+        assert prompts == ["draft it", "BROKEN finish about draft it",
+                           "BROKEN finish about draft it"]
 
 
 def test_hostile_model_output_renders_as_text(world: dict[str, Any]) -> None:

@@ -39,7 +39,11 @@
     const box = document.getElementById("decision");
     const p = d.paused;
     const waiting = p && ["paused", "needs_decision"].includes(d.run.status);
-    box.hidden = !waiting;
+    const failed = d.run.status === "failed";
+    box.hidden = !(waiting || failed);
+    document.getElementById("decision-title").textContent =
+      failed ? "The run failed" : "Waiting for a person";
+    if (failed) return renderRetry(d, box);
     if (!waiting) return;
     if (box.dataset.step === `${p.step_id}/${d.seq}`) return; // keep what is being typed
     box.dataset.step = `${p.step_id}/${d.seq}`;
@@ -70,6 +74,19 @@
     }
   }
 
+  // A failed run: `agentloom resume RUN_ID --retry-failed`, one click away.
+  function renderRetry(d, box) {
+    if (box.dataset.step === `failed/${d.seq}`) return;
+    box.dataset.step = `failed/${d.seq}`;
+    const first = ((d.summary && d.summary.errors) || [])[0];
+    document.getElementById("prompt").textContent =
+      (first ? `Step ${first.step} failed: ${first.error}` : "The run failed.") +
+      " Retrying runs the failed steps again; the steps that succeeded keep their results.";
+    document.getElementById("decision-controls").replaceChildren(
+      el("button", { id: "retry", cls: "approve", onclick: () => decide({ action: "retry" }), text: "Retry failed steps" }));
+    document.getElementById("decision-result").textContent = "";
+  }
+
   async function decide(body) {
     const result = document.getElementById("decision-result");
     for (const b of document.querySelectorAll("#decision button")) b.disabled = true;
@@ -77,6 +94,8 @@
     const answer = await AL.postJSON(`${base}/decision`, body);
     result.textContent = answer.ok ? `accepted: the run is ${answer.body.status}` : `refused: ${answer.body.error}`;
     if (!answer.ok) for (const b of document.querySelectorAll("#decision button")) b.disabled = false;
+    // The stream of a failed run had ended: follow the retried run again.
+    else if (body.action === "retry") follow();
   }
 
   function renderGraph(d) {
