@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from legacy import load_legacy_sqlite
+from openai_thread import cli_serving
 
 from agentloom.cli import main
 from agentloom.store import SqliteStore
@@ -20,15 +21,8 @@ from agentloom.testing.fake_openai import FakeOpenAIServer
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer(responder=lambda body: FakeReply(text="sent"))
-    srv.start_in_thread()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-    try:
+    with cli_serving(monkeypatch, tmp_path, lambda body: FakeReply(text="sent")) as srv:
         yield srv
-    finally:
-        srv.stop_thread()
 
 
 def test_resume_a_paused_run_from_a_store_made_before_deltas(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from bounds_helpers import run_cli
 
+from agentloom._files import create_private, make_private_dir, open_private
 from agentloom.testing.fake_openai import FakeOpenAIServer
 
 FLOW = """\
@@ -70,8 +71,6 @@ def test_run_store_trace_and_recording_are_the_owners(
 def test_wal_files_follow_the_database(open_umask: None, tmp_path: Path) -> None:
     """SQLite creates its WAL and shared-memory files with the database file's mode;
     checked while a connection holds them, before a clean close removes them."""
-    from agentloom._files import create_private
-
     path = tmp_path / "db" / "runs.db"
     create_private(path)
     conn = sqlite3.connect(path)
@@ -102,8 +101,6 @@ def test_batch_results_and_store_are_the_owners(open_umask: None, tmp_path: Path
 
 
 def test_an_existing_file_or_folder_keeps_its_mode(open_umask: None, tmp_path: Path) -> None:
-    from agentloom._files import create_private, make_private_dir, open_private
-
     shared = tmp_path / "shared.jsonl"
     shared.write_text("old\n")
     shared.chmod(0o644)  # the owner chose to share it

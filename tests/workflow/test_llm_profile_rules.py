@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openai_thread import cli_serving
 
 from agentloom.cli import main
 from agentloom.http import AiohttpTransport, Fault, FaultTransport
@@ -39,15 +40,8 @@ def _reply(body: dict[str, Any]) -> FakeReply:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAIServer]:
-    fake = FakeOpenAIServer(responder=_reply)
-    fake.start_in_thread()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
-    try:
+    with cli_serving(monkeypatch, tmp_path, _reply) as fake:
         yield fake
-    finally:
-        fake.stop_thread()
 
 
 # --- profile: the literal name of a profile, inside a function's steps too -------------
