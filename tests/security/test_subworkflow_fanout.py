@@ -90,3 +90,19 @@ def test_a_tree_under_the_bound_loads(tmp_path: Path) -> None:
     top = _tree(tmp_path, 3, 10, LEAF_OK)  # 10 + 100 + 1,000 + 1,000 leaf steps
     child = run_cli(["validate", top.name], tmp_path)
     assert child.returncode == 0, child.stderr
+
+
+def test_a_tree_named_from_an_inline_block_names_the_file_that_holds_it(
+        tmp_path: Path) -> None:
+    _tree(tmp_path, 3, 10, LEAF_OK)  # f0.yaml stands for 2,110 steps
+    named = "".join(f"      - {{id: s{k}, type: subworkflow, workflow_path: f0.yaml}}\n"
+                    for k in range(5))
+    (tmp_path / "root.yaml").write_text(
+        "name: root\nsteps:\n  - id: inner\n    type: subworkflow\n"
+        f"    workflow_inline:\n      name: inner\n      steps:\n{named}".replace(
+            "      - {", "        - {"))
+    child = run_cli(["validate", "root.yaml"], tmp_path)
+    assert child.returncode == 1
+    # The inline block names no file of its own: the file holding it is named.
+    assert ("with f0.yaml named here, root.yaml (step 'inner' workflow_inline) stands for "
+            "10550") in child.stderr, child.stderr

@@ -71,11 +71,17 @@ def load_child_file(path: Path, *, parent: str, library: StepLibrary) -> Workflo
         if includes.counts[-1] > MAX_EXPANDED_STEPS:
             raise NestingError(
                 f"subworkflows expand to more than {MAX_EXPANDED_STEPS} steps: with "
-                f"{Path(path).name} named here, {Path(stack[-1]).name} stands for "
+                f"{Path(path).name} named here, {_file_of(stack)} stands for "
                 f"{includes.counts[-1]} (each file counted as often as it is named)")
     if isinstance(loaded, WorkflowError):
         raise loaded
     return loaded
+
+
+def _file_of(stack: tuple[str, ...]) -> str:
+    """What is being loaded, for a message: a file's name, or an inline block's
+    (`flow.yaml (step 'inner' workflow_inline)`), not its `<block ...>` marker."""
+    return Path(stack[-1].removeprefix("<block ").removesuffix(">")).name
 
 
 def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
