@@ -1,6 +1,7 @@
 """The environment that points an `Agent` at the `openai_server` fixture (tests/conftest.py):
 a FakeOpenAIServer serving from a thread of its own, so sync and async tests reach it
-alike; and `cli_serving`, the same for a CLI test with a responder of its own."""
+alike; `cli_serving`, the same for a CLI test with a responder of its own; and `Flaky`, a
+responder that refuses some prompts until told to stop."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agentloom.testing._server import FakeError, FakeReply
 from agentloom.testing.fake_openai import FakeOpenAIServer
 
 
@@ -35,3 +37,19 @@ def cli_serving(monkeypatch: pytest.MonkeyPatch, cwd: Path,
         yield server
     finally:
         server.stop_thread()
+
+
+class Flaky:
+    """Refuses (HTTP 400) every prompt starting with `b` while `failing` is set, and
+    answers the others "done <prompt>"; `prompts` are the prompts asked, in order."""
+
+    def __init__(self) -> None:
+        self.failing = True
+        self.prompts: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> FakeReply | FakeError:
+        prompt = str(body["messages"][-1]["content"])
+        self.prompts.append(prompt)
+        if self.failing and prompt.startswith("b"):
+            return FakeError(status=400, body="not today")
+        return FakeReply(text="done " + prompt)

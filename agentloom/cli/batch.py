@@ -176,9 +176,7 @@ def _refused_for_keys(factory: Any) -> int | None:
 
     wf = factory.load()
     runtime = Runtime.from_env(factory.env)  # configuration only: nothing is opened
-    runtime.add_providers({
-        name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
-        for name, p in wf.definition.providers.items()})
+    runtime.use_providers(wf.provider_configs())
     try:
         if not uses_mock(wf):
             check_keys(wf, runtime)

@@ -161,10 +161,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
     resumed = session.resumed
     printer = None
     try:
-        runtime.add_providers({
-            name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
-            for name, p in wf.definition.providers.items()
-        })
+        runtime.use_providers(wf.provider_configs())
         served = session.recording is not None or getattr(args, "mock_responses", None)
         if not served and not uses_mock(wf):
             check_keys(wf, runtime)  # before the store records a run that can't start

@@ -6,6 +6,10 @@ tokens estimated from the text, `max_tokens` as the output bound) and is refused
 spent + reserved + this would pass the cap; after the call `commit()` swaps the
 reservation for what the call really used. Concurrent calls therefore cannot overshoot.
 A call whose actual cost is unknown keeps its reserved worst case as spent (fail closed).
+
+A budget may sit `within` another: a nested run's own cap inside its top-level run's.
+Every call then reserves in both, and the outer one holds everything its nested runs
+spend, so nested work can't spend past the run's cap.
 """
 
 from __future__ import annotations
@@ -72,11 +76,15 @@ class Reservation(FrozenRecord):
     id: int
     cost: Decimal | None
     tokens: int | None
+    outer: Reservation | None = None
+    """The same call's reservation in the budget this one is within."""
 
-    def __init__(self, id: int, cost: Decimal | None, tokens: int | None) -> None:
+    def __init__(self, id: int, cost: Decimal | None, tokens: int | None,
+                 outer: Reservation | None = None) -> None:
         set_field(self, "id", id)
         set_field(self, "cost", cost)
         set_field(self, "tokens", tokens)
+        set_field(self, "outer", outer)
 
 
 class RunBudget:
@@ -84,6 +92,9 @@ class RunBudget:
 
     budget = RunBudget(max_cost_usd=Decimal("0.50"), max_tokens=200_000)
     runtime.client(model="gpt-4o-mini", budget=budget)   # every call of the run
+
+    `within` is the budget of the run this one is nested in: its caps hold as well, and
+    it counts what this one spends. `refusal` is the first call this budget refused.
     """
 
     def __init__(
@@ -92,6 +103,7 @@ class RunBudget:
         max_tokens: int | None = None,
         *,
         default_output_tokens: int = DEFAULT_OUTPUT_CEILING,
+        within: RunBudget | None = None,
     ) -> None:
         self.max_cost_usd = _money(max_cost_usd)
         if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 0):
@@ -103,6 +115,15 @@ class RunBudget:
         self._reserved: dict[int, Reservation] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()  # batch executors may share a budget across threads
+        self.within = within
+        self.refusal: BudgetExceeded | None = None
+
+    @property
+    def exhausted(self) -> BudgetExceeded | None:
+        """The refusal that ends the run: this budget's, or that of one it is within."""
+        if self.refusal is not None:
+            return self.refusal
+        return self.within.exhausted if self.within is not None else None
 
     @property
     def reserved_usd(self) -> Decimal:
@@ -114,6 +135,8 @@ class RunBudget:
 
     def require_price(self, provider: str, model: str, *, priced: bool) -> None:
         """Fail before the first call when a cost cap meets a model with no price."""
+        if self.within is not None:
+            self.within.require_price(provider, model, priced=priced)
         if self.max_cost_usd is not None and not priced:
             raise PriceUnknown(
                 f"a cost budget of ${self.max_cost_usd} is set, but model {model!r} at "
@@ -125,6 +148,19 @@ class RunBudget:
 
     def reserve(self, *, cost: Decimal | None, tokens: int | None, model: str = "?") -> Reservation:
         """Hold a call's worst case. Raises `BudgetExceeded` if it could cross a cap."""
+        outer = (None if self.within is None
+                 else self.within.reserve(cost=cost, tokens=tokens, model=model))
+        try:
+            return self._reserve(cost, tokens, model, outer)
+        except BudgetExceeded as exc:
+            if outer is not None and self.within is not None:
+                self.within.release(outer)
+            if self.refusal is None:
+                self.refusal = exc
+            raise
+
+    def _reserve(self, cost: Decimal | None, tokens: int | None, model: str,
+                 outer: Reservation | None) -> Reservation:
         with self._lock:
             if self.max_cost_usd is not None:
                 if cost is None:
@@ -150,7 +186,7 @@ class RunBudget:
                         limit=self.max_tokens,
                         actual=would_t,
                     )
-            reservation = Reservation(next(self._ids), cost, tokens)
+            reservation = Reservation(next(self._ids), cost, tokens, outer)
             self._reserved[reservation.id] = reservation
             return reservation
 
@@ -162,14 +198,29 @@ class RunBudget:
             self._reserved.pop(reservation.id, None)
             self.spent_usd += cost if cost is not None else (reservation.cost or Decimal(0))
             self.spent_tokens += tokens if tokens is not None else (reservation.tokens or 0)
+        if reservation.outer is not None and self.within is not None:
+            self.within.commit(reservation.outer, cost=cost, tokens=tokens)
 
     def release(self, reservation: Reservation) -> None:
         """Drop a reservation for a call that failed before producing anything billable."""
         with self._lock:
             self._reserved.pop(reservation.id, None)
+        if reservation.outer is not None and self.within is not None:
+            self.within.release(reservation.outer)
+
+    def charge(self, *, cost: Decimal | None, tokens: int | None) -> None:
+        """Count what was spent before this budget existed: a resumed run's finished
+        steps, and the stored replies it is served instead of asking again."""
+        with self._lock:
+            self.spent_usd += cost or Decimal(0)
+            self.spent_tokens += tokens or 0
+        if self.within is not None:
+            self.within.charge(cost=cost, tokens=tokens)
 
     def check(self) -> None:
         """Raise `BudgetExceeded` if what was spent already passed a cap."""
+        if self.within is not None:
+            self.within.check()
         if self.max_cost_usd is not None and self.spent_usd > self.max_cost_usd:
             raise BudgetExceeded(
                 f"cost budget ${self.max_cost_usd} exceeded: spent ${self.spent_usd}",

@@ -121,6 +121,8 @@ class Runtime:
         local_stand_in: Endpoint | None = None,
     ) -> None:
         self._endpoints: dict[str, Endpoint] = {}
+        self._given: dict[str, dict[str, Any]] = {}
+        """Workflow `providers:` entries added by `use_providers`, by name."""
         self._implicit: dict[str, Endpoint] = {}
         """Endpoints used only when pinned (Ollama at its default address)."""
         for endpoint in endpoints:
@@ -227,6 +229,16 @@ class Runtime:
     def add_providers(self, providers: Mapping[str, Mapping[str, Any]] | None) -> None:
         for name, config in (providers or {}).items():
             self.add_provider(str(name), config)
+
+    def use_providers(self, providers: Mapping[str, Mapping[str, Any]]) -> None:
+        """Add a workflow's `providers:` entries, each unless this runtime holds it from
+        the same entry already: every run of a file (and of the files it names) hands
+        them over, and a provider that didn't change keeps its clients."""
+        for name, config in providers.items():
+            if self._given.get(name) == config:
+                continue
+            self.add_provider(str(name), config)
+            self._given[name] = dict(config)
 
     def set_rate_limit(self, provider: str, limit: RateLimit) -> None:
         """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting."""

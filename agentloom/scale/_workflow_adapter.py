@@ -135,12 +135,7 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
     wf = factory.load()
     runtime = Runtime.from_env(factory.env)
     try:
-        providers = getattr(wf.definition, "providers", None) or {}
-        if providers:
-            runtime.add_providers({
-                name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
-                for name, p in providers.items()
-            })
+        runtime.use_providers(wf.provider_configs())
 
         if factory.store is not None:
             async with _durable_runner(factory, wf, runtime) as durable_one:

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_thread import cli_serving
+from openai_thread import Flaky, cli_serving
 
 from agentloom.cli import main
-from agentloom.testing._server import FakeError, FakeReply
 
 CHAIN = """\
 name: chain
@@ -38,21 +37,6 @@ steps:
   - {id: after, type: llm_call, depends_on: [each], prompt: "sum of {state.outs}",
      output: total}
 """
-
-
-class Flaky:
-    """Refuses (HTTP 400) every prompt starting with `b` while `failing` is set."""
-
-    def __init__(self) -> None:
-        self.failing = True
-        self.prompts: list[str] = []
-
-    def __call__(self, body: dict[str, Any]) -> FakeReply | FakeError:
-        prompt = str(body["messages"][-1]["content"])
-        self.prompts.append(prompt)
-        if self.failing and prompt.startswith("b"):
-            return FakeError(status=400, body="not today")
-        return FakeReply(text="done " + prompt)
 
 
 @pytest.fixture

@@ -58,6 +58,11 @@ class _JournaledClient:
             return await self._inner.complete(request, **kwargs)
         stored = d.take_exchange(key)
         if stored is not None:
+            # Paid for before the run stopped: it counts against the run's caps again.
+            budget = getattr(self._inner, "budget", None)
+            usage = getattr(stored, "usage", None)
+            if budget is not None and usage is not None:
+                budget.charge(cost=usage.cost_usd, tokens=usage.total_tokens)
             return stored
         flush = getattr(d.store, "flush_model_exchanges", None)
         if flush is not None:  # a reply still queued is stored before the next call

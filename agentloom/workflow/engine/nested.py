@@ -23,7 +23,7 @@ from agentloom.workflow.load.loader import load_workflow, load_workflow_data
 if TYPE_CHECKING:
     from agentloom.messages import Usage
     from agentloom.workflow.engine.result import RunResult
-    from agentloom.workflow.load.workflow import StepLibrary, Workflow
+    from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 
 MAX_DEPTH = 8
 """Nested runs (subworkflows, map bodies, error handlers) deeper than this are refused."""
@@ -96,6 +96,22 @@ def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
                                   library=library)
     finally:
         _LOADING.reset(token)
+
+
+def block_under(node: StepNode, key: str, block: Workflow, parent: Workflow) -> Workflow:
+    """`block` (loaded with its file's config: `PrepareContext.block`) asking for the model
+    and provider its run's workflow asks for now: `Workflow.with_overrides` (`batch
+    --model`, the Python API) changes those after load. Made once per step and config."""
+    config, own = parent.config, block.config
+    if config.model == own.model and config.provider == own.provider:
+        return block
+    kept = node.memo.get(key)
+    if kept is not None and kept[0] is config:
+        derived: Workflow = kept[1]
+        return derived
+    derived = block.with_overrides(model=config.model, provider=config.provider)
+    node.memo[key] = (config, derived)
+    return derived
 
 
 def problems_text(exc: WorkflowError) -> str:

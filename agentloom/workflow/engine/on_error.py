@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import WorkflowError
 from agentloom.workflow.engine.nested import (
     NestingError,
+    block_under,
     deep_copy,
     first_failure,
     load_block,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 def prepare_handler(step: StepBase, pc: PrepareContext) -> Workflow | None:
     try:
-        return load_block({"name": f"{step.id}-on_error", "steps": step.on_error},
+        return load_block(pc.block(f"{step.id}-on_error", step.on_error),
                           filename=f"{pc.filename} (step {step.id!r} on_error)",
                           base_dir=pc.base_dir, library=pc.library)
     except NestingError as exc:
@@ -49,6 +50,7 @@ async def run_handler(node: StepNode, ctx: RunContext, result: StepResult) -> bo
     handler: Workflow | None = node.handler
     if handler is None:
         return False
+    handler = block_under(node, "on_error", handler, ctx.workflow)
     state = deep_copy(ctx.state)
     state["error"] = {"step": node.id, "message": result.error, "type": result.error_type}
     try:

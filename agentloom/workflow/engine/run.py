@@ -71,8 +71,8 @@ def _library(workflow: Workflow) -> StepLibrary:
 class _Run:
     __slots__ = ("base", "config", "ctx", "done_lock", "durable", "earlier_loops", "error",
                  "failed_upstream", "handled", "idle", "library", "not_taken", "paused",
-                 "paused_nodes", "ready", "restored", "results", "rng", "running", "spent",
-                 "status", "tg", "waiting", "wf")
+                 "paused_nodes", "ready", "restorable", "restored", "results", "rng", "running",
+                 "spent", "status", "tg", "waiting", "wf")
 
     def __init__(self, ctx: RunContext, rng: random.Random,
                  durable: DurableHooks | None = None) -> None:
@@ -92,6 +92,8 @@ class _Run:
         """A durable run's: one finished step is checkpointed at a time (`_complete`)."""
         self.restored: list[str] = []
         """Steps restored from the checkpoint resumed, for `_complete` to finish."""
+        self.restorable: dict[str, StepResult] = {}
+        """A resumed run's steps that finished before it stopped, until each is restored."""
         self.idle: asyncio.Future[None] | None = None
         self.tg: asyncio.TaskGroup | None = None
         self.base: contextvars.Context | None = None
@@ -125,6 +127,7 @@ class _Run:
             await configure_runtime(self.ctx.clients, self.wf)
         if self.durable is not None:
             await self.durable.begin(self, self.wf.name)
+            self._count_restorable(self.durable)
         try:
             if self.config.timeout is None:
                 if self.durable is None and len(self.wf.nodes) == 1:
@@ -157,6 +160,9 @@ class _Run:
         if self.status is RunStatus.SUCCESS and failed:
             self.status = RunStatus.FAILED
             self.error = f"step {failed[0].id!r} failed: {failed[0].error}"
+        refused = self._refused()
+        if refused is not None and self.status in (RunStatus.SUCCESS, RunStatus.FAILED):
+            self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(refused)
         result = RunResult(
             workflow=self.wf.name, run_id=self.ctx.run_id, status=self.status,
             steps=self.results, state=self.ctx.state, duration_seconds=clock.now() - t0,
@@ -432,6 +438,10 @@ class _Run:
         return policy
 
     def _over_budget(self) -> bool:
+        refused = self._refused()
+        if refused is not None:
+            self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(refused)
+            return True
         budget = self.config.budget_usd
         if budget is None or self.spent < Decimal(str(budget)):
             return False
@@ -439,9 +449,33 @@ class _Run:
         self.error = f"budget_usd={budget} reached (spent ${self.spent})"
         return True
 
+    def _refused(self) -> BudgetExceeded | None:
+        """The call the run's budget refused, here or in a run nested in it (a map item's
+        refusal fails the item, not the map's own call): the run ends budget_exceeded."""
+        budget = self.ctx.budget
+        return budget.exhausted if budget is not None else None
+
+    def _count_restorable(self, durable: DurableHooks) -> None:
+        """Find the steps that finished before a resume, and count what they spent
+        against the run's caps before any step starts: a resumed run may spend what is
+        left of its budget, not the whole budget again."""
+        budget = self.ctx.budget
+        for node_id in self.wf.nodes:
+            restored = durable.restored_step(node_id)
+            if restored is None:
+                continue
+            self.restorable[node_id] = restored
+            usage = restored.usage
+            if usage is None:
+                continue
+            if usage.cost_usd is not None:
+                self.spent += usage.cost_usd
+            if budget is not None:
+                budget.charge(cost=usage.cost_usd, tokens=usage.total_tokens)
+
     def _restore(self, node_id: str) -> bool:
         """A step that finished before a resume: its result is reused, it doesn't run."""
-        restored = self.durable.restored_step(node_id) if self.durable is not None else None
+        restored = self.restorable.pop(node_id, None)
         if restored is None:
             return False
         self.results[node_id] = restored

@@ -1,5 +1,5 @@
 """What a run hands its runtime before the first step: the run's budget (cost and token
-caps), and the file's rate limits, breaker thresholds and prices.
+caps), and the file's providers, rate limits, breaker thresholds and prices.
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ if TYPE_CHECKING:
     from agentloom.workflow.schema.workflow import WorkflowConfig
 
 
-def run_budget(config: WorkflowConfig) -> RunBudget | None:
-    """The run's RunBudget from `budget_usd` / `max_tokens_per_run`, or None."""
+def run_budget(config: WorkflowConfig, within: RunBudget | None = None) -> RunBudget | None:
+    """The run's RunBudget from `budget_usd` / `max_tokens_per_run`, or None; a nested
+    run's is `within` its parent's (the parent's itself when the child sets no cap), so
+    what a subworkflow or a map item spends counts against the whole run's caps."""
     cost = config.budget_usd
     tokens = getattr(config, "max_tokens_per_run", None)
     if cost is None and tokens is None:
-        return None
-    return RunBudget(max_cost_usd=None if cost is None else str(cost), max_tokens=tokens)
+        return within
+    return RunBudget(max_cost_usd=None if cost is None else str(cost), max_tokens=tokens,
+                     within=within)
 
 
 def needs_configure(workflow: Workflow) -> bool:
@@ -30,13 +33,15 @@ def needs_configure(workflow: Workflow) -> bool:
     these knobs, and a run then skips it)."""
     config = workflow.config
     return bool(config.rate_limits or config.circuit_breaker is not None
-                or config.prices is not None)
+                or config.prices is not None or workflow.definition.providers)
 
 
 async def configure_runtime(clients: Any, workflow: Workflow) -> None:
-    """Hand the workflow's rate limits, breaker thresholds and prices to the runtime (a
-    factory without these knobs, such as a test's, is left alone)."""
+    """Hand the workflow's providers, rate limits, breaker thresholds and prices to the
+    runtime (a factory without these knobs, such as a test's, is left alone)."""
     config = workflow.config
+    if workflow.definition.providers and hasattr(clients, "use_providers"):
+        clients.use_providers(workflow.provider_configs())
     if config.rate_limits and hasattr(clients, "set_rate_limit"):
         for provider, limit in parse_rate_limits(config.rate_limits).items():
             clients.set_rate_limit(provider, limit)

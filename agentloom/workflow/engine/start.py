@@ -23,6 +23,7 @@ from agentloom.workflow.engine.nested import MAX_DEPTH, RUN_DEPTH, NestingError,
 from agentloom.workflow.engine.observe import observe_run
 from agentloom.workflow.engine.result import RunResult
 from agentloom.workflow.engine.run import _library, _Run
+from agentloom.workflow.engine.run_setup import run_budget
 from agentloom.workflow.lang.templates import Scope
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactor
                      transport=transport, observers=observers, runner=ENGINE,
                      durable=durable if durable is not None
                      else parent.durable if parent is not None else None)
+    if parent is not None:  # its caps hold within the parent's, which counts its spending
+        ctx.budget = run_budget(workflow.config, within=parent.budget)
     token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
     try:
         run = _Run(ctx, rng or _shared_rng(), durable).run()

@@ -33,6 +33,7 @@ from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
 from agentloom.workflow.schema.step_types import step_model, step_union
 from agentloom.workflow.schema.steps import StepBase, plain_step
 from agentloom.workflow.schema.workflow import (
+    BLOCK_DEFAULTS,
     WorkflowConfig,
     WorkflowDefinition,
     plain_definition,
@@ -133,6 +134,21 @@ class PrepareContext:
         self.filename = checker.filename
         self.library = checker.library
         """The step types: a step that loads a nested workflow loads it with these."""
+
+    def block(self, name: str, steps: Any) -> dict[str, Any]:
+        """A block of this file's steps (a `map` body, an `on_error` block) as a workflow
+        of its own: it asks for the file's models and provider by default
+        (`BLOCK_DEFAULTS`), and its steps may name the file's agents and profiles."""
+        data: dict[str, Any] = {"name": name, "steps": steps}
+        if self.config is not None:
+            data["config"] = self.config.model_dump(include=set(BLOCK_DEFAULTS),
+                                                    exclude_unset=True)
+        if self._checker.agents:
+            data["agents"] = dict(self._checker.agents)  # the ones that validated
+        profiles = self.document.get("profiles")
+        if isinstance(profiles, dict) and profiles:
+            data["profiles"] = profiles
+        return data
 
     def depends_on(self, step_id: str, ancestor: str) -> bool:
         """Whether `step_id` depends on `ancestor`, directly or through others."""

@@ -166,6 +166,11 @@ class Workflow(Record):
     def config(self) -> Any:
         return self.definition.config
 
+    def provider_configs(self) -> dict[str, dict[str, Any]]:
+        """The file's `providers:` entries as a runtime takes them (`Runtime.use_providers`)."""
+        return {name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
+                for name, p in self.definition.providers.items()}
+
     def with_overrides(self, **config_changes: Any) -> Workflow:
         """A copy whose `config` has these fields changed; None values are ignored.
         `model=` changes config.model only: a step's own model (or its profile's) still

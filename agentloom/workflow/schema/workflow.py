@@ -123,6 +123,14 @@ class WorkflowConfig(Strict):
     as `--trace-content` does; the public AgentLoom's name for it."""
 
 
+BLOCK_DEFAULTS = ("provider", "model", "stream", "max_retries", "on_step_failure",
+                  "strict_outputs", "max_tools", "tool_error_prompt", "responses_file",
+                  "latency_model", "latency_ms", "capture_prompts")
+"""The `config` fields a block of steps (a `map` body, an `on_error` block) takes from
+its file: what its steps ask for by default. The run-wide ones (deadline, caps, rate
+limits, breaker, prices, sandbox) stay the run's, which the block runs inside."""
+
+
 class ProviderConfig(Strict):
     """An endpoint named in the top-level `providers:` map."""
 

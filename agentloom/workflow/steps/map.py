@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import WorkflowError, kind_of
 from agentloom.workflow.engine.nested import (
     NestingError,
+    block_under,
     deep_copy,
     first_failure,
     load_block,
@@ -74,7 +75,7 @@ def prepare(step: MapStep, pc: PrepareContext) -> Prepared:
     at = "steps" if step.steps is not None else "step"
     body: Workflow | None = None
     try:
-        body = load_block({"name": f"{step.id}-body", "steps": raw_steps},
+        body = load_block(pc.block(f"{step.id}-body", raw_steps),
                           filename=f"{pc.filename} (map {step.id!r} {at})",
                           base_dir=pc.base_dir, library=pc.library)
     except NestingError as exc:
@@ -100,7 +101,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     if len(items) > step.max_items:
         raise MapError(f"map step {node.id!r}: {where} has {len(items)} items, more than "
                        f"max_items ({step.max_items}); raise max_items or split the list")
-    body = prep.body
+    body = block_under(node, "body", prep.body, ctx.workflow)
     done: list[RunResult | None] = [None] * len(items)
     pending = iter(enumerate(items))
 
