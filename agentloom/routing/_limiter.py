@@ -113,12 +113,19 @@ class Limiters:
         self._limits = {k: v for k, v in (limits or {}).items() if v.enabled}
         self._by_name: dict[str, RateLimiter] = {}
 
-    def set(self, provider: str, limit: RateLimit) -> None:
+    def set(self, provider: str, limit: RateLimit) -> bool:
+        """Limit `provider`; False when it had this limit already. Its limiter is kept
+        then, with what it counted: every run of a file sets its limits, and a new
+        limiter per run would give each run (each of a batch's, each workflow function
+        call) a full minute's allowance of its own."""
+        if self._limits.get(provider) == limit or not (limit.enabled or provider in self._limits):
+            return False
         self._by_name.pop(provider, None)
         if limit.enabled:
             self._limits[provider] = limit
         else:
             self._limits.pop(provider, None)
+        return True
 
     def get(self, provider: str) -> RateLimiter | None:
         limit = self._limits.get(provider)

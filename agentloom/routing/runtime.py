@@ -241,9 +241,10 @@ class Runtime:
             self._given[name] = dict(config)
 
     def set_rate_limit(self, provider: str, limit: RateLimit) -> None:
-        """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting."""
-        self.limiters.set(provider, limit)
-        self.revision += 1
+        """Limit a provider (RateLimit() turns its limit off); workflow or CLI setting.
+        The same limit again changes nothing: the provider's window goes on counting."""
+        if self.limiters.set(provider, limit):
+            self.revision += 1
 
     def set_prices(self, prices: PriceTable) -> None:
         """The price table of clients made from now on (workflow `config.prices`, --prices)."""
