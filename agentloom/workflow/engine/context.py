@@ -93,6 +93,8 @@ class RunContext(Record):
     scope: Scope = field(init=False)
     budget: Any = None
     """The run's `agentloom.routing.RunBudget` (cost/token caps), handed to every client."""
+    steps: Any = None
+    """The run's `engine.run_setup.StepCount` (`config.max_steps`), shared by nested runs."""
     summaries: dict[str, list[Any]] = field(default_factory=dict)
     """Step id -> the ConversationSummary of each attempt's loop, in order."""
     primaries: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -116,7 +118,7 @@ class RunContext(Record):
         self, *, workflow: Workflow, run_id: str, state: dict[str, Any], clients: ClientFactory,
         tools: ToolSource | None = None, clock: Clock = SYSTEM_CLOCK,
         on_event: StepEventSink | None = None, transport: Any = None,
-        step_text: dict[str, str] = FACTORY, budget: Any = None,
+        step_text: dict[str, str] = FACTORY, budget: Any = None, steps: Any = None,
         summaries: dict[str, list[Any]] = FACTORY, primaries: dict[str, tuple[str, str]] = FACTORY,
         observers: Any = None, durable: DurableHooks | None = None,
         runner: ChildRunner | None = None, client_cache: dict[Any, ModelClient] = FACTORY,
@@ -132,6 +134,7 @@ class RunContext(Record):
         self.transport = transport
         self.step_text = {} if step_text is FACTORY else step_text
         self.budget = budget
+        self.steps = steps
         self.summaries = {} if summaries is FACTORY else summaries
         self.primaries = {} if primaries is FACTORY else primaries
         self.observers = observers

@@ -41,7 +41,12 @@ from agentloom.workflow.engine.result import (
     StepStatus,
 )
 from agentloom.workflow.engine.retry import step_policy
-from agentloom.workflow.engine.run_setup import configure_runtime, needs_configure, run_budget
+from agentloom.workflow.engine.run_setup import (
+    StepCount,
+    configure_runtime,
+    needs_configure,
+    run_budget,
+)
 from agentloom.workflow.engine.secrets import (
     learn_outcome,
     mark_secret_steps,
@@ -120,6 +125,8 @@ class _Run:
         t0 = clock.now()
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
+        if self.ctx.steps is None:  # a nested run counts into its top-level run's
+            self.ctx.steps = StepCount(self.config.max_steps)
         redactor = self.ctx.redactor = run_redactor(self.ctx)
         if redactor is not None:
             mark_secret_steps(redactor, self.wf)
@@ -279,6 +286,7 @@ class _Run:
         clock = self.ctx.clock
         result.started_at = start = clock.now()
         try:
+            self.ctx.steps.take(node.id)
             outcome = await self._attempts(node, result)
             self._commit(node, result, outcome)
         except asyncio.CancelledError:
@@ -450,10 +458,15 @@ class _Run:
         return True
 
     def _refused(self) -> BudgetExceeded | None:
-        """The call the run's budget refused, here or in a run nested in it (a map item's
-        refusal fails the item, not the map's own call): the run ends budget_exceeded."""
+        """The call the run's budget refused, or the step `config.max_steps` did, here or in
+        a run nested in it (a map item's refusal fails the item, not the map's own call):
+        the run ends budget_exceeded."""
         budget = self.ctx.budget
-        return budget.exhausted if budget is not None else None
+        refused: BudgetExceeded | None = budget.exhausted if budget is not None else None
+        if refused is None:
+            steps: StepCount = self.ctx.steps
+            refused = steps.refusal
+        return refused
 
     def _count_restorable(self, durable: DurableHooks) -> None:
         """Find the steps that finished before a resume, and count what they spent

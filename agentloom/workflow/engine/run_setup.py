@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloom.errors import BudgetExceeded
 from agentloom.pricing import PriceTable
 from agentloom.routing import RunBudget, parse_breaker, parse_rate_limits
 
@@ -26,6 +27,31 @@ def run_budget(config: WorkflowConfig, within: RunBudget | None = None) -> RunBu
         return within
     return RunBudget(max_cost_usd=None if cost is None else str(cost), max_tokens=tokens,
                      within=within)
+
+
+class StepCount:
+    """The steps a run has started, its nested runs' included, against `config.max_steps`
+    of the top-level run (one count for the whole tree: nested runs share it)."""
+
+    __slots__ = ("limit", "refusal", "started")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.started = 0
+        self.refusal: BudgetExceeded | None = None
+
+    def take(self, step_id: str) -> None:
+        """Count one step about to start; raises once the run has started `limit`."""
+        if self.started >= self.limit:
+            refusal = BudgetExceeded(
+                f"step {step_id!r} not started: the run has started {self.limit} steps, "
+                "its config.max_steps (map items, subworkflows and workflow functions "
+                "count theirs); raise max_steps if the run needs more",
+                kind="steps", limit=self.limit, actual=self.started + 1)
+            if self.refusal is None:
+                self.refusal = refusal
+            raise refusal
+        self.started += 1
 
 
 def needs_configure(workflow: Workflow) -> bool:

@@ -90,6 +90,7 @@ async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactor
                      else parent.durable if parent is not None else None)
     if parent is not None:  # its caps hold within the parent's, which counts its spending
         ctx.budget = run_budget(workflow.config, within=parent.budget)
+        ctx.steps = parent.steps
     token = CURRENT_RUN.set(ctx)  # what a workflow function called in this run inherits
     try:
         run = _Run(ctx, rng or _shared_rng(), durable).run()
@@ -153,7 +154,7 @@ class Engine:
                          runner=self, durable=durable)
         ctx.scope.args = args
         if parent is not None:
-            ctx.budget = parent.budget
+            ctx.budget, ctx.steps = parent.budget, parent.steps
         token = CURRENT_RUN.set(ctx)
         scope_token = call_hooks.set(None)
         bound = durable.bind() if durable is not None else None

@@ -74,6 +74,10 @@ class WorkflowConfig(Strict):
     max_tokens_per_run: int | None = Field(default=None, ge=1)
     """Token budget of the run (input + output over every model call), checked before each
     call with that call's worst case, like `budget_usd`."""
+    max_steps: int = Field(default=100_000, ge=1, le=10_000_000)
+    """Steps one run may start, those of the runs nested in it (map items, subworkflows,
+    on_error blocks, workflow functions) included: nested maps multiply, and a model's
+    answer may be the list a map runs over."""
     rate_limits: dict[str, dict[str, Any]] | None = None
     """`{provider: {rpm: N, tpm: N}}`; providers not named are not limited."""
     circuit_breaker: dict[str, Any] | None = None
