@@ -208,12 +208,32 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
         "workflow_path": str(Path(args.file).resolve()),
         "tools": [str(Path(p).resolve()) for p in args.tools],
         "model": args.model, "provider": args.provider, "timeout": args.timeout,
+        **run_limits(args),
         "state": redactor.redact_state(state),
         "ui_url": os.environ.get("AGENTLOOM_UI_URL") or None,  # the gate's notify link
     }
     return DurableRun(store=store, run_id=getattr(args, "run_id", None) or uuid.uuid4().hex,
                       workflow_hash=workflow_hash_of(args.file), redactor=redactor, meta=meta,
                       worker_id=new_worker_id(), lease_seconds=LEASE_SECONDS)
+
+
+RESUMED_FLAGS = ("budget", "max_tokens_per_run", "rpm", "tpm", "prices", "mock_responses")
+"""The `run` flags a resume runs with again (kept in the run's meta): its caps, pacing,
+prices and mock replies are the run's, not only its first process's."""
+
+
+def run_limits(args: Any) -> dict[str, Any]:
+    """The run's `RESUMED_FLAGS` as given, file paths made absolute (a resume may start
+    in another folder)."""
+    kept: dict[str, Any] = {}
+    for flag in RESUMED_FLAGS:
+        value = getattr(args, flag, None)
+        if value in (None, []):
+            continue
+        if flag in ("prices", "mock_responses"):
+            value = str(Path(value).resolve())
+        kept[flag] = value
+    return kept
 
 
 LEASE_SECONDS = 120.0
@@ -242,9 +262,17 @@ def store_hint(args: argparse.Namespace) -> str:
 
 
 def report_retry(result: RunResult, args: argparse.Namespace) -> None:
-    """A failed run kept in the store: how to run its failed steps again (on stderr)."""
-    sys.stderr.write(f"retry its failed steps with: agentloom resume {result.run_id}"
-                     f"{store_hint(args)} --retry-failed\n")
+    """A failed run kept in the store: how to run its failed steps again (on stderr); one
+    stopped at its cap: how to go on under a higher one. Nothing for other endings, nor
+    for a model without a price, which needs a price (the error says how), not a cap."""
+    command = f"agentloom resume {result.run_id}{store_hint(args)} --retry-failed"
+    status = result.status.value
+    if status == "failed":
+        sys.stderr.write(f"retry its failed steps with: {command}\n")
+    elif status == "budget_exceeded" and not any(
+            r.error_type == "PriceUnknown" for r in result.steps.values()):
+        sys.stderr.write(f"raise its cap and go on with: {command} --budget USD (or "
+                         "--max-tokens-per-run N)\n")
 
 
 def report_pause(result: RunResult, args: argparse.Namespace, durable: Any,

@@ -43,9 +43,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true",
                    help="resume even though the workflow file changed since the run started")
     p.add_argument("--retry-failed", action="store_true",
-                   help="continue a failed run: its failed steps (and what they held up) "
-                        "run again; steps that succeeded are kept, and model replies "
-                        "already stored are served again")
+                   help="continue a failed (or budget_exceeded) run: its failed steps "
+                        "(and what they held up) run again; steps that succeeded are "
+                        "kept, and model replies already stored are served again")
+    p.add_argument("--budget", metavar="USD",
+                   help="the run's cost cap from here on (instead of the one it started "
+                        "with); what it spent already counts")
+    p.add_argument("--max-tokens-per-run", metavar="N",
+                   help="the run's token cap from here on (ditto)")
     p.add_argument("--state", "-s", action="append", default=[], metavar="KEY=VALUE",
                    help="set a state value before continuing (a secret the store did not "
                         "keep, say); repeatable")
@@ -93,7 +98,12 @@ def _answer_from_stdin() -> str:
 async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
     """The `run` arguments and the durable run to continue with, or _Refused with the
     reason."""
-    from agentloom.cli._durable import LEASE_SECONDS, absent_store, workflow_hash_of
+    from agentloom.cli._durable import (
+        LEASE_SECONDS,
+        RESUMED_FLAGS,
+        absent_store,
+        workflow_hash_of,
+    )
     from agentloom.store import FINISHED_STATUSES, new_worker_id, open_store, take_claim
     from agentloom.workflow.durable.run import Decision, DurableRun, coerce_answer
 
@@ -109,12 +119,17 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
             where = args.store or ".agentloom/runs.db"
             raise _Refused(f"no run {args.run_id!r} in the store {where}; "
                            "`agentloom runs` lists the runs it holds")
-        retrying = record.status == "failed" and args.retry_failed
+        retrying = record.status in RETRYABLE and args.retry_failed
         if record.status in FINISHED_STATUSES and not retrying:
             if record.status == "failed":
                 raise _Refused(f"run {args.run_id} failed; `agentloom resume {args.run_id} "
                                "--retry-failed` runs its failed steps again (the steps that "
                                "succeeded are kept)")
+            if record.status == "budget_exceeded":
+                raise _Refused(f"run {args.run_id} stopped at its budget; `agentloom resume "
+                               f"{args.run_id} --retry-failed --budget USD` (or "
+                               "--max-tokens-per-run N) goes on with a higher cap, counting "
+                               "what it spent")
             raise _Refused(f"run {args.run_id} already finished ({record.status}); "
                            "there is nothing to resume")
         if args.answer == "-":  # asked for once the run is known, before it is claimed
@@ -179,6 +194,12 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
         trace=args.trace, trace_content=args.trace_content, otel=args.otel,
     )
+    for flag in RESUMED_FLAGS:  # the run's caps and pacing, unless this resume sets one
+        given = getattr(args, flag, None)
+        if given is None and flag in meta:
+            given = meta[flag]
+        if given is not None:
+            setattr(run_args, flag, given)
     _warn_of_secrets_not_kept(cp.state, args.state, args.state_file)
     durable = DurableRun(store=store, run_id=args.run_id, workflow_hash=record.workflow_hash,
                          meta=meta, resumed=cp, decision=decision, worker_id=me,
@@ -205,6 +226,11 @@ def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str],
     sys.stderr.write(f"agentloom resume: state {shown} held {held}, which the store did not "
                      f'keep: {goes} on as "{REDACTED}" unless given back with --state '
                      f"{lost[0][:40]}=VALUE or in a --state-file\n")
+
+
+RETRYABLE = ("failed", "budget_exceeded")
+"""What `--retry-failed` goes on from: a budget_exceeded run's refused call failed its
+step, which runs again under the cap the resume gives."""
 
 
 def _without_failures(cp: Any) -> Any:

@@ -116,7 +116,7 @@ def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) 
     if result.status.value in ("paused", "needs_decision"):
         report_pause(result, args, session.durable, session.redactor.redact_text)
         return EXIT_PAUSED
-    if result.status.value == "failed" and session.durable is not None:
+    if session.durable is not None:
         report_retry(result, args)
     return EXIT_OK if result.ok else EXIT_FAILED
 

@@ -80,3 +80,45 @@ def test_replies_served_on_a_retry_count_against_the_cap(
     assert result["status"] == "budget_exceeded", result
     assert "(used 57," in result["error"]
     assert sorted(model.prompts) == ["b-x2 please", "b-x2 please", "x1 please", "x3 please"]
+
+
+def test_a_cap_given_on_the_command_line_holds_after_a_resume(
+        model: Flaky, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "gated.yaml").write_text(GATED.replace(", max_tokens_per_run: 40", ""))
+    code, result, _ = _run(capsys, "run", "gated.yaml", "--run-id", "g2",
+                           "--max-tokens-per-run", "40")
+    assert code == 3
+    code, result, _ = _run(capsys, "resume", "g2", "--approve")
+    assert result["status"] == "budget_exceeded", result
+    assert "token budget 40 would be crossed" in result["error"]
+    assert len(model.prompts) == 1
+
+
+def test_a_run_stopped_at_its_cap_goes_on_under_a_higher_one(
+        model: Flaky, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "gated.yaml").write_text(GATED)
+    _run(capsys, "run", "gated.yaml", "--run-id", "g3")
+    code, result, err = _run(capsys, "resume", "g3", "--approve")
+    assert result["status"] == "budget_exceeded"
+    assert "raise its cap and go on with: agentloom resume g3 --retry-failed --budget USD" in err
+    code, result, err = _run(capsys, "resume", "g3")
+    assert code == 1 and "stopped at its budget" in err and "--retry-failed --budget" in err
+    code, result, err = _run(capsys, "resume", "g3", "--retry-failed",
+                             "--max-tokens-per-run", "100")
+    assert code == 0 and result["status"] == "success", err
+    budget = result["summary"]["budget"]
+    assert budget["max_tokens"] == 100 and budget["spent_tokens"] == 38  # 19 before, 19 now
+    assert len(model.prompts) == 2  # `a` was not asked again
+
+
+def test_a_run_on_mock_replies_resumes_on_them(
+        model: Flaky, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "gated.yaml").write_text(GATED.replace(", max_tokens_per_run: 40", ""))
+    (tmp_path / "replies.json").write_text(json.dumps({"a": "mock a", "b": "mock b"}))
+    code, _, err = _run(capsys, "run", "gated.yaml", "--run-id", "k1",
+                        "--mock-responses", "replies.json")
+    assert code == 3, err
+    code, result, err = _run(capsys, "resume", "k1", "--approve")
+    assert code == 0, err
+    assert result["steps"]["b"]["output"] == "mock b"
+    assert model.prompts == []  # neither process asked the model server
