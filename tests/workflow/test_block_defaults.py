@@ -103,3 +103,12 @@ def test_a_block_naming_an_agent_the_file_lacks_is_still_a_load_error() -> None:
     with pytest.raises(WorkflowError) as caught:
         load_workflow(text)
     assert "unknown agent 'ghost'" in str(caught.value)
+
+
+async def test_streaming_set_after_load_reaches_the_blocks(server: FakeOpenAIServer) -> None:
+    # `agentloom run --stream` sets config.stream this way: a map's items stream too.
+    result = await _run(_load(server).with_overrides(stream=True))
+    assert result.ok, result.error
+    streamed = {r.json["messages"][-1]["content"]: bool(r.json.get("stream"))
+                for r in server.requests}
+    assert streamed["plain one"] and streamed["profile one"] and streamed["rescue flaky"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import WorkflowError
 from agentloom.workflow.load.includes import MAX_EXPANDED_STEPS, include_scope
 from agentloom.workflow.load.loader import load_workflow, load_workflow_data
+from agentloom.workflow.schema.workflow import BLOCK_DEFAULTS
 
 if TYPE_CHECKING:
     from agentloom.messages import Usage
@@ -99,17 +100,19 @@ def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
 
 
 def block_under(node: StepNode, key: str, block: Workflow, parent: Workflow) -> Workflow:
-    """`block` (loaded with its file's config: `PrepareContext.block`) asking for the model
-    and provider its run's workflow asks for now: `Workflow.with_overrides` (`batch
+    """`block` (loaded with its file's config: `PrepareContext.block`) with the step
+    defaults its run's workflow has now: `Workflow.with_overrides` (`--stream`, `batch
     --model`, the Python API) changes those after load. Made once per step and config."""
     config, own = parent.config, block.config
-    if config.model == own.model and config.provider == own.provider:
+    if config is own:
         return block
     kept = node.memo.get(key)
     if kept is not None and kept[0] is config:
         derived: Workflow = kept[1]
         return derived
-    derived = block.with_overrides(model=config.model, provider=config.provider)
+    changes = {name: getattr(config, name) for name in BLOCK_DEFAULTS
+               if getattr(config, name) != getattr(own, name)}
+    derived = block.with_overrides(**changes) if changes else block
     node.memo[key] = (config, derived)
     return derived
 
