@@ -78,6 +78,40 @@ def resume_flags(body: Any, waiting_for: str) -> ResumeCommand:
     raise DecisionRefused("'action' must be approve, reject, answer or retry", 400)
 
 
+RETRY_CAPS = (("budget", "--budget"), ("max_tokens_per_run", "--max-tokens-per-run"))
+"""A retry body's caps and the `resume` flags they become."""
+
+
+def retry_flags(run_id: str, body: dict[str, Any], status: str) -> ResumeCommand:
+    """`resume --retry-failed` for `{"action": "retry"}` of a failed run, and for a run
+    stopped at its budget with the higher cap it goes on under (`"budget"`: USD,
+    `"max_tokens_per_run"`: tokens; what it spent counts)."""
+    if status not in ("failed", "budget_exceeded"):
+        raise DecisionRefused(f"run {run_id} has not failed ({status}); only a failed run's "
+                              "steps, or those of a run stopped at its budget, can be "
+                              "retried")
+    flags = ["--retry-failed"]
+    for key, flag in RETRY_CAPS:
+        value = body.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise DecisionRefused(f"'{key}' must be a number", 400)
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        whole = key != "max_tokens_per_run" or number.is_integer()
+        if not (0 < number < float("inf") and whole):
+            kind = "a number" if key == "budget" else "a whole number"
+            raise DecisionRefused(f"'{key}' must be {kind} above 0, got {value!r}", 400)
+        flags += [flag, str(value) if key == "budget" else str(int(number))]
+    if status == "budget_exceeded" and len(flags) == 1:
+        raise DecisionRefused(f"run {run_id} stopped at its budget: give the higher cap it "
+                              "goes on under ('budget' in USD or 'max_tokens_per_run')", 400)
+    return ResumeCommand(flags)
+
+
 class Resumer:
     """Starts the resumes and remembers which runs have one going."""
 
@@ -98,9 +132,7 @@ class Resumer:
         if record is None:
             raise DecisionRefused(f"no run {run_id!r} in the store", 404)
         retry = isinstance(body, dict) and body.get("action") == "retry"
-        if retry and record.status != "failed":
-            raise DecisionRefused(f"run {run_id} has not failed ({record.status}); only a "
-                                  "failed run's steps can be retried")
+        retrying = retry_flags(run_id, body, record.status) if retry else None
         if record.status in FINISHED_STATUSES and not retry:
             raise DecisionRefused(f"run {run_id} already finished ({record.status})")
         going = self._children.get(run_id)
@@ -111,9 +143,8 @@ class Resumer:
                 and not holder_is_gone(record.claimed_by)):  # a killed one: its child takes over
             raise DecisionRefused(f"run {run_id} is held by another process "
                                   f"({record.claimed_by}); wait for it to end")
-        if retry:  # `resume --retry-failed`: the failed steps run again
-            return await self._start(run_id, ResumeCommand(["--retry-failed"]),
-                                     record.status, ui_url)
+        if retrying is not None:  # `resume --retry-failed`: the failed steps run again
+            return await self._start(run_id, retrying, record.status, ui_url)
         cp = await self._store.load_latest(run_id)
         if cp is None or cp.paused is None:
             raise DecisionRefused(f"run {run_id} is not waiting for a decision "

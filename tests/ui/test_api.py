@@ -125,11 +125,23 @@ async def test_decisions_that_cannot_be_taken_are_refused(store: SqliteStore) ->
         # Retry is for a failed run only; a failed one goes to `resume --retry-failed`.
         status, error = await post("done", {"action": "retry"})
         assert (status, error) == (409, "run done has not failed (succeeded); only a "
-                                        "failed run's steps can be retried")
+                                        "failed run's steps, or those of a run stopped "
+                                        "at its budget, can be retried")
         await store.create_run("broke", "gate", "h", {})
         await store.set_status("broke", "failed")
         status, error = await post("broke", {"action": "retry"})
         assert status == 409 and "the workflow file of run broke is gone" in error, error
+        # A run stopped at its cap goes on under a higher one, which the body must give.
+        await store.create_run("capped", "gate", "h", {})
+        await store.set_status("capped", "budget_exceeded")
+        status, error = await post("capped", {"action": "retry"})
+        assert status == 400 and "give the higher cap it goes on under" in error, error
+        for bad in ({"budget": "-1"}, {"budget": True}, {"budget": "lots"},
+                    {"max_tokens_per_run": "1.5"}, {"max_tokens_per_run": 0}):
+            status, error = await post("capped", {"action": "retry", **bad})
+            assert status == 400 and "must be" in error, (bad, error)
+        status, error = await post("capped", {"action": "retry", "budget": "0.5"})
+        assert status == 409 and "the workflow file of run capped is gone" in error, error
         assert (await post("p1", {"action": "maybe"}))[1] == (
             "'action' must be approve, reject, answer or retry")
     finally:

@@ -8,6 +8,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from agentloom.testing.fake_openai import FakeOpenAIServer
 from tests.ui.harness import (
     HOSTILE,
     RUN_IDS,
@@ -137,6 +139,19 @@ def test_answering_a_question_in_the_browser_finishes_the_run(world: dict[str, A
     assert json.loads(driver.find_element(By.ID, "state").text)["color"] == "blue"
 
 
+@contextmanager
+def _ended_run(tmp_path: Path, flow: str, run_id: str,
+               told: str) -> Iterator[tuple[FakeOpenAIServer, dict[str, str]]]:
+    """`flow` run to its end (exit 1) against a fresh fake server, whose stderr says
+    `told`; yields the server and the environment the UI runs with."""
+    (tmp_path / f"{run_id}.yaml").write_text(flow)
+    with fake_openai(latency=0) as server:
+        env = cli_env(server)
+        done = run_cli(env, tmp_path, "run", f"{run_id}.yaml", "--run-id", run_id)
+        assert done.returncode == 1 and told in done.stderr, done.stderr
+        yield server, env
+
+
 BROKEN_FLOW = """\
 name: broken
 config: {model: gpt-4o-mini, provider: openai}
@@ -152,11 +167,7 @@ def test_retrying_a_failed_run_in_the_browser_finishes_it(world: dict[str, Any],
     """A failed run's page names the failure and offers Retry (`resume --retry-failed`):
     the failed step runs again, the one that succeeded is not asked again."""
     driver = world["driver"]
-    (tmp_path / "broken.yaml").write_text(BROKEN_FLOW)
-    with fake_openai(latency=0) as server:
-        env = cli_env(server)
-        done = run_cli(env, tmp_path, "run", "broken.yaml", "--run-id", "broken-1")
-        assert done.returncode == 1 and "--retry-failed" in done.stderr, done.stderr
+    with _ended_run(tmp_path, BROKEN_FLOW, "broken-1", "--retry-failed") as (server, env):
         server.responder.broken = False  # type: ignore[attr-defined]  # the cause is fixed
         with ui_process(env, tmp_path) as ui:
             driver.get(f"{ui.base}/runs/broken-1")
@@ -170,6 +181,37 @@ def test_retrying_a_failed_run_in_the_browser_finishes_it(world: dict[str, Any],
         prompts = [r.json["messages"][-1]["content"] for r in server.requests]
         assert prompts == ["draft it", "BROKEN finish about draft it",
                            "BROKEN finish about draft it"]
+
+
+CAPPED_FLOW = """\
+name: capped
+config: {model: gpt-4o-mini, provider: openai, max_tokens_per_run: 40}
+steps:
+  - {id: first, type: llm_call, max_tokens: 10,
+     prompt: "First: one short fact, in a few words only."}
+  - {id: second, type: llm_call, max_tokens: 10, depends_on: [first],
+     prompt: "Second: one short fact, in a few words only."}
+"""
+
+
+def test_a_run_stopped_at_its_cap_goes_on_under_a_higher_one_in_the_browser(
+        world: dict[str, Any], tmp_path: Path) -> None:
+    """A budget_exceeded run's page names the refusal and takes a higher cap: the refused
+    step runs under it (`resume --retry-failed --max-tokens-per-run`), the first is kept."""
+    driver = world["driver"]
+    with _ended_run(tmp_path, CAPPED_FLOW, "capped-1", "raise its cap") as (server, env):
+        with ui_process(env, tmp_path) as ui:
+            driver.get(f"{ui.base}/runs/capped-1")
+            go_on = wait(driver).until(ec.element_to_be_clickable((By.ID, "go-on")))
+            assert driver.find_element(By.ID, "decision-title").text == \
+                "The run stopped at its budget"
+            assert "Step second was refused" in driver.find_element(By.ID, "prompt").text
+            driver.find_element(By.ID, "cap-tokens").send_keys("100")
+            go_on.click()
+            wait(driver).until(ec.presence_of_element_located(
+                (By.CSS_SELECTOR, "body[data-status=succeeded]")))
+        prompts = [r.json["messages"][-1]["content"] for r in server.requests]
+        assert [p.split(":")[0] for p in prompts] == ["First", "Second"]
 
 
 def test_hostile_model_output_renders_as_text(world: dict[str, Any]) -> None:

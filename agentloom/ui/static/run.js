@@ -40,10 +40,12 @@
     const p = d.paused;
     const waiting = p && ["paused", "needs_decision"].includes(d.run.status);
     const failed = d.run.status === "failed";
-    box.hidden = !(waiting || failed);
+    const capped = d.run.status === "budget_exceeded";
+    box.hidden = !(waiting || failed || capped);
     document.getElementById("decision-title").textContent =
-      failed ? "The run failed" : "Waiting for a person";
+      failed ? "The run failed" : capped ? "The run stopped at its budget" : "Waiting for a person";
     if (failed) return renderRetry(d, box);
+    if (capped) return renderHigherCap(d, box);
     if (!waiting) return;
     if (box.dataset.step === `${p.step_id}/${d.seq}`) return; // keep what is being typed
     box.dataset.step = `${p.step_id}/${d.seq}`;
@@ -84,6 +86,30 @@
       " Retrying runs the failed steps again; the steps that succeeded keep their results.";
     document.getElementById("decision-controls").replaceChildren(
       el("button", { id: "retry", cls: "approve", onclick: () => decide({ action: "retry" }), text: "Retry failed steps" }));
+    document.getElementById("decision-result").textContent = "";
+  }
+
+  // A run stopped at its cap: `agentloom resume RUN_ID --retry-failed --budget USD`
+  // (or --max-tokens-per-run N); what it spent counts against the new cap.
+  function renderHigherCap(d, box) {
+    if (box.dataset.step === `capped/${d.seq}`) return;
+    box.dataset.step = `capped/${d.seq}`;
+    const first = ((d.summary && d.summary.errors) || [])[0];
+    document.getElementById("prompt").textContent =
+      (first ? `Step ${first.step} was refused: ${first.error}` : "The run reached its cap.") +
+      " Give a higher cap to go on: what the run spent so far counts against it.";
+    const usd = el("input", { id: "cap-usd", type: "text", size: 10, placeholder: "USD" });
+    const tokens = el("input", { id: "cap-tokens", type: "text", size: 10, placeholder: "tokens" });
+    const read = () => {
+      const body = { action: "retry" };
+      if (usd.value.trim()) body.budget = usd.value.trim();
+      if (tokens.value.trim()) body.max_tokens_per_run = tokens.value.trim();
+      return body;
+    };
+    document.getElementById("decision-controls").replaceChildren(
+      el("label", { cls: "choice" }, "Cost cap ", usd),
+      el("label", { cls: "choice" }, "Token cap ", tokens),
+      el("button", { id: "go-on", cls: "approve", onclick: () => decide(read()), text: "Go on with this cap" }));
     document.getElementById("decision-result").textContent = "";
   }
 
