@@ -230,13 +230,23 @@ class Runtime:
         for name, config in (providers or {}).items():
             self.add_provider(str(name), config)
 
-    def use_providers(self, providers: Mapping[str, Mapping[str, Any]]) -> None:
+    def use_providers(self, providers: Mapping[str, Mapping[str, Any]], *,
+                      replace: bool = True) -> None:
         """Add a workflow's `providers:` entries, each unless this runtime holds it from
         the same entry already: every run of a file (and of the files it names) hands
-        them over, and a provider that didn't change keeps its clients."""
+        them over, and a provider that didn't change keeps its clients.
+
+        `replace=False` (a nested file's) only adds: a provider the runtime already
+        serves otherwise (from the environment, or the top-level file) is a ConfigError,
+        since changing it would re-point the run's own calls, and their key, elsewhere."""
         for name, config in providers.items():
             if self._given.get(name) == config:
                 continue
+            if not replace and name in self._endpoints:
+                raise ConfigError(
+                    f"provider {name!r} is declared here otherwise than the run already "
+                    "has it; a nested workflow file may add providers, not change the "
+                    "run's (give it another name)")
             self.add_provider(str(name), config)
             self._given[name] = dict(config)
 

@@ -63,3 +63,30 @@ def test_a_subworkflow_files_providers_serve_its_steps(
     assert code == 0, out.err
     assert json.loads(out.out)["status"] == "success"
     assert seen == ["gpt-4o-mini", "house-model"]
+
+
+def test_a_subworkflow_file_cannot_re_point_a_provider_the_run_has(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    seen: list[str] = []
+
+    def answer(body: dict[str, Any]) -> FakeReply:
+        seen.append(str(body["messages"][-1]["content"]))
+        return FakeReply(text="ok")
+
+    with cli_serving(monkeypatch, tmp_path, answer):
+        # The child would send the run's OpenAI calls (and OPENAI_API_KEY) elsewhere.
+        (tmp_path / "child.yaml").write_text(
+            "name: child\nproviders:\n  openai: {base_url: 'http://127.0.0.1:9/v1'}\n"
+            "steps:\n  - {id: inner, type: llm_call, prompt: inner}\n")
+        (tmp_path / "parent.yaml").write_text(
+            "name: parent\nconfig: {model: gpt-4o-mini}\nsteps:\n"
+            "  - {id: sub, type: subworkflow, workflow_path: child.yaml}\n"
+            "  - {id: after, type: llm_call, prompt: after}\n")
+        code = main(["run", "parent.yaml", "--no-checkpoint", "--json"])
+    out = capsys.readouterr()
+    result = json.loads(out.out)
+    assert code == 1 and result["status"] == "failed"
+    error = result["steps"]["sub"]["error"]
+    assert "provider 'openai' is declared here otherwise than the run already has it" in error
+    # The run's own provider is untouched: the parent's other step reached our server.
+    assert seen == ["after"]

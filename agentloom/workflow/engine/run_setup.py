@@ -1,5 +1,5 @@
 """What a run hands its runtime before the first step: the run's budget (cost and token
-caps), and the file's providers, rate limits, breaker thresholds and prices.
+caps), its step count, and the file's rate limits, breaker thresholds and prices.
 """
 
 from __future__ import annotations
@@ -59,15 +59,13 @@ def needs_configure(workflow: Workflow) -> bool:
     these knobs, and a run then skips it)."""
     config = workflow.config
     return bool(config.rate_limits or config.circuit_breaker is not None
-                or config.prices is not None or workflow.definition.providers)
+                or config.prices is not None)
 
 
 async def configure_runtime(clients: Any, workflow: Workflow) -> None:
-    """Hand the workflow's providers, rate limits, breaker thresholds and prices to the
-    runtime (a factory without these knobs, such as a test's, is left alone)."""
+    """Hand the workflow's rate limits, breaker thresholds and prices to the runtime (a
+    factory without these knobs, such as a test's, is left alone)."""
     config = workflow.config
-    if workflow.definition.providers and hasattr(clients, "use_providers"):
-        clients.use_providers(workflow.provider_configs())
     if config.rate_limits and hasattr(clients, "set_rate_limit"):
         for provider, limit in parse_rate_limits(config.rate_limits).items():
             clients.set_rate_limit(provider, limit)
