@@ -44,49 +44,49 @@ async def test_the_python_api_runs_a_file_with_its_own_providers() -> None:
         assert [r.json["model"] for r in server.requests] == ["house-model", "house-model"]
 
 
-def test_a_subworkflow_files_providers_serve_its_steps(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
-    seen: list[str] = []
+PARENT = """\
+name: parent
+config: {model: gpt-4o-mini, on_step_failure: continue}
+steps:
+  - {id: first, type: llm_call, prompt: first}
+  - {id: sub, type: subworkflow, workflow_path: child.yaml, depends_on: [first]}
+  - {id: after, type: llm_call, prompt: after, depends_on: [sub]}
+"""
+
+
+def _run_parent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any,
+                child: str) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
+    """PARENT run by the CLI with `child` (BASE: the fake server's URL) as child.yaml:
+    its exit code, its --json result, and each request's (model, prompt)."""
+    seen: list[tuple[str, str]] = []
 
     def answer(body: dict[str, Any]) -> FakeReply:
-        seen.append(str(body["model"]))
-        return FakeReply(text="from " + str(body["model"]))
+        seen.append((str(body["model"]), str(body["messages"][-1]["content"])))
+        return FakeReply(text="ok")
 
     with cli_serving(monkeypatch, tmp_path, answer) as server:
-        (tmp_path / "child.yaml").write_text(FILE.replace("BASE", server.openai_base_url))
-        (tmp_path / "parent.yaml").write_text(
-            "name: parent\nconfig: {model: gpt-4o-mini}\nsteps:\n"
-            "  - {id: first, type: llm_call, prompt: hi}\n"
-            "  - {id: sub, type: subworkflow, workflow_path: child.yaml, depends_on: [first]}\n")
+        (tmp_path / "child.yaml").write_text(child.replace("BASE", server.openai_base_url))
+        (tmp_path / "parent.yaml").write_text(PARENT)
         code = main(["run", "parent.yaml", "--no-checkpoint", "--json"])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    assert json.loads(out.out)["status"] == "success"
-    assert seen == ["gpt-4o-mini", "house-model"]
+    return code, json.loads(capsys.readouterr().out), seen
+
+
+def test_a_subworkflow_files_providers_serve_its_steps(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    code, result, seen = _run_parent(monkeypatch, tmp_path, capsys, FILE)
+    assert code == 0 and result["status"] == "success", result
+    assert seen == [("gpt-4o-mini", "first"), ("house-model", "hello"),
+                    ("gpt-4o-mini", "after")]
 
 
 def test_a_subworkflow_file_cannot_re_point_a_provider_the_run_has(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
-    seen: list[str] = []
-
-    def answer(body: dict[str, Any]) -> FakeReply:
-        seen.append(str(body["messages"][-1]["content"]))
-        return FakeReply(text="ok")
-
-    with cli_serving(monkeypatch, tmp_path, answer):
-        # The child would send the run's OpenAI calls (and OPENAI_API_KEY) elsewhere.
-        (tmp_path / "child.yaml").write_text(
-            "name: child\nproviders:\n  openai: {base_url: 'http://127.0.0.1:9/v1'}\n"
-            "steps:\n  - {id: inner, type: llm_call, prompt: inner}\n")
-        (tmp_path / "parent.yaml").write_text(
-            "name: parent\nconfig: {model: gpt-4o-mini}\nsteps:\n"
-            "  - {id: sub, type: subworkflow, workflow_path: child.yaml}\n"
-            "  - {id: after, type: llm_call, prompt: after}\n")
-        code = main(["run", "parent.yaml", "--no-checkpoint", "--json"])
-    out = capsys.readouterr()
-    result = json.loads(out.out)
+    # The child would send the run's OpenAI calls (and OPENAI_API_KEY) elsewhere.
+    child = ("name: child\nproviders:\n  openai: {base_url: 'http://127.0.0.1:9/v1'}\n"
+             "steps:\n  - {id: inner, type: llm_call, prompt: inner}\n")
+    code, result, seen = _run_parent(monkeypatch, tmp_path, capsys, child)
     assert code == 1 and result["status"] == "failed"
     error = result["steps"]["sub"]["error"]
     assert "provider 'openai' is declared here otherwise than the run already has it" in error
-    # The run's own provider is untouched: the parent's other step reached our server.
-    assert seen == ["after"]
+    # The run's own provider is untouched: the parent's step after it reached our server.
+    assert seen == [("gpt-4o-mini", "first"), ("gpt-4o-mini", "after")]
