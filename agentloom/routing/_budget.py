@@ -138,13 +138,16 @@ class RunBudget:
         if self.within is not None:
             self.within.require_price(provider, model, priced=priced)
         if self.max_cost_usd is not None and not priced:
-            raise PriceUnknown(
+            refusal = PriceUnknown(
                 f"a cost budget of ${self.max_cost_usd} is set, but model {model!r} at "
                 f"provider {provider!r} has no price, so its cost cannot be checked; give "
                 f"it a price (a price file, or `pricing: {{input: ..., output: ...}}` in "
                 f"its profile, USD per 1M tokens) or drop the cost budget",
                 limit=self.max_cost_usd,
             )
+            if self.refusal is None:
+                self.refusal = refusal
+            raise refusal
 
     def reserve(self, *, cost: Decimal | None, tokens: int | None, model: str = "?") -> Reservation:
         """Hold a call's worst case. Raises `BudgetExceeded` if it could cross a cap."""

@@ -125,3 +125,13 @@ async def test_a_subworkflows_own_cap_holds_inside_the_parents(served: Served) -
     assert result.steps["alone"].status is StepStatus.SUCCESS
     assert len(served.server.requests) == 2
     assert result.budget is not None and result.budget["spent_tokens"] == 38
+
+
+async def test_a_map_item_on_a_model_without_a_price_ends_the_run_budget_exceeded(
+        served: Served) -> None:
+    # As a top-level step would: the cap can't be checked, so nothing is sent.
+    result = await served.run(_map("  budget_usd: 1", items=3).replace(
+        "model: gpt-4o-mini", "model: my-finetune"))
+    assert result.status.value == "budget_exceeded"
+    assert "has no price" in (result.error or "")
+    assert served.server.requests == []
