@@ -104,7 +104,13 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         absent_store,
         workflow_hash_of,
     )
-    from agentloom.store import FINISHED_STATUSES, new_worker_id, open_store, take_claim
+    from agentloom.store import (
+        FINISHED_STATUSES,
+        RETRYABLE_STATUSES,
+        new_worker_id,
+        open_store,
+        take_claim,
+    )
     from agentloom.workflow.durable.run import Decision, DurableRun, coerce_answer
 
     missing = absent_store(args.store)
@@ -119,7 +125,7 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
             where = args.store or ".agentloom/runs.db"
             raise _Refused(f"no run {args.run_id!r} in the store {where}; "
                            "`agentloom runs` lists the runs it holds")
-        retrying = record.status in RETRYABLE and args.retry_failed
+        retrying = record.status in RETRYABLE_STATUSES and args.retry_failed
         if record.status in FINISHED_STATUSES and not retrying:
             if record.status == "failed":
                 raise _Refused(f"run {args.run_id} failed; `agentloom resume {args.run_id} "
@@ -226,11 +232,6 @@ def _warn_of_secrets_not_kept(state: dict[str, Any], given: list[str],
     sys.stderr.write(f"agentloom resume: state {shown} held {held}, which the store did not "
                      f'keep: {goes} on as "{REDACTED}" unless given back with --state '
                      f"{lost[0][:40]}=VALUE or in a --state-file\n")
-
-
-RETRYABLE = ("failed", "budget_exceeded")
-"""What `--retry-failed` goes on from: a budget_exceeded run's refused call failed its
-step, which runs again under the cap the resume gives."""
 
 
 def _without_failures(cp: Any) -> Any:

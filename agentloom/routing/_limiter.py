@@ -118,7 +118,8 @@ class Limiters:
         then, with what it counted: every run of a file sets its limits, and a new
         limiter per run would give each run (each of a batch's, each workflow function
         call) a full minute's allowance of its own."""
-        if self._limits.get(provider) == limit or not (limit.enabled or provider in self._limits):
+        current = self._limits.get(provider)  # only enabled limits are kept
+        if current == limit or (current is None and not limit.enabled):
             return False
         self._by_name.pop(provider, None)
         if limit.enabled:

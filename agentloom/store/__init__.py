@@ -32,6 +32,7 @@ from agentloom.store._base import (
 from agentloom.store._claims import holder_is_gone, new_worker_id, take_claim
 from agentloom.store._records import (
     FINISHED_STATUSES,
+    RETRYABLE_STATUSES,
     RUN_STATUSES,
     Checkpoint,
     CheckpointDelta,
@@ -51,6 +52,7 @@ from agentloom.store._urls import shown_url
 
 __all__ = [
     "FINISHED_STATUSES",
+    "RETRYABLE_STATUSES",
     "RUN_STATUSES",
     "Checkpoint",
     "CheckpointDelta",

@@ -19,8 +19,12 @@ RUN_STATUSES: frozenset[str] = frozenset(RunStatus.__args__)  # type: ignore[att
 FINISHED_STATUSES: frozenset[str] = frozenset(
     {"succeeded", "failed", "cancelled", "timeout", "budget_exceeded"}
 )
-"""Statuses a run ends in (only `resume --retry-failed` takes a failed one up again);
-`prune` removes only these by default."""
+"""Statuses a run ends in (only `resume --retry-failed` takes one up again, from
+`RETRYABLE_STATUSES`); `prune` removes only these by default."""
+
+RETRYABLE_STATUSES: frozenset[str] = frozenset({"failed", "budget_exceeded"})
+"""The finished statuses `resume --retry-failed` goes on from: a budget_exceeded run's
+refused call failed its step, which runs again under the cap the resume gives."""
 
 ToolCallStatus: TypeAlias = Literal["in_flight", "done"]
 

@@ -23,7 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentloom.store import FINISHED_STATUSES, CheckpointStore, holder_is_gone
+from agentloom.store import (
+    FINISHED_STATUSES,
+    RETRYABLE_STATUSES,
+    CheckpointStore,
+    holder_is_gone,
+)
 
 CLAIM_WAIT_SECONDS = 30.0
 
@@ -86,7 +91,7 @@ def retry_flags(run_id: str, body: dict[str, Any], status: str) -> ResumeCommand
     """`resume --retry-failed` for `{"action": "retry"}` of a failed run, and for a run
     stopped at its budget with the higher cap it goes on under (`"budget"`: USD,
     `"max_tokens_per_run"`: tokens; what it spent counts)."""
-    if status not in ("failed", "budget_exceeded"):
+    if status not in RETRYABLE_STATUSES:
         raise DecisionRefused(f"run {run_id} has not failed ({status}); only a failed run's "
                               "steps, or those of a run stopped at its budget, can be "
                               "retried")

@@ -104,8 +104,6 @@ def block_under(node: StepNode, key: str, block: Workflow, parent: Workflow) -> 
     defaults its run's workflow has now: `Workflow.with_overrides` (`--stream`, `batch
     --model`, the Python API) changes those after load. Made once per step and config."""
     config, own = parent.config, block.config
-    if config is own:
-        return block
     kept = node.memo.get(key)
     if kept is not None and kept[0] is config:
         derived: Workflow = kept[1]

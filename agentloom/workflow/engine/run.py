@@ -125,7 +125,7 @@ class _Run:
         t0 = clock.now()
         if self.ctx.budget is None:  # a workflow function's run shares its caller's
             self.ctx.budget = run_budget(self.config)
-        if self.ctx.steps is None:  # a nested run counts into its top-level run's
+        if self.ctx.steps is None:  # the top-level run's count; nested runs share it
             self.ctx.steps = StepCount(self.config.max_steps)
         redactor = self.ctx.redactor = run_redactor(self.ctx)
         if redactor is not None:

@@ -33,7 +33,6 @@ from agentloom.workflow.load.yaml_source import Marks, load_yaml, read_source
 from agentloom.workflow.schema.step_types import step_model, step_union
 from agentloom.workflow.schema.steps import StepBase, plain_step
 from agentloom.workflow.schema.workflow import (
-    BLOCK_DEFAULTS,
     WorkflowConfig,
     WorkflowDefinition,
     plain_definition,
@@ -141,8 +140,7 @@ class PrepareContext:
         (`BLOCK_DEFAULTS`), and its steps may name the file's agents and profiles."""
         data: dict[str, Any] = {"name": name, "steps": steps}
         if self.config is not None:
-            data["config"] = self.config.model_dump(include=set(BLOCK_DEFAULTS),
-                                                    exclude_unset=True)
+            data["config"] = self.config.block_defaults()
         if self._checker.agents:
             data["agents"] = dict(self._checker.agents)  # the ones that validated
         profiles = self.document.get("profiles")

@@ -107,6 +107,11 @@ class WorkflowConfig(Strict):
         if isinstance(v, dict):
             _config_checked(PriceTable.from_mapping, v)
         return v
+    def block_defaults(self) -> dict[str, Any]:
+        """The fields set here that a block of the file takes (`BLOCK_DEFAULTS`), as a
+        block's `config:` mapping."""
+        return self.model_dump(include=set(BLOCK_DEFAULTS), exclude_unset=True)
+
     max_retries: int | None = Field(default=None, ge=0, le=100)
     """Default `retry.max_retries` of every step (3 when neither is set)."""
     on_step_failure: Literal["skip_downstream", "continue"] = "skip_downstream"

@@ -28,7 +28,6 @@ from agentloom.workflow.lang.templates import Scope, Template, compile_template
 from agentloom.workflow.load.loader import Checker
 from agentloom.workflow.load.problems import WorkflowProblems
 from agentloom.workflow.schema.steps import ToolDecl
-from agentloom.workflow.schema.workflow import BLOCK_DEFAULTS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -234,8 +233,7 @@ def _load_function(checker: Checker, name: str, decl: Any, raw: dict[str, Any],
                 sub_data[key] = checker.data[key]
         if "config" in sub_data:  # the step defaults only: the caps, limits and prices
             # are the calling run's, not set again (and a price file read) at every call
-            sub_data["config"] = {k: v for k, v in sub_data["config"].items()
-                                  if k in BLOCK_DEFAULTS}
+            sub_data["config"] = checker.definition_config.block_defaults()
         sub = Checker(sub_data, marks, filename, checker.library)
         sub.function_args = frozenset(decl.args)
         try:
