@@ -17,6 +17,7 @@ from typing import Any
 
 from agentloom._files import read_regular
 from agentloom._record import FrozenRecord, frozen_record, set_field
+from agentloom._yaml import YamlTooBig, load_bounded
 from agentloom.errors import ConfigError
 
 MAX_PRICE_FILE_BYTES = 16 * 1024 * 1024
@@ -152,12 +153,13 @@ class PriceTable:
             why = getattr(exc, "strerror", None) or exc
             raise ConfigError(f"cannot read price file {p}: {why}") from None
         try:
-            if p.suffix.lower() in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text)
-            else:
-                data = json.loads(text)
+            # YAML is measured before it is built: an alias bomb of a few KB would make
+            # millions of prices (`agentloom._yaml`).
+            yaml_file = p.suffix.lower() in (".yaml", ".yml")
+            data = load_bounded(text) if yaml_file else json.loads(text)
+        except YamlTooBig as exc:
+            where = f"{p}:{exc.line}" if exc.line is not None else str(p)
+            raise ConfigError(f"price file {where}: {exc}") from None
         except Exception as exc:
             raise ConfigError(f"price file {p} does not parse: {exc}") from None
         return cls.from_mapping(data or {}, where=str(p), parent=parent)

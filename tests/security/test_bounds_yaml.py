@@ -11,7 +11,8 @@ from bounds_helpers import one_line, run_cli
 
 from agentloom.cli import UsageError, main
 from agentloom.cli._common import parse_state
-from agentloom.errors import WorkflowError
+from agentloom.errors import ConfigError, WorkflowError
+from agentloom.pricing import PriceTable
 from agentloom.workflow import load_workflow
 from agentloom.workflow.load import yaml_source
 
@@ -162,3 +163,43 @@ def test_batch_reads_the_workflow_with_the_same_bounds(
                            "save the file as UTF-8")
     code, err = _cli_err(capsys, "batch", str(bomb_in_state(tmp_path)), str(inputs))
     assert code == 1 and "YAML bomb" in err
+
+
+def price_bomb(tmp_path: Path, providers: int = 300) -> Path:
+    """Each provider aliases one mapping of 300 models: 90,000 prices from 12 KB."""
+    path = tmp_path / "prices.yaml"
+    rows = ["models: &m"] + [f"  model{i}: {{input: 1, output: 2}}" for i in range(300)]
+    rows += [f"p{i}: *m" for i in range(providers)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_price_file_is_measured_before_its_prices_are_built(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        PriceTable.from_file(price_bomb(tmp_path))
+    assert str(caught.value) == (
+        f"price file {tmp_path / 'prices.yaml'}:1: YAML expands to more than 50000 values "
+        "here (aliases repeating aliases: a YAML bomb?)")
+
+
+def test_a_price_file_under_the_bound_keeps_its_aliases(tmp_path: Path) -> None:
+    table = PriceTable.from_file(price_bomb(tmp_path, providers=3))
+    assert table.lookup("p2", "model299") == table.lookup("p0", "model0")
+    assert table.lookup("p2", "model299") is not None
+
+
+def test_a_workflows_price_file_bomb_fails_the_run_in_one_line(tmp_path: Path) -> None:
+    price_bomb(tmp_path)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("name: priced\nconfig:\n  prices: prices.yaml\n"
+                    "steps:\n  - id: ask\n    type: llm_call\n    prompt: hi\n")
+    child = run_cli(["run", str(flow), "--no-checkpoint"], tmp_path)
+    assert not child.killed, "hung"
+    assert child.returncode == 1
+    assert one_line(child.stderr) == (
+        f"agentloom: error: price file {tmp_path / 'prices.yaml'}:1: YAML expands to more "
+        "than 50000 values here (aliases repeating aliases: a YAML bomb?)"), child.stderr
+    child = run_cli(["run", str(flow), "--no-checkpoint", "--prices", "prices.yaml"],
+                    tmp_path)
+    assert child.returncode == 2
+    assert "--prices: price file prices.yaml:1: YAML expands" in child.stderr

@@ -9,7 +9,8 @@ Bounded, because a workflow file may be hostile: the file's size is capped befor
 read, its bytes must be UTF-8 (one clear line otherwise), and the composed node graph is
 measured *before* anything is constructed: an alias counts as the whole subtree it
 repeats, so a "billion laughs" file is refused at the line of the container that expands
-past MAX_NODES, instead of passing `validate` and exploding later in a deep copy.
+past MAX_NODES, instead of passing `validate` and exploding later in a deep copy (the
+measure is `agentloom._yaml`'s, which price files are read with too).
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from typing import Any
 import yaml
 
 from agentloom._files import FileTooLarge, read_regular
+from agentloom._yaml import MAX_DEPTH as MAX_DEPTH
+from agentloom._yaml import MAX_NODES as MAX_NODES
+from agentloom._yaml import YamlTooBig, measure
 from agentloom.errors import WorkflowError
 from agentloom.workflow.load.problems import WorkflowProblems
 
 MAX_FILE_BYTES = 1024 * 1024
 """A workflow (or `--state-file`) larger than this is refused unread."""
-MAX_NODES = 50_000
-"""Scalars, mappings and sequences after alias expansion."""
-MAX_DEPTH = 200
-"""Nesting of mappings and sequences (a recursive alias nests without end)."""
 
 _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
          (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
@@ -95,44 +95,11 @@ def decode_source(data: bytes, filename: str) -> str:
 
 
 def _measure(root: yaml.Node, filename: str) -> None:
-    """Refuse a node graph that expands past MAX_NODES or nests past MAX_DEPTH. Aliases
-    are the same node object reached twice, so sizes are memoized by node identity: the
-    walk costs the number of distinct nodes, whatever they expand to."""
-    memo: dict[int, tuple[int, int]] = {}  # id -> (expanded size, height)
-    aliases = 0
-
-    def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
-        nonlocal aliases
-        known = memo.get(id(node))
-        if known is not None:
-            aliases += 1
-        else:
-            if depth > MAX_DEPTH:
-                raise WorkflowError(
-                    f"YAML nested deeper than {MAX_DEPTH} levels (a recursive alias?)",
-                    file=filename, line=node.start_mark.line + 1)
-            size, height = 1, 0
-            if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-                children = (
-                    [n for pair in node.value for n in pair]
-                    if isinstance(node, yaml.MappingNode) else node.value
-                )
-                for child in children:
-                    child_size, child_height = walk(child, depth + 1)
-                    size += child_size
-                    height = max(height, child_height + 1)
-                    if size > MAX_NODES:
-                        why = " (aliases repeating aliases: a YAML bomb?)" if aliases else ""
-                        raise WorkflowError(
-                            f"YAML expands to more than {MAX_NODES} values here{why}",
-                            file=filename, line=node.start_mark.line + 1)
-            known = memo[id(node)] = (size, height)
-        if depth + known[1] > MAX_DEPTH:
-            raise WorkflowError(f"YAML nested deeper than {MAX_DEPTH} levels",
-                                file=filename, line=node.start_mark.line + 1)
-        return known
-
-    walk(root, 0)
+    """Refuse a node graph past this module's bounds, as a WorkflowError at its line."""
+    try:
+        measure(root, MAX_NODES, MAX_DEPTH)
+    except YamlTooBig as exc:
+        raise WorkflowError(str(exc), file=filename, line=exc.line) from None
 
 
 def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
