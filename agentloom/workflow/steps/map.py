@@ -5,6 +5,14 @@ gets a child run on a copy of the state with the item at `{state.<as>}` (default
 `item`) and its position at `{state.index}`. At most `concurrency` items run at once,
 and a list of more than `max_items` (10,000 unless the step says) is refused.
 
+Maps nested in map items share one allowance: at most `MAX_ITEMS_IN_FLIGHT` (256, the
+most one map may run) items are in flight under a top-level map, whatever the nesting.
+Each item is handed an equal share of its map's allowance (`ITEM_SLOTS`, in the item's
+context), and a map inside it runs no more workers than that share, at least one. So a
+map of 256 items over a map of 256 runs 256 items at once, not 65,536 model calls each
+with its own copy of the state. No worker waits on another for a slot, so nesting can't
+deadlock.
+
 The output is one entry per item, in the list's order, whatever order they finish in:
 `{"status": "success" | "failed", "output": ..., "error": ...}`, where `output` is the
 value of the body's last step (its `output` key's value, else its text). One item's
@@ -15,6 +23,7 @@ fails naming every failed item, with `continue` it succeeds and the entries say.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -104,10 +113,15 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     body = block_under(node, "body", prep.body, ctx.workflow)
     done: list[RunResult | None] = [None] * len(items)
     pending = iter(enumerate(items))
+    slots = ITEM_SLOTS.get(None)
+    allowance = MAX_ITEMS_IN_FLIGHT if slots is None else slots
+    workers = min(step.concurrency, len(items), allowance)
+    share = max(1, allowance // workers) if workers else 1
 
     async def worker() -> None:
         # `concurrency` workers take the items in order, one at a time: a task per item
         # would be a million tasks for a million-item list, all alive at once.
+        ITEM_SLOTS.set(share)  # in this worker's own context: what a map in its items may run
         for index, item in pending:
             state = deep_copy(ctx.state)
             state[step.as_] = deep_copy(item)
@@ -117,7 +131,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
                                               scope=f"{node.id}/{index}")
 
     async with asyncio.TaskGroup() as tg:
-        for _ in range(min(step.concurrency, len(items))):
+        for _ in range(workers):
             tg.create_task(worker())
     results = [r for r in done if r is not None]
     for r in results:
@@ -131,6 +145,13 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raise MapError(f"map step {node.id!r}: {len(failed)} of {len(entries)} items "
                        f"failed: {detail}{more}", usage=usage)
     return StepOutcome(value=entries, usage=usage)
+
+
+MAX_ITEMS_IN_FLIGHT = 256
+"""Map items in flight at once under one top-level map, its nested maps' included."""
+ITEM_SLOTS: contextvars.ContextVar[int] = contextvars.ContextVar("agentloom_map_item_slots")
+"""The share of the enclosing maps' allowance a map started here may run (unset: none
+encloses it)."""
 
 
 def _entry(result: RunResult, last: str) -> dict[str, Any]:
