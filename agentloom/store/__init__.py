@@ -128,7 +128,8 @@ def open_store(target: str | Path | None = None, *, run_dir: str | Path | None =
         from agentloom.store._sqlite import DEFAULT_PATH, SqliteStore
 
         base = Path(run_dir) if run_dir is not None else Path()
-        return SqliteStore(base / DEFAULT_PATH, **options)
+        # The working directory may be somebody else's checkout: its links aren't followed.
+        return SqliteStore(base / DEFAULT_PATH, follow_links=False, **options)
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
         from agentloom.store._postgres import PostgresStore

@@ -259,12 +259,29 @@ class _Worker:
         self._jobs.put(None)
 
 
+_COMPANIONS = ("", "-wal", "-shm", "-journal")
+"""The database file and those SQLite opens beside it, through any link they are."""
+
+
+def refuse_links(path: Path) -> None:
+    """Refuse a database whose folder or files are symbolic links. The default store
+    lies in the working directory, which may be a checkout somebody else wrote: a
+    `.agentloom` (or a `runs.db-wal`) planted there as a link would have every prompt and
+    reply of a run written wherever it points, a folder its author can read."""
+    for place in (path.parent, *(path.with_name(path.name + s) for s in _COMPANIONS)):
+        if place.is_symlink():
+            raise StoreConfigError(
+                f"the run store's {place} is a symbolic link (to {os.readlink(place)}); "
+                "a run won't write through it: remove it, or name the store with --store")
+
+
 class _SqliteDb:
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, busy_timeout: float) -> None:
+    def __init__(self, path: Path, *, busy_timeout: float, follow_links: bool = True) -> None:
         self.path = path
         self._busy_timeout = busy_timeout
+        self._follow_links = follow_links
         self._worker: _Worker | None = None
         self._conn: sqlite3.Connection | None = None
         self._lock = asyncio.Lock()
@@ -336,6 +353,8 @@ class _SqliteDb:
 
     def _open_sync(self) -> None:
         conn: sqlite3.Connection | None = None
+        if not self._follow_links:
+            refuse_links(self.path)
         try:
             # Created owner-only: SQLite gives its WAL and shared-memory files the
             # database file's mode.
@@ -507,10 +526,13 @@ class SqliteStore(SqlStore):
 
     def __init__(self, path: str | Path = DEFAULT_PATH, *, serde: Serializer | None = None,
                  now: Callable[[], datetime] | None = None,
-                 keep_checkpoints: int | None = None, busy_timeout: float = 30.0) -> None:
+                 keep_checkpoints: int | None = None, busy_timeout: float = 30.0,
+                 follow_links: bool = True) -> None:
+        """`follow_links=False` (the default store's): refuse to open when the folder or
+        any of the database's files is a symbolic link (see `refuse_links`)."""
         self.path = Path(path)
-        super().__init__(_SqliteDb(self.path, busy_timeout=busy_timeout), serde=serde, now=now,
-                         keep_checkpoints=keep_checkpoints)
+        db = _SqliteDb(self.path, busy_timeout=busy_timeout, follow_links=follow_links)
+        super().__init__(db, serde=serde, now=now, keep_checkpoints=keep_checkpoints)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"

@@ -116,3 +116,32 @@ def test_an_existing_file_or_folder_keeps_its_mode(open_umask: None, tmp_path: P
     assert _mode(team) == 0o755
     create_private(team / "runs.db")
     assert _mode(team / "runs.db") == 0o600
+
+
+@pytest.mark.parametrize("planted", [".agentloom", ".agentloom/runs.db",
+                                     ".agentloom/runs.db-wal"])
+def test_the_default_store_doesnt_write_through_a_planted_link(
+        tmp_path: Path, openai_server: FakeOpenAIServer, planted: str) -> None:
+    # A checkout somebody else wrote, with a link where the default store goes.
+    checkout, theirs = tmp_path / "checkout", tmp_path / "theirs"
+    checkout.mkdir()
+    theirs.mkdir()
+    (checkout / "flow.yaml").write_text(FLOW)
+    link = checkout / planted
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(theirs if planted == ".agentloom" else theirs / link.name)
+    child = run_cli(["run", "flow.yaml", "-s", "topic=launch"], checkout,
+                    env=_env(openai_server))
+    # As with any default store that can't be opened, the run goes on unsaved.
+    assert child.returncode == 0, child.stderr
+    target = theirs if planted == ".agentloom" else theirs / link.name
+    assert child.stderr.splitlines()[0] == (
+        f"agentloom: checkpoints off, the run store can't be opened: the run store's "
+        f"{planted} is a symbolic link (to {target}); a run won't write through it: "
+        "remove it, or name the store with --store")
+    assert list(theirs.iterdir()) == []  # nothing of the run reached their folder
+    if planted == ".agentloom":  # a store the user names is theirs to place: followed
+        child = run_cli(["run", "flow.yaml", "-s", "topic=launch", "--store",
+                         ".agentloom/runs.db"], checkout, env=_env(openai_server))
+        assert child.returncode == 0, child.stderr
+        assert "runs.db" in {p.name for p in theirs.iterdir()}
