@@ -93,7 +93,9 @@ def build_runtime(args: argparse.Namespace, redactor: Redactor | None = None, *,
         from agentloom.http import AiohttpTransport
         from agentloom.recording import Recorder, RecordTransport
 
-        transport = RecordTransport(AiohttpTransport(), Recorder(record, redactor=redactor))
+        recorder = Recorder(record, redactor=redactor,
+                            append=getattr(args, "record_append", False))
+        transport = RecordTransport(AiohttpTransport(), recorder)
     env: Mapping[str, str] = os.environ
     if replay:
         env = replay_env(replay, os.environ)
@@ -217,9 +219,11 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
                       worker_id=new_worker_id(), lease_seconds=LEASE_SECONDS)
 
 
-RESUMED_FLAGS = ("budget", "max_tokens_per_run", "rpm", "tpm", "prices", "mock_responses")
+RESUMED_FLAGS = ("budget", "max_tokens_per_run", "rpm", "tpm", "prices", "mock_responses",
+                 "record", "replay")
 """The `run` flags a resume runs with again (kept in the run's meta): its caps, pacing,
-prices and mock replies are the run's, not only its first process's."""
+prices, mock replies, recording and replay are the run's, not only its first process's
+(a resume adds its exchanges to the run's recording; a replayed run goes on replaying)."""
 
 
 def run_limits(args: Any) -> dict[str, Any]:
@@ -230,7 +234,7 @@ def run_limits(args: Any) -> dict[str, Any]:
         value = getattr(args, flag, None)
         if value in (None, []):
             continue
-        if flag in ("prices", "mock_responses"):
+        if flag in ("prices", "mock_responses", "record", "replay"):
             value = str(Path(value).resolve())
         kept[flag] = value
     return kept

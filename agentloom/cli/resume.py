@@ -202,10 +202,12 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
     )
     for flag in RESUMED_FLAGS:  # the run's caps and pacing, unless this resume sets one
         given = getattr(args, flag, None)
-        if given is None and flag in meta:
+        # A resume told to replay doesn't record over the run's recording.
+        if given is None and flag in meta and not (flag == "record" and args.replay):
             given = meta[flag]
         if given is not None:
             setattr(run_args, flag, given)
+    run_args.record_append = True  # the run's recording goes on, not over
     _warn_of_secrets_not_kept(cp.state, args.state, args.state_file)
     durable = DurableRun(store=store, run_id=args.run_id, workflow_hash=record.workflow_hash,
                          meta=meta, resumed=cp, decision=decision, worker_id=me,

@@ -234,8 +234,12 @@ class Recorder:
     keeps what it recorded."""
 
     def __init__(self, path: str | Path | None = None, *,
-                 redactor: Redactor | None = None) -> None:
+                 redactor: Redactor | None = None, append: bool = False) -> None:
+        """`append`: a recording already at `path` is kept and added to (a resumed run's
+        exchanges go after those of the process that started it)."""
         self.recording = Recording(path=Path(path) if path else None)
+        if append and path and Path(path).exists():
+            self.recording.exchanges = Recording.load(path).exchanges
         self.redactor: Redactor = redactor or Redactor()
         """Always on: without one given, API keys and auth headers are still removed."""
         self._lock = asyncio.Lock()
