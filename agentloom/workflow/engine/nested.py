@@ -99,16 +99,18 @@ def load_block(data: dict[str, Any], *, filename: str, base_dir: Path,
         _LOADING.reset(token)
 
 
-def block_under(node: StepNode, key: str, block: Workflow, parent: Workflow) -> Workflow:
+def block_under(node: StepNode, key: str, block: Workflow, parent: Workflow,
+                names: tuple[str, ...] = BLOCK_DEFAULTS) -> Workflow:
     """`block` (loaded with its file's config: `PrepareContext.block`) with the step
     defaults its run's workflow has now: `Workflow.with_overrides` (`--stream`, `batch
-    --model`, the Python API) changes those after load. Made once per step and config."""
+    --model`, the Python API) changes those after load. Made once per step and config.
+    `names`: the defaults taken (a subworkflow file keeps its own but `stream`)."""
     config, own = parent.config, block.config
     kept = node.memo.get(key)
     if kept is not None and kept[0] is config:
         derived: Workflow = kept[1]
         return derived
-    changes = {name: getattr(config, name) for name in BLOCK_DEFAULTS
+    changes = {name: getattr(config, name) for name in names
                if getattr(config, name) != getattr(own, name)}
     derived = block.with_overrides(**changes) if changes else block
     node.memo[key] = (config, derived)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agentloom.errors import WorkflowError
 from agentloom.workflow.engine.nested import (
     NestingError,
+    block_under,
     deep_copy,
     first_failure,
     load_block,
@@ -109,8 +110,13 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     state: dict[str, Any] = {} if step.isolated_state else deep_copy(ctx.state)
     for key, given in prep.inputs:
         state[key] = given.value(ctx.scope) if isinstance(given, Template) else deep_copy(given)
-    result = await ctx.run_child(prep.child, state=state, run_id=f"{ctx.run_id}/{node.id}",
-                             scope=node.id)
+    child = prep.child
+    if ctx.workflow.config.stream and not child.config.stream:
+        # A streamed run shows every step's text as it comes, its subworkflows' too; the
+        # file's other defaults are its own.
+        child = block_under(node, "child", child, ctx.workflow, names=("stream",))
+    result = await ctx.run_child(child, state=state, run_id=f"{ctx.run_id}/{node.id}",
+                                 scope=node.id)
     raise_if_paused(result)
     usage = rolled_usage([result])
     if result.status is not RunStatus.SUCCESS:
