@@ -9,9 +9,10 @@ the composed node graph is measured *before* anything is constructed, an alias c
 as the whole subtree it repeats, and a graph past `max_nodes` values or `max_depth`
 levels is refused (`YamlTooBig`, with the line of the container that went past).
 
-The workflow loader measures its own node graph with `measure` (it constructs with line
-marks); `load_bounded` is `safe_load` with the same measure, for the other YAML files a
-run reads (price tables).
+`load_bounded` is `safe_load` with that measure: the workflow loader reads its files
+with it (through its own loader class, which records line marks), and so do price tables.
+PyYAML is imported when a file is read: the price table's module is on every run's
+import path, most of which read no YAML price file.
 """
 
 from __future__ import annotations
@@ -76,19 +77,24 @@ def measure(root: Any, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -
     walk(root, 0)
 
 
-def load_bounded(text: str) -> Any:
+def load_bounded(text: str, loader_class: Any = None, max_nodes: int = MAX_NODES,
+                 max_depth: int = MAX_DEPTH) -> Any:
     """`yaml.safe_load(text)`, refused with `YamlTooBig` when it expands past the bounds.
-    A malformed document raises PyYAML's own `YAMLError`."""
+    `loader_class`: a SafeLoader subclass of the caller's (the workflow loader's records
+    line marks); libyaml's when there is one, else PyYAML's. A malformed document raises
+    PyYAML's own `YAMLError`."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    if loader_class is None:
+        loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        measure(node)
+        measure(node, max_nodes, max_depth)
         return loader.construct_document(node)
     except RecursionError:
-        raise YamlTooBig(f"YAML nested deeper than {MAX_DEPTH} levels") from None
+        raise YamlTooBig(f"YAML nested deeper than {max_depth} levels") from None
     finally:
         loader.dispose()

@@ -23,7 +23,7 @@ import yaml
 from agentloom._files import FileTooLarge, read_regular
 from agentloom._yaml import MAX_DEPTH as MAX_DEPTH
 from agentloom._yaml import MAX_NODES as MAX_NODES
-from agentloom._yaml import YamlTooBig, measure
+from agentloom._yaml import YamlTooBig, load_bounded
 from agentloom.errors import WorkflowError
 from agentloom.workflow.load.problems import WorkflowProblems
 
@@ -94,14 +94,6 @@ def decode_source(data: bytes, filename: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _measure(root: yaml.Node, filename: str) -> None:
-    """Refuse a node graph past this module's bounds, as a WorkflowError at its line."""
-    try:
-        measure(root, MAX_NODES, MAX_DEPTH)
-    except YamlTooBig as exc:
-        raise WorkflowError(str(exc), file=filename, line=exc.line) from None
-
-
 def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
     if len(text) > MAX_FILE_BYTES:
         raise WorkflowError(f"YAML text is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB",
@@ -143,15 +135,10 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
-    loader = Loader(text)
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            _measure(node, filename)
-        data = loader.construct_document(node) if node is not None else None
-    except RecursionError:
-        raise WorkflowError(f"YAML nested deeper than {MAX_DEPTH} levels",
-                            file=filename) from None
+        data = load_bounded(text, Loader, MAX_NODES, MAX_DEPTH)
+    except YamlTooBig as exc:
+        raise WorkflowError(str(exc), file=filename, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -159,8 +146,6 @@ def load_yaml(text: str, filename: str) -> tuple[Any, Marks]:
                             line=line) from None
     except yaml.YAMLError as exc:
         raise WorkflowError(f"invalid YAML: {exc}", file=filename) from None
-    finally:
-        loader.dispose()
     if errors:
         raise WorkflowProblems(errors)
     return data, marks

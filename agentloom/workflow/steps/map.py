@@ -116,7 +116,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     slots = ITEM_SLOTS.get(None)
     allowance = MAX_ITEMS_IN_FLIGHT if slots is None else slots
     workers = min(step.concurrency, len(items), allowance)
-    share = max(1, allowance // workers) if workers else 1
+    share = max(1, allowance // max(workers, 1))
 
     async def worker() -> None:
         # `concurrency` workers take the items in order, one at a time: a task per item
