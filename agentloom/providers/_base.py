@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import field
 from typing import Literal, Protocol
+from urllib.parse import urlsplit
 
 from agentloom._record import FACTORY, FrozenRecord, freeze, frozen_record, set_field, thaw
+from agentloom.errors import ConfigError
 from agentloom.messages import ModelRequest, ModelResponse, StreamEvent
 from agentloom.transport import HttpRequest, HttpTimeout
 
@@ -83,6 +85,8 @@ class Endpoint(FrozenRecord):
         models: tuple[str, ...] | None = None, timeout: HttpTimeout = FACTORY,
         max_reply_bytes: int | None = None, api: str | dict[str, str] | None = None,
     ) -> None:
+        if "@" in base_url:
+            _refuse_two_authorizations(name, protocol, base_url, api_key, headers)
         set_field(self, "name", name)
         set_field(self, "protocol", protocol)
         set_field(self, "base_url", base_url)
@@ -93,6 +97,30 @@ class Endpoint(FrozenRecord):
         set_field(self, "timeout", HttpTimeout() if timeout is FACTORY else timeout)
         set_field(self, "max_reply_bytes", max_reply_bytes)
         set_field(self, "api", api)
+
+
+_BEARER_PROTOCOLS = frozenset({"openai", "ollama", "llamacpp"})
+"""The protocols that send their key as `Authorization: Bearer`."""
+
+
+def _refuse_two_authorizations(name: str, protocol: str, base_url: str, api_key: str | None,
+                               headers: dict[str, str]) -> None:
+    """A user and password in the base URL go as `Authorization: Basic` (a proxy's
+    login), which a request can't carry beside the key's `Authorization: Bearer` or a
+    configured Authorization header: said here, once, rather than by the HTTP client at
+    every call in words that name neither."""
+    if "@" not in urlsplit(base_url).netloc:
+        return  # an @ in the path or query is no login
+    if api_key and protocol in _BEARER_PROTOCOLS:
+        clash = "its API key, which it sends as Authorization: Bearer"
+    elif headers is not FACTORY and any(k.lower() == "authorization" for k in headers):
+        clash = "an Authorization header of its own"
+    else:
+        return
+    raise ConfigError(
+        f"provider {name!r}: its base URL carries a user name and password (sent as "
+        f"Authorization: Basic) and the provider has {clash}; a request carries one "
+        "Authorization: take the login out of the base URL, or leave the key unset")
 
 
 class StreamDecoder(Protocol):
