@@ -220,10 +220,11 @@ async def open_durable(args: argparse.Namespace, wf: Workflow, state: dict[str, 
 
 
 RESUMED_FLAGS = ("budget", "max_tokens_per_run", "rpm", "tpm", "prices", "mock_responses",
-                 "record", "replay")
+                 "record", "replay", "replay_mode")
 """The `run` flags a resume runs with again (kept in the run's meta): its caps, pacing,
-prices, mock replies, recording and replay are the run's, not only its first process's
-(a resume adds its exchanges to the run's recording; a replayed run goes on replaying)."""
+prices, mock replies, recording and replay (and how strictly it matches) are the run's,
+not only its first process's (a resume adds its exchanges to the run's recording; a
+replayed run goes on replaying)."""
 
 
 def run_limits(args: Any) -> dict[str, Any]:
@@ -232,7 +233,7 @@ def run_limits(args: Any) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for flag in RESUMED_FLAGS:
         value = getattr(args, flag, None)
-        if value in (None, []):
+        if value in (None, []) or (flag == "replay_mode" and not args.replay):
             continue
         if flag in ("prices", "mock_responses", "record", "replay"):
             value = str(Path(value).resolve())

@@ -60,7 +60,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print only the result as JSON")
     p.add_argument("--stream", action="store_true", help="print text as it arrives")
     p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
-    p.add_argument("--replay-mode", default="strict", help=argparse.SUPPRESS)
+    p.add_argument("--replay-mode", choices=("strict", "lenient"), help=argparse.SUPPRESS)
     from agentloom.cli._observe import add_trace_flags
 
     add_trace_flags(p)
@@ -197,7 +197,7 @@ async def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
         provider=getattr(args, "provider", None) or meta.get("provider"),
         timeout=meta.get("timeout"), json=args.json, stream=args.stream,
         tools=list(meta.get("tools") or []), replay=args.replay,
-        replay_mode=args.replay_mode, store=args.store, run_id=args.run_id,
+        store=args.store, run_id=args.run_id,
         trace=args.trace, trace_content=args.trace_content, otel=args.otel,
     )
     for flag in RESUMED_FLAGS:  # the run's caps and pacing, unless this resume sets one

@@ -54,3 +54,22 @@ def test_a_resume_adds_to_the_runs_recording_and_the_whole_run_replays(
                    "--replay", "rec.json") == (3, "paused")
     assert _status(capsys, "resume", "g2", "--approve") == (0, "success")
     assert _prompts(tmp_path / "rec.json") == ["first question", "second question"]
+
+
+def test_a_lenient_replay_stays_lenient_when_resumed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "gated.yaml").write_text(GATED)
+    with cli_serving(monkeypatch, tmp_path, lambda request: FakeReply(text="an answer")):
+        assert _status(capsys, "run", "gated.yaml", "--run-id", "g1",
+                       "--record", "rec.json") == (3, "paused")
+        assert _status(capsys, "resume", "g1", "--approve") == (0, "success")
+    # The step after the gate renamed: only a lenient replay (the request alone) finds it.
+    (tmp_path / "renamed.yaml").write_text(GATED.replace("id: b,", "id: b_renamed,"))
+    assert _status(capsys, "run", "renamed.yaml", "--run-id", "g2", "--replay", "rec.json",
+                   "--replay-mode", "lenient") == (3, "paused")
+    assert _status(capsys, "resume", "g2", "--approve") == (0, "success")
+    # Told otherwise, a resume matches as it is told.
+    assert _status(capsys, "run", "renamed.yaml", "--run-id", "g3", "--replay", "rec.json",
+                   "--replay-mode", "lenient") == (3, "paused")
+    assert _status(capsys, "resume", "g3", "--approve", "--replay-mode", "strict") == (
+        1, "failed")
