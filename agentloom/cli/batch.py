@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     state = parse_state(args.state, args.state_file)
     output = args.output or default_output(args.inputs)
+    if Path(output).exists() and not Path(output).is_file():
+        raise UsageError(f"{output}: not a regular file, so no results go there; name "
+                         "another with --output")
     if Path(output).exists() and not (args.resume or args.overwrite):
         raise UsageError(f"{output} already exists: pass --resume to finish it or "
                          f"--overwrite to start over")

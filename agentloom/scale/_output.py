@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from agentloom._files import make_private_dir, open_private
+from agentloom.errors import ConfigError
 from agentloom.scale._types import BatchItemResult
 
 if TYPE_CHECKING:
@@ -46,7 +48,14 @@ class ResultWriter:
 
     def _open(self) -> IO[str]:
         make_private_dir(self.path.parent)
-        if self._append and self.path.exists() and self.path.stat().st_size:
+        try:
+            mode = self.path.stat().st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            # Opening a FIFO to write waits for a reader, and a device takes every line.
+            raise ConfigError(f"{self.path}: not a regular file, so no results go there")
+        if self._append and mode is not None and self.path.stat().st_size:
             with self.path.open("rb") as f:
                 f.seek(-1, os.SEEK_END)
                 torn = f.read(1) != b"\n"
