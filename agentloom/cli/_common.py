@@ -1,7 +1,9 @@
-"""Pieces the commands share: reading the workflow file and the `--state` values."""
+"""Pieces the commands share: reading the workflow file and the `--state` values, and
+the checks of flags several commands take."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +12,24 @@ from agentloom.cli._exit import UsageError
 
 if TYPE_CHECKING:
     from agentloom.workflow import Workflow
+
+
+MAX_LISTED = 100_000
+"""The most runs one listing (`runs`, `history`) reads from the store."""
+
+
+def check_limit(limit: int) -> None:
+    """`--limit N` of a listing: 1 to `MAX_LISTED` (a larger one doesn't fit a store's
+    integer, and a listing that size is not read by a person)."""
+    if not 1 <= limit <= MAX_LISTED:
+        raise UsageError(f"--limit must be 1 to {MAX_LISTED}")
+
+
+def check_seconds(value: float | None, flag: str = "--timeout") -> None:
+    """A duration flag: a positive, finite number of seconds (`nan` and `inf` parse as
+    floats, and compare false with everything)."""
+    if value is not None and not 0 < value < math.inf:
+        raise UsageError(f"{flag} must be a positive number of seconds")
 
 
 def existing_file(path: str, what: str = "workflow file") -> Path:

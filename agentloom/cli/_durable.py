@@ -14,6 +14,7 @@ Each run start also prunes finished runs past the retention (`AGENTLOOM_RETENTIO
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -255,10 +256,18 @@ def retention() -> timedelta | None:
         return None
     try:
         days = float(raw)
-    except ValueError:
-        raise UsageError(f"AGENTLOOM_RETENTION_DAYS={raw!r}: expected a number of days "
-                         "or off") from None
-    return timedelta(days=days) if days > 0 else None
+        # nan compares false with everything (it would keep runs for ever), and a number
+        # past timedelta's 999,999,999 days overflows it.
+        kept = timedelta(days=days) if 0 <= days < math.inf else None
+    except (ValueError, OverflowError):
+        kept = None
+    if kept is None:
+        raise UsageError(f"AGENTLOOM_RETENTION_DAYS={raw[:40]!r}: expected a number of "
+                         f"days (up to {_MAX_DAYS:,}) or off")
+    return kept if days > 0 else None
+
+
+_MAX_DAYS = timedelta.max.days
 
 
 def store_hint(args: argparse.Namespace) -> str:

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentloom.cli._common import existing_file, parse_state
+from agentloom.cli._common import check_seconds, existing_file, parse_state
 from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, UsageError
 
 EXIT_INTERRUPTED = 130
@@ -97,8 +97,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--lease must be a positive number of seconds")
     if args.batch_id is not None and not _BATCH_ID.fullmatch(args.batch_id):
         raise UsageError("--batch-id: letters, digits, '_', '-' and '.' only (1-64)")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    check_seconds(args.timeout)
     existing_file(args.file)
     if not Path(args.inputs).exists():
         raise UsageError(f"inputs not found: {args.inputs}")

@@ -19,6 +19,7 @@ from typing import Any
 from agentloom import _jsontext
 from agentloom._files import read_regular
 from agentloom.cli import EXIT_OK, UsageError
+from agentloom.cli._common import check_limit
 
 _STATUS = {"succeeded": "success"}
 """Our store's words that differ from theirs."""
@@ -131,8 +132,7 @@ def _keep(r: dict[str, Any], args: argparse.Namespace, since: datetime | None,
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    if args.limit < 1:
-        raise UsageError("--limit must be at least 1")
+    check_limit(args.limit)
     since, until = _day(args.since, "--since"), _day(args.until, "--until")
     records = asyncio.run(_store_records(args.store, limit=max(1000, args.limit)))
     if args.runs_dir:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloom.cli._common import (
     check_provider,
+    check_seconds,
     existing_file,
     limit_overrides,
     load_or_report,
@@ -31,7 +32,6 @@ from agentloom.cli._exit import (
     EXIT_OK,
     EXIT_PAUSED,
     RunRefused,
-    UsageError,
 )
 from agentloom.cli._gc import loading, start_running
 from agentloom.cli._report import print_human
@@ -65,8 +65,7 @@ class _Session:
 @loading
 def command_run(args: argparse.Namespace, *, resumed: DurableRun | None = None) -> int:
     """Run `args.file`; `resumed` is the durable run `agentloom resume` continues."""
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    check_seconds(args.timeout)
     state = parse_state(args.state, args.state_file)
     for path in args.tools:
         existing_file(path, "tools file")

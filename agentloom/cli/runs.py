@@ -16,7 +16,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from agentloom.cli._common import print_error_json
+from agentloom.cli._common import check_limit, print_error_json
 from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -45,7 +45,10 @@ def parse_age(text: str) -> timedelta:
     if m is None:
         raise UsageError(f"--older-than {text!r}: expected a number and a unit, e.g. 30d, "
                          "12h, 2w (units: s m h d w)")
-    return timedelta(**{_UNIT[m.group(2)]: float(m.group(1))})
+    try:
+        return timedelta(**{_UNIT[m.group(2)]: float(m.group(1))})
+    except OverflowError:  # past timedelta's 999,999,999 days
+        raise UsageError(f"--older-than {text!r}: too long an age") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
                          f"unexpected argument {args.run_id!r}; did you mean `runs show`?")
     if args.older_than and not args.prune:
         raise UsageError("--older-than goes with --prune")
+    check_limit(args.limit)
     import asyncio
 
     from agentloom.cli._durable import DEFAULT_RETENTION_DAYS, retention
