@@ -177,3 +177,22 @@ def abandon(portal: Portal, res: AgentResources) -> None:
 
     with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
         loop.call_soon_threadsafe(start)
+
+
+def close_unmade(runtime: Any) -> None:
+    """Close the runtime of an Agent that failed to be made (`Agent.from_env`). Inside a
+    running event loop (`async with Agent.from_env(...)`) `asyncio.run` can't be used:
+    the close goes on that loop as a task, held until it ends."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    try:
+        if loop is None:
+            asyncio.run(runtime.aclose())
+        else:
+            task = loop.create_task(runtime.aclose())
+            _CLOSING.add(task)
+            task.add_done_callback(_CLOSING.discard)
+    except Exception:
+        pass

@@ -47,11 +47,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom._clock import Clock
 from agentloom.errors import ConfigError
-from agentloom.loop._agent_resources import AgentResources, abandon
+from agentloom.loop._agent_resources import AgentResources, abandon, close_unmade
 from agentloom.loop._agent_sync import SyncFace
 from agentloom.loop._agent_tools import give_transport, plan_tools
 from agentloom.loop._loop import run_loop
 from agentloom.loop._options import LoopOptions, LoopResult
+from agentloom.loop._settings import CHECKS
 from agentloom.loop._sync import Portal
 from agentloom.loop.observer import MultiObserver
 from agentloom.loop.request import build_request
@@ -128,12 +129,13 @@ class Agent(SyncFace):
         model = model or getattr(client, "model", None)
         if not model:
             raise ConfigError("Agent needs a model: pass model=... (or use Agent.from_env)")
-        if max_iterations < 1:
-            raise ConfigError(f"Agent max_iterations must be at least 1, got {max_iterations}")
-        if deadline_seconds is not None and deadline_seconds <= 0:
-            raise ConfigError(f"Agent deadline_seconds must be positive, got {deadline_seconds}")
-        if max_reasks < 0:
-            raise ConfigError(f"Agent max_reasks must be 0 or more, got {max_reasks}")
+        # Checked as they are set (`__setattr__`), so before anything is opened.
+        self.max_iterations = max_iterations
+        self.deadline_seconds = deadline_seconds
+        self.token_budget = token_budget
+        self.max_tokens = max_tokens
+        self.max_reasks = max_reasks
+        self.tool_concurrency = tool_concurrency
         self.client = client
         self.model: str = model
         plan = plan_tools(tools, sandbox=sandbox)
@@ -152,15 +154,9 @@ class Agent(SyncFace):
         self.summary_options = summary_options
         self.system_prompt = system_prompt
         self.name = name
-        self.max_iterations = max_iterations
-        self.deadline_seconds = deadline_seconds
-        self.token_budget = token_budget
         self.temperature = temperature
-        self.max_tokens = max_tokens
         self.cache = cache
-        self.max_reasks = max_reasks
         self.tool_choice = tool_choice
-        self.tool_concurrency = tool_concurrency
         self.clock = clock
         self._output: OutputPlan | None = None
         if isinstance(output_schema, OutputPlan):
@@ -179,6 +175,9 @@ class Agent(SyncFace):
         # changes (`agent.max_iterations = 3` between runs still applies to the next).
         if name in _OPTION_SOURCES:
             object.__setattr__(self, "_plain_options", None)
+        check = CHECKS.get(name)
+        if check is not None:
+            check(name, value)
         object.__setattr__(self, name, value)
 
     @classmethod
@@ -205,7 +204,7 @@ class Agent(SyncFace):
                 kwargs["transport"] = runtime.transport
             agent = cls(client, model=model or runtime.default_model, tools=tools, **kwargs)
         except BaseException:
-            _close_quietly(runtime)
+            close_unmade(runtime)
             raise
         agent._res.runtime = runtime
         return agent
@@ -484,10 +483,3 @@ def _run_fresh(make: Any) -> None:
         return
     raise RuntimeError("Agent.close() cannot be called from a running event loop; "
                        "use `await agent.aclose()` there")
-
-
-def _close_quietly(runtime: Any) -> None:
-    try:
-        asyncio.run(runtime.aclose())
-    except Exception:
-        pass
