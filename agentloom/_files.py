@@ -12,7 +12,11 @@ as it words a missing file.
 Writing: what a run writes (its store, trace, batch results, recordings) holds prompts,
 replies and state, so a file created here is the owner's alone (0600) and so is a folder
 created for it (0700), whatever the umask; on a machine several people share, nobody else
-reads a run. A file that already exists keeps the mode its owner gave it.
+reads a run. A file that already exists keeps the mode its owner gave it. It is opened
+without blocking too: opening a FIFO to write waits for a reader, so a FIFO nobody reads
+is refused at once (`NoReader`) instead of hanging the run before its first step. A FIFO
+that is read (`--trace >(jq .)`) or a terminal stays usable as a stream; a file only a
+regular one can be (a database) is made with `create_private`, which refuses the rest.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ class NotRegularFile(OSError):
 
 class FileTooLarge(OSError):
     """A file over the reader's bound."""
+
+
+class NoReader(OSError):
+    """A FIFO opened to be written that nobody has open to read."""
 
 
 def size_text(n: int) -> str:
@@ -79,11 +87,28 @@ def create_private(path: str | os.PathLike[str]) -> None:
     """Create the empty file `path` with `PRIVATE_FILE` unless it exists (for a file another
     library then opens, as SQLite does its database: its journals take the file's mode)."""
     make_private_dir(Path(path).parent)
-    os.close(os.open(path, _WRITE, PRIVATE_FILE))
+    fd = _open_to_write(path, 0)
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
 
 
 def open_private(path: str | os.PathLike[str], *, append: bool = False) -> IO[str]:
     """`path` open for writing UTF-8 text (truncated, or appended to), created with
     `PRIVATE_FILE` if absent."""
-    fd = os.open(path, _WRITE | (os.O_APPEND if append else os.O_TRUNC), PRIVATE_FILE)
+    fd = _open_to_write(path, os.O_APPEND if append else os.O_TRUNC)
     return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
+
+
+def _open_to_write(path: str | os.PathLike[str], flags: int) -> int:
+    try:
+        fd = os.open(path, _WRITE | os.O_NONBLOCK | flags, PRIVATE_FILE)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # what a FIFO without a reader answers O_NONBLOCK
+            raise NoReader(errno.ENXIO, "a FIFO nobody reads", os.fspath(path)) from None
+        raise
+    os.set_blocking(fd, True)  # writes to a FIFO or terminal wait as a shell's would
+    return fd

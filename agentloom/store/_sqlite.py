@@ -378,8 +378,9 @@ class _SqliteDb:
             corrupt = _corrupt(self.path, exc) if isinstance(exc, sqlite3.Error) else None
             if corrupt is not None:
                 raise corrupt from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StoreConfigError(
-                f"cannot open the run store at {self.path}: {exc} "
+                f"cannot open the run store at {self.path}: {why} "
                 "(give a writable path, e.g. --store sqlite:///some/dir/runs.db)"
             ) from exc
         self._conn = conn

@@ -7,6 +7,7 @@ artefact of the run (stdout, stderr, trace file, recording, run store, exported 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -65,7 +66,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpen
     for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OLLAMA_HOST",
                  "AGENTLOOM_PROVIDER", "AGENTLOOM_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    for name in [k for k in __import__("os").environ if k.startswith("OTEL_")]:
+    for name in [k for k in os.environ if k.startswith("OTEL_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", s.openai_base_url)
@@ -235,6 +236,42 @@ def test_otlp_without_its_exporter_package_is_one_clear_line(
     assert code == 2
     assert "needs opentelemetry-exporter-otlp-proto-grpc" in err
     assert err.count("\n") == 1 and not server.requests
+
+
+def test_a_trace_into_a_fifo_nobody_reads_is_a_usage_error_not_a_hang(
+        server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "t.fifo")
+    code, out, err = _run(capsys, "--trace", "t.fifo")
+    assert code == 2, err
+    assert err == "agentloom: error: --trace t.fifo: can't write it: a FIFO nobody reads\n"
+    assert out == "" and not server.requests
+
+
+def test_a_trace_into_a_fifo_that_is_read_streams_the_events(
+        server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # `--trace >(jq .)`: the shell hands over a pipe somebody reads.
+    os.mkfifo(tmp_path / "t.fifo")
+    reader = os.open(tmp_path / "t.fifo", os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(reader, True)
+    # Held open so the reader sees no end of file before the run opens its end.
+    keeper = os.open(tmp_path / "t.fifo", os.O_WRONLY | os.O_NONBLOCK)
+    received: list[bytes] = []
+
+    def drain() -> None:
+        while chunk := os.read(reader, 65536):  # b"" once both ends for writing closed
+            received.append(chunk)
+
+    thread = threading.Thread(target=drain)
+    thread.start()
+    try:
+        code, _out, err = _run(capsys, "--trace", "t.fifo")
+    finally:
+        os.close(keeper)
+        thread.join()
+        os.close(reader)
+    assert code == 0, err
+    events = [json.loads(line) for line in b"".join(received).decode().splitlines()]
+    assert events[0]["event"] == "run_start" and events[-1]["event"] == "run_end"
 
 
 @pytest.mark.parametrize(("args", "env", "message"), [

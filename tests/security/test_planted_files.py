@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agentloom._files import FileTooLarge, NotRegularFile, read_regular
+from agentloom._files import (
+    FileTooLarge,
+    NoReader,
+    NotRegularFile,
+    create_private,
+    open_private,
+    read_regular,
+)
 from agentloom.errors import ConfigError, WorkflowError
 from agentloom.pricing import PriceTable
 from agentloom.recording import Recording, RecordingError
@@ -42,6 +49,39 @@ def test_read_regular_reads_up_to_its_bound_and_refuses_one_byte_more(tmp_path: 
     with pytest.raises(FileTooLarge, match="larger than 99 bytes") as info:
         read_regular(path, 99)
     assert isinstance(info.value, OSError) and info.value.filename == str(path)
+
+
+def test_a_fifo_nobody_reads_is_refused_for_writing_not_waited_on(fifo: Path) -> None:
+    # A plain open of a FIFO to write waits for a reader: the run never started.
+    with pytest.raises(NoReader, match="a FIFO nobody reads") as info:
+        open_private(fifo)
+    assert info.value.filename == str(fifo)
+    with pytest.raises(NoReader):
+        open_private(fifo, append=True)
+    with pytest.raises(NoReader):
+        create_private(fifo)
+
+
+def test_a_file_that_must_be_regular_refuses_a_read_fifo_and_a_device(fifo: Path) -> None:
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(NotRegularFile, match="not a regular file"):
+            create_private(fifo)  # SQLite's database: it can't live in a FIFO
+    finally:
+        os.close(reader)
+    with pytest.raises(NotRegularFile, match="not a regular file"):
+        create_private("/dev/null")
+
+
+def test_a_fifo_that_is_read_is_written_as_a_stream_and_blocks_as_a_pipe(fifo: Path) -> None:
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with open_private(fifo) as out:
+            assert os.get_blocking(out.fileno())  # a full pipe waits, it doesn't lose lines
+            out.write("line\n")
+        assert os.read(reader, 100) == b"line\n"
+    finally:
+        os.close(reader)
 
 
 def test_a_workflow_path_that_is_a_fifo_is_an_error_not_a_hang(fifo: Path) -> None:
