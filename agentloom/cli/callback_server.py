@@ -18,7 +18,9 @@ Without one, a web page open in the person's browser can reach the loopback addr
 too, so a request must name a loopback host (a DNS-rebinding page names its own) and a
 POST that says it comes from another site (`Origin`, `Sec-Fetch-Site`) is refused:
 programs that send webhooks send neither. Requests are bounded (16 KiB of head, 64 KiB
-of body, 10 s to send them).
+of body, 10 s to send them). A body comes with a `Content-Length` (one, or several that
+agree): a chunked one is refused (411) rather than read as empty, and a run being
+resumed by this server is not resumed again by a second decision (409).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ READ_SECONDS = 10.0
 """How long a client has to send its request: a connection that trickles it is closed."""
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _PHRASES = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
-            404: "Not Found", 409: "Conflict", 413: "Payload Too Large"}
+            404: "Not Found", 409: "Conflict", 411: "Length Required",
+            413: "Payload Too Large", 500: "Internal Server Error"}
 
 
 def add_parser(sub: Any) -> None:
@@ -60,7 +63,8 @@ class _Server:
     def __init__(self, store: str | None, token: str | None) -> None:
         self.store = store
         self.token = token
-        self.resumes: set[asyncio.Task[int]] = set()
+        self.resumes: dict[str, asyncio.Task[int]] = {}
+        """The resumes this server started, by run id, until they end."""
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         request: _Request | None = None
@@ -74,7 +78,10 @@ class _Server:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             status, body = 400, {"error": "malformed HTTP request"}
         if request is not None:
-            status, body = await self._answer(*request)
+            try:
+                status, body = await self._answer(*request)
+            except Exception as exc:  # one request's fault: answered, and the server goes on
+                status, body = 500, {"error": f"{type(exc).__name__} while answering"}
         payload = json.dumps(body).encode()
         writer.write(f"HTTP/1.1 {status} {_PHRASES.get(status, 'Error')}\r\n"
                      f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
@@ -131,15 +138,21 @@ class _Server:
 
     async def _decide(self, run_id: str, flag: str, word: str,
                       wait: bool) -> tuple[int, dict[str, Any]]:
+        if run_id in self.resumes:
+            # Its resume claims the run only once the child has started: a second
+            # decision now would answer 202 for a resume bound to fail.
+            return 409, {"error": f"run {run_id!r} is being resumed already"}
         pending = {r["run_id"]: r for r in await self._pending()}
         if run_id not in pending:
             return 409, {"error": f"run {run_id!r} is not paused in this store"}
+        if run_id in self.resumes:  # decided while the store was read
+            return 409, {"error": f"run {run_id!r} is being resumed already"}
         argv = [sys.executable, "-m", "agentloom.cli", "resume", run_id, flag]
         if self.store:
             argv += ["--store", self.store]
         task = asyncio.create_task(_resume(argv))
-        self.resumes.add(task)
-        task.add_done_callback(self.resumes.discard)
+        self.resumes[run_id] = task
+        task.add_done_callback(lambda _task: self.resumes.pop(run_id, None))
         body: dict[str, Any] = {"run_id": run_id, "decision": word,
                                 "step_id": pending[run_id]["paused_step_id"],
                                 "message": f"Workflow resuming with decision '{word}'"}
@@ -167,8 +180,15 @@ async def _read(reader: asyncio.StreamReader) -> _Request:
         raise _BadRequest(413, "request head too large")
     lines = head.decode("latin-1").split("\r\n")
     method, target, _version = lines[0].split(" ", 2)
-    headers = {k.strip().lower(): v.strip()
-               for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+    fields = [(k.strip().lower(), v.strip())
+              for k, _, v in (line.partition(":") for line in lines[1:] if line)]
+    headers = dict(fields)
+    if "transfer-encoding" in headers:
+        raise _BadRequest(411, "send the body with a Content-Length; a chunked body "
+                               "isn't read")
+    lengths = {v for k, v in fields if k == "content-length"}
+    if len(lengths) > 1:  # which one frames the body is how requests get smuggled
+        raise _BadRequest(400, "Content-Length given twice, differently")
     length = int(headers.get("content-length") or 0)
     if length < 0 or length > MAX_BODY:
         raise _BadRequest(413, f"body larger than {MAX_BODY} bytes")
@@ -179,16 +199,32 @@ async def _read(reader: asyncio.StreamReader) -> _Request:
 def _from_a_web_page(method: str, headers: dict[str, str]) -> str | None:
     """Why a tokenless request is refused as coming from a web page (None: it isn't)."""
     host = headers.get("host", "")
-    if (urlsplit(f"//{host}").hostname or "").lower() not in _LOOPBACK:
+    if _host_name(host) not in _LOOPBACK:
         return ("without --token this server answers only to a loopback host name "
                 f"(127.0.0.1, localhost, [::1]), not {host[:100]!r}")
     if method != "GET":
         origin = headers.get("origin")
         site = headers.get("sec-fetch-site")
-        if ((origin is not None and urlsplit(origin).netloc.lower() != host.lower())
+        if ((origin is not None and _authority(origin) != host.lower())
                 or (site is not None and site not in ("same-origin", "none"))):
             return "a request from another site's web page is refused"
     return None
+
+
+def _host_name(host: str) -> str:
+    """The name in a Host header, lower-cased; "" for one no URL could hold (`[::1`)."""
+    try:
+        return (urlsplit(f"//{host}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _authority(origin: str) -> str | None:
+    """The host[:port] of an Origin header; None for one that doesn't parse."""
+    try:
+        return urlsplit(origin).netloc.lower()
+    except ValueError:
+        return None
 
 
 async def _resume(argv: list[str]) -> int:

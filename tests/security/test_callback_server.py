@@ -1,7 +1,9 @@
 """`agentloom callback-server` without a token trusts whoever reaches it on loopback; a web
 page open in the person's browser reaches it too. A DNS-rebinding page (its own host name
 on 127.0.0.1) and a cross-site form or fetch are refused; a program that sends webhooks
-(no Origin, no Sec-Fetch-Site) is not. A request that never finishes arriving is closed."""
+(no Origin, no Sec-Fetch-Site) is not. A request that never finishes arriving is closed;
+one with headers no URL holds, a chunked body or two lengths is answered, not dropped;
+a run is resumed once however many decisions arrive for it."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentloom.cli import callback_server
+from agentloom.store import Checkpoint, PauseInfo, SqliteStore
 
 
 @pytest.fixture
@@ -86,3 +89,71 @@ async def test_a_request_that_never_finishes_arriving_is_closed(
     answer = await asyncio.wait_for(reader.read(), timeout=60)
     writer.close()
     assert answer.startswith(b"HTTP/1.1 408 ")
+
+
+@pytest.mark.parametrize(("head", "error"), [
+    ("GET /pending HTTP/1.1\r\nHost: [::1\r\n", "answers only to a loopback host name"),
+    ("POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://[x\r\nContent-Length: 0\r\n",
+     "a request from another site's web page is refused"),
+])
+async def test_a_header_no_url_could_hold_is_refused_and_the_server_goes_on(
+        port: int, head: str, error: str) -> None:
+    # Such a Host or Origin made urlsplit raise: the connection was dropped unanswered,
+    # with a traceback on the server's stderr.
+    status, body = await _ask(port, head)
+    assert status == 403 and error in body["error"]
+    assert await _ask(port, "GET /pending HTTP/1.1\r\nHost: 127.0.0.1\r\n") == (
+        200, {"paused_runs": []})
+
+
+async def test_a_chunked_body_is_refused_not_read_as_empty(port: int) -> None:
+    head = ("POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n")
+    status, body = await _ask(port, head, b"5\r\nhello\r\n0\r\n\r\n")
+    assert status == 411 and "Content-Length" in body["error"]
+
+
+async def test_two_content_lengths_that_disagree_are_refused(port: int) -> None:
+    head = ("POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+            "Content-Length: 0\r\n")
+    assert await _ask(port, head, b"{}") == (
+        400, {"error": "Content-Length given twice, differently"})
+    same = ("POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+            "Content-Length: 2\r\n")
+    assert await _ask(port, same, b"{}") == (200, {"status": "received"})
+
+
+async def test_a_second_decision_while_the_first_resumes_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SqliteStore(tmp_path / "runs.db")
+    async with store:
+        await store.create_run("p1", "gate", "h", {})
+        await store.save_checkpoint("p1", Checkpoint(
+            state={}, status="paused",
+            paused=PauseInfo(step_id="approve", waiting_for="approval", prompt="ship?")))
+    started: list[list[str]] = []
+    release = asyncio.Event()
+
+    async def resume_held_open(argv: list[str]) -> int:
+        # The child process, held until the test lets it end: how long a real one takes
+        # to claim the run is what the server must not depend on.
+        started.append(argv)
+        await release.wait()
+        return 0
+
+    monkeypatch.setattr(callback_server, "_resume", resume_held_open)
+    state = callback_server._Server(str(tmp_path / "runs.db"), token=None)
+    server = await asyncio.start_server(state.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    head = "POST /{} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+    try:
+        first = await _ask(port, head.format("approve/p1"))
+        assert first[0] == 202 and first[1]["decision"] == "approved"
+        assert await _ask(port, head.format("reject/p1")) == (
+            409, {"error": "run 'p1' is being resumed already"})
+        assert len(started) == 1 and "--approve" in started[0]
+        release.set()
+        while state.resumes:
+            await asyncio.sleep(0)
+    finally:
+        server.close()
+        await server.wait_closed()
