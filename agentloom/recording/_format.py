@@ -36,6 +36,7 @@ from agentloom.errors import ConfigError, ReplayMismatch
 from agentloom.recording._context import CallContext
 from agentloom.recording._reasoning import strip_reasoning
 from agentloom.recording._redact_stream import redact_stream
+from agentloom.recording._shape import ShapeError, check_exchange
 from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
@@ -192,6 +193,11 @@ class Recording:
             if missing or not ("response" in ex or "error" in ex):
                 raise RecordingError(f"{where}: exchange #{i} is incomplete "
                                      f"(missing {', '.join(missing) or 'response'})")
+            try:
+                check_exchange(ex)
+            except ShapeError as exc:
+                raise RecordingError(f"{where}: exchange #{i} (step {ex.get('step_id')!r:.80}): "
+                                     f"{exc}") from None
         return cls(exchanges=exchanges, path=path)
 
     @classmethod
