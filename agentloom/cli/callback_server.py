@@ -147,9 +147,11 @@ class _Server:
             return 409, {"error": f"run {run_id!r} is not paused in this store"}
         if run_id in self.resumes:  # decided while the store was read
             return 409, {"error": f"run {run_id!r} is being resumed already"}
-        argv = [sys.executable, "-m", "agentloom.cli", "resume", run_id, flag]
+        # The run id last, after `--`: it is data (a run may be called `-h`), not a flag.
+        argv = [sys.executable, "-m", "agentloom.cli", "resume", flag]
         if self.store:
             argv += ["--store", self.store]
+        argv += ["--", run_id]
         task = asyncio.create_task(_resume(argv))
         self.resumes[run_id] = task
         task.add_done_callback(lambda _task: self.resumes.pop(run_id, None))

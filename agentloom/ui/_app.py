@@ -35,7 +35,7 @@ from agentloom.store import FINISHED_STATUSES, RUN_STATUSES, CheckpointStore, Ru
 from agentloom.ui._decide import DecisionRefused, Resumer
 from agentloom.ui._history import HistoryCache
 from agentloom.ui._load import FactsCache, GraphCache, load_detail, load_page, load_step
-from agentloom.ui._security import security_middlewares
+from agentloom.ui._security import harden, security_middlewares
 from agentloom.ui._view import scrub_text
 
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html",
@@ -62,6 +62,9 @@ class UiSettings:
     gate's notification here when the run itself was started without AGENTLOOM_UI_URL."""
 
 
+MAX_BODY_BYTES = 64 * 1024
+"""A request body's bound: a decision is a few words."""
+
 STORE_KEY = web.AppKey("settings", UiSettings)
 RESUMER_KEY = web.AppKey("resumer", Resumer)
 GRAPHS_KEY = web.AppKey("graphs", GraphCache)
@@ -73,7 +76,8 @@ def create_app(settings: UiSettings) -> web.Application:
     app = web.Application(middlewares=security_middlewares(  # type: ignore[arg-type]
         token=settings.token, loopback_only=settings.loopback_only,
         host_names=settings.host_names),
-        client_max_size=64 * 1024)
+        client_max_size=MAX_BODY_BYTES)
+    app.on_response_prepare.append(harden)
     app[STORE_KEY] = settings
     app[RESUMER_KEY] = Resumer(settings.store, settings.store_url, settings.env)
     app[GRAPHS_KEY] = GraphCache()
@@ -126,16 +130,23 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+MAX_QUERY_NUMBER = 10**9
+"""The largest `limit` or `offset` taken: a bigger one is no page of any store (and
+overflows a store's integers: SQLite's are 64-bit)."""
+
+
 def _int(request: web.Request, name: str, default: int) -> int:
+    """A whole number from 0 to MAX_QUERY_NUMBER, in plain digits (not `-5`, `+5`, `1_0`,
+    `1e3` or digits of other scripts, which `int` would take); else a 400 saying so."""
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise web.HTTPBadRequest(text=json.dumps({"error": f"{name} must be a number"}),
-                                 content_type="application/json") from None
-    return max(value, 0)
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10
+            and int(raw) <= MAX_QUERY_NUMBER):
+        raise web.HTTPBadRequest(text=json.dumps(
+            {"error": f"{name} must be a whole number from 0 to {MAX_QUERY_NUMBER}"}),
+            content_type="application/json")
+    return int(raw)
 
 
 async def _api_runs(request: web.Request) -> web.Response:
@@ -227,6 +238,8 @@ def _mark(detail: dict[str, Any]) -> tuple[Any, ...]:
 async def _api_decision(request: web.Request) -> web.Response:
     try:
         body = await request.json(loads=_jsontext.loads)
+    except web.HTTPRequestEntityTooLarge:
+        return _json(request, {"error": f"the body is over {MAX_BODY_BYTES} bytes"}, 413)
     except (ValueError, UnicodeDecodeError):
         return _json(request, {"error": "the body is not JSON"}, 400)
     return await _decide(request, body)

@@ -127,12 +127,25 @@ class Resumer:
         self._env = dict(env)
         self._python = python
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._deciding: set[str] = set()
+        """Runs a decision is being taken for: from its first look at the store until it
+        is answered. A second one meanwhile (two tabs, two people) is refused at once,
+        instead of starting a second resume beside the first (which wrote over its log)."""
         self._logs = Path(tempfile.gettempdir()) / f"agentloom-ui-{os.getuid()}"
 
     async def decide(self, run_id: str, body: Any, *, ui_url: str | None = None) -> Accepted:
         """Start the resume of a paused run, or the retry of a failed one (`{"action":
         "retry"}`: `resume --retry-failed`). `ui_url`, this UI's address, becomes the
         child's AGENTLOOM_UI_URL unless the UI's own environment names one."""
+        if run_id in self._deciding:  # checked and taken with no await between
+            raise DecisionRefused(f"run {run_id} is being resumed from this UI already")
+        self._deciding.add(run_id)
+        try:
+            return await self._decide(run_id, body, ui_url)
+        finally:
+            self._deciding.discard(run_id)
+
+    async def _decide(self, run_id: str, body: Any, ui_url: str | None) -> Accepted:
         record = await self._store.get_run(run_id)
         if record is None:
             raise DecisionRefused(f"no run {run_id!r} in the store", 404)
@@ -160,8 +173,10 @@ class Resumer:
     async def _start(self, run_id: str, command: ResumeCommand, before: str,
                      ui_url: str | None) -> Accepted:
         log = await asyncio.to_thread(self._log_path, run_id)
-        argv = [self._python, "-m", "agentloom.cli", "resume", run_id, *command.flags,
-                "--store", self._store_url]
+        # The run id last, after `--`: it is data (a run may be called `-h` or `--force`),
+        # never one of resume's flags.
+        argv = [self._python, "-m", "agentloom.cli", "resume", *command.flags,
+                "--store", self._store_url, "--", run_id]
         # subprocess, not asyncio's: asyncio kills its children when its loop closes, and
         # the run must go on when the UI stops.
         env = self._env

@@ -8,7 +8,8 @@
   page can't send without a CORS preflight we never grant), a JSON body if any, and,
   when the browser says where it comes from, this very origin; or the bearer token.
 - Pages: a Content-Security-Policy with no inline script and nothing from elsewhere, so
-  even text that slipped past escaping could not run.
+  even text that slipped past escaping could not run; it and the other guard headers go
+  on every answer, the event stream's included (`harden`, on `on_response_prepare`).
 """
 
 from __future__ import annotations
@@ -39,23 +40,25 @@ def is_loopback(host: str) -> bool:
 
 
 def _hostname(header: str) -> str:
-    return (urlsplit(f"//{header}").hostname or "").lower()
+    """The name in a Host header, lower-cased; "" for one no URL could hold (`[::1`)."""
+    try:
+        return (urlsplit(f"//{header}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _origin(header: str) -> str | None:
+    """The host[:port] of an Origin header; None for one that doesn't parse."""
+    try:
+        return urlsplit(header).netloc.lower()
+    except ValueError:
+        return None
 
 
 def security_middlewares(*, token: str | None, loopback_only: bool,
                          host_names: tuple[str, ...] = ()) -> list[object]:
     names = _LOOPBACK_NAMES | {_hostname(f"[{h}]" if ":" in h and "[" not in h else h)
                                for h in host_names}
-
-    @web.middleware
-    async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            response = await handler(request)
-        except web.HTTPException as exc:
-            _harden(exc)
-            raise
-        _harden(response)
-        return response
 
     @web.middleware
     async def host_check(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -95,14 +98,21 @@ def security_middlewares(*, token: str | None, loopback_only: bool,
         if request.content_type != "application/json" and request.content_length:
             return _refuse(415, "a write takes a JSON body (Content-Type: application/json)")
         origin = request.headers.get("Origin")
-        if origin is not None and urlsplit(origin).netloc.lower() != request.host.lower():
+        if origin is not None and _origin(origin) != request.host.lower():
             return _refuse(403, "a write from another origin is refused")
         site = request.headers.get("Sec-Fetch-Site")
         if site is not None and site not in ("same-origin", "none"):
             return _refuse(403, "a write from another site is refused")
         return await handler(request)
 
-    return [headers, host_check, auth, cross_site]
+    return [host_check, auth, cross_site]
+
+
+async def harden(request: web.Request, response: web.StreamResponse) -> None:
+    """The guard headers, on every answer as it is about to go out (`on_response_prepare`):
+    a page, an error, a refusal, and a stream such as the run's events, whose headers are
+    sent before its handler returns (a middleware would add them too late)."""
+    _harden(response)
 
 
 def _harden(response: web.StreamResponse) -> None:

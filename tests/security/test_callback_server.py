@@ -150,7 +150,9 @@ async def test_a_second_decision_while_the_first_resumes_is_refused(
         assert first[0] == 202 and first[1]["decision"] == "approved"
         assert await _ask(port, head.format("reject/p1")) == (
             409, {"error": "run 'p1' is being resumed already"})
-        assert len(started) == 1 and "--approve" in started[0]
+        assert len(started) == 1 and started[0][-4:] == ["--store", str(tmp_path / "runs.db"),
+                                                         "--", "p1"]
+        assert "--approve" in started[0]
         release.set()
         while state.resumes:
             await asyncio.sleep(0)

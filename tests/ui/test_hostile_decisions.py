@@ -1,0 +1,103 @@
+"""Hostile decisions, over real HTTP to the app on 127.0.0.1: two decisions for one run
+at once, and a run whose id looks like a flag of `agentloom resume`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloom.store import Checkpoint, SqliteStore
+from tests.ui.test_api import WRITE, client_for, paused_run
+
+
+class GatedStore(SqliteStore):
+    """A store whose next `load_latest`, once `arm`ed, waits for `release`: it holds a
+    decision at the point after the UI checked whether the run is being resumed already
+    and before it started the resume."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.armed = False
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def load_latest(self, run_id: str) -> Checkpoint | None:
+        if self.armed:
+            self.armed = False
+            self.entered.set()
+            await self.release.wait()
+        return await super().load_latest(run_id)
+
+
+@pytest.fixture
+async def gated(tmp_path: Path) -> AsyncIterator[GatedStore]:
+    s = GatedStore(tmp_path / "runs.db")
+    async with s:
+        yield s
+
+
+async def test_a_second_decision_while_the_first_is_starting_is_refused(
+        gated: GatedStore) -> None:
+    """Approve and Reject clicked at once (two tabs, two people): the first one holds the
+    run from the moment it is taken; the second is refused by this UI at once, and starts
+    no second `agentloom resume` (writing over the first one's log)."""
+    await paused_run(gated)
+    client = await client_for(gated)
+    try:
+        async def post(action: str) -> tuple[int, str]:
+            r = await client.post("/api/runs/p1/decision", json={"action": action},
+                                  headers=WRITE)
+            return r.status, (await r.json()).get("error", "")
+
+        gated.armed = True
+        first = asyncio.ensure_future(post("approve"))
+        try:
+            await gated.entered.wait()  # the approval is on its way to starting the resume
+            second = await post("reject")
+        finally:
+            gated.release.set()
+            status, error = await first
+        assert second == (409, "run p1 is being resumed from this UI already")
+        # The first went on to its resume, which refuses: this run has no workflow file.
+        assert status == 409 and "the workflow file of run p1 is gone" in error, error
+    finally:
+        await client.close()
+
+
+async def test_a_decision_for_a_run_whose_id_looks_like_a_flag_reaches_that_run(
+        tmp_path: Path) -> None:
+    """A run id is data: `-h` (or `--force`) must reach `agentloom resume` as the run's id,
+    not as a flag (`-h` printed the help, exited 0, and the UI said the decision was
+    accepted while the run still waited)."""
+    async with SqliteStore(tmp_path / "runs.db") as store:
+        await paused_run(store, "-h")
+        client = await client_for(store)
+        try:
+            r = await client.post("/api/runs/-h/decision", json={"action": "approve"},
+                                  headers=WRITE)
+            body: Any = await r.json()
+            assert r.status == 409, body
+            assert "the workflow file of run -h is gone" in body["error"], body
+            record = await store.get_run("-h")
+            assert record is not None and record.status == "paused"
+        finally:
+            await client.close()
+
+
+async def test_a_decision_body_over_the_bound_is_refused_in_json(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "runs.db") as store:
+        await paused_run(store)
+        client = await client_for(store)
+        try:
+            r = await client.post("/api/runs/p1/decision",
+                                  data='{"action": "approve", "pad": "' + "x" * 70_000 + '"}',
+                                  headers={**WRITE, "Content-Type": "application/json"})
+            assert (r.status, await r.json()) == (413, {"error": "the body is over 65536 bytes"})
+            record = await store.get_run("p1")
+            assert record is not None and record.status == "paused"
+        finally:
+            await client.close()
