@@ -1,10 +1,14 @@
 """Turn a stream of events into a `ModelResponse`: one place, used by every provider, so
-streamed and non-streamed calls end in the same shape."""
+streamed and non-streamed calls end in the same shape. A tool call's index that is not a
+whole number, or arguments, text or reasoning that are not text, are a ValueError (the
+client's body error), never a call silently lost or a TypeError out of `build`; argument
+pieces are joined once, so thousands of them cost their length, not its square."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from agentloom.errors import kind_of
 from agentloom.messages import (
     FinishEvent,
     ModelResponse,
@@ -48,7 +52,9 @@ class ResponseBuilder:
         self._reasoning: list[str] = []
         self._sig: str | None = None
         self._redacted: str | None = None
-        self._calls: dict[int, list[str | None]] = {}
+        self._calls: dict[int, tuple[list[str | None], list[str]]] = {}
+        """Per index: [id, name], and the argument pieces, joined once in `build` (adding
+        each piece to the string so far copied it all again: quadratic in the pieces)."""
         self._usage = Usage()
         self.finish_reason: str | None = None
         self.model = model
@@ -69,9 +75,17 @@ class ResponseBuilder:
 
     def add(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):
+            if type(event.text) is not str:
+                # Joined only in `build`, which runs after the client stopped mapping
+                # errors: refused here, as a body error, not a TypeError out of the call.
+                raise ValueError(f"a streamed text piece is {kind_of(event.text)}, not text")
             self._flush_reasoning()
             self._text.append(event.text)
         elif isinstance(event, ReasoningDelta):
+            for value in (event.text, event.signature, event.redacted):
+                if value is not None and type(value) is not str:
+                    raise ValueError(
+                        f"a streamed reasoning piece is {kind_of(value)}, not text")
             self._flush_text()
             # A signed or redacted block is complete: what follows is a new block, which
             # must stay apart so each goes back to the provider as it came.
@@ -87,16 +101,26 @@ class ResponseBuilder:
             if event.redacted:
                 self._redacted = event.redacted
         elif isinstance(event, ToolCallDelta):
+            index, arguments = event.index, event.arguments
+            if type(index) is not int:
+                # An index off the wire (text, a fraction, true) would be a key no call
+                # part is built from: the call lost, the raw value left among the parts.
+                raise ValueError(
+                    f"a streamed tool call's index is {kind_of(index)}, not a whole number")
+            if type(arguments) is not str:
+                raise ValueError(f"a streamed tool call's arguments are {kind_of(arguments)}, "
+                                 "not text")
             self._flush_text()
             self._flush_reasoning()
-            if event.index not in self._calls:
-                self._parts.append(event.index)
-            slot = self._calls.setdefault(event.index, [None, None, ""])
+            if index not in self._calls:
+                self._parts.append(index)
+            slot, pieces = self._calls.setdefault(index, ([None, None], []))
             if event.id:
                 slot[0] = event.id
             if event.name:
                 slot[1] = event.name
-            slot[2] = (slot[2] or "") + event.arguments
+            if arguments:
+                pieces.append(arguments)
         elif isinstance(event, VendorEvent):
             self._flush_text()
             self._flush_reasoning()
@@ -122,9 +146,9 @@ class ResponseBuilder:
         parts: list[Part] = []
         for part in self._parts:
             if isinstance(part, int):
-                call_id, name, args = self._calls[part]
+                (call_id, name), pieces = self._calls[part]
                 part = ToolCallPart(id=call_id or f"call_{part}", name=name or "",
-                                    arguments=args or "")
+                                    arguments="".join(pieces))
             parts.append(part)
         return ModelResponse(
             parts=tuple(parts),

@@ -145,6 +145,22 @@ def loads_object(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_value": value}
 
 
+MAX_TOKEN_COUNT = 10**12
+"""Above this a reported token count is no real count (no call reads a trillion tokens)."""
+
+
+def token_count(value: Any) -> int | None:
+    """A usage field as a count of tokens, or None (unreported) when it is not one: a
+    negative number, text, a fraction, NaN, true/false or an absurd size from a broken or
+    hostile server must not lower a budget's spending or break the pricing. A whole number
+    written as a float (`12.0`) is that count."""
+    if type(value) is int:
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
+    if type(value) is float and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
+        return int(value)
+    return None
+
+
 def bad_shape(provider: str, model: str, what: str) -> ValueError:
     """A reply of the wrong shape. ValueError, as for JSON that does not parse: the client
     turns both into one body error."""

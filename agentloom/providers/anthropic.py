@@ -64,6 +64,7 @@ from agentloom.providers._common import (
     loads_object,
     schema_instruction,
     system_text,
+    token_count,
 )
 from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
@@ -323,12 +324,12 @@ def _mark_cache(body: dict[str, Any], messages: list[dict[str, Any]]) -> None:
 
 
 def decode_usage(raw: dict[str, Any] | None) -> Usage:
-    raw = raw or {}
+    raw = raw if isinstance(raw, dict) else {}
     return Usage(
-        input_tokens=raw.get("input_tokens"),
-        output_tokens=raw.get("output_tokens"),
-        cache_read_tokens=raw.get("cache_read_input_tokens"),
-        cache_write_tokens=raw.get("cache_creation_input_tokens"),
+        input_tokens=token_count(raw.get("input_tokens")),
+        output_tokens=token_count(raw.get("output_tokens")),
+        cache_read_tokens=token_count(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=token_count(raw.get("cache_creation_input_tokens")),
         reasoning_tokens=None,
         input_includes_cached=False,
     )

@@ -61,6 +61,7 @@ from agentloom.providers._common import (
     loads_object,
     stable_call_id,
     system_text,
+    token_count,
 )
 from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
@@ -200,18 +201,19 @@ def model_path(model: str) -> str:
 
 
 def decode_usage(raw: dict[str, Any] | None) -> Usage:
-    raw = raw or {}
-    candidates = raw.get("candidatesTokenCount")
-    thoughts = raw.get("thoughtsTokenCount")
+    raw = raw if isinstance(raw, dict) else {}
+    candidates = token_count(raw.get("candidatesTokenCount"))
+    thoughts = token_count(raw.get("thoughtsTokenCount"))
     output = None if candidates is None and thoughts is None else (
         (candidates or 0) + (thoughts or 0))
-    prompt, tool_prompt = raw.get("promptTokenCount"), raw.get("toolUsePromptTokenCount")
+    prompt = token_count(raw.get("promptTokenCount"))
+    tool_prompt = token_count(raw.get("toolUsePromptTokenCount"))
     # The prompts of Gemini's own tools (search, code execution) are billed as input.
     inp = None if prompt is None and tool_prompt is None else (prompt or 0) + (tool_prompt or 0)
     return Usage(
         input_tokens=inp,
         output_tokens=output,
-        cache_read_tokens=raw.get("cachedContentTokenCount"),
+        cache_read_tokens=token_count(raw.get("cachedContentTokenCount")),
         cache_write_tokens=None,
         reasoning_tokens=thoughts,
         input_includes_cached=True,

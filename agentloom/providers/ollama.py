@@ -50,6 +50,7 @@ from agentloom.providers._common import (
     join_url,
     loads_object,
     stable_call_id,
+    token_count,
 )
 from agentloom.providers._json import load_body
 from agentloom.providers._sse import NDJSONParser
@@ -140,8 +141,8 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
 
 def decode_usage(chunk: dict[str, Any]) -> Usage:
     return Usage(
-        input_tokens=chunk.get("prompt_eval_count"),
-        output_tokens=chunk.get("eval_count"),
+        input_tokens=token_count(chunk.get("prompt_eval_count")),
+        output_tokens=token_count(chunk.get("eval_count")),
         reasoning_tokens=None,
         # Ollama reports no prompt cache, so how cached tokens are counted is unknown.
         input_includes_cached=None,

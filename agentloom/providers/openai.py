@@ -38,7 +38,7 @@ from agentloom.messages import (
     text_part,
 )
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
-from agentloom.providers._common import prompt_cache_key
+from agentloom.providers._common import prompt_cache_key, token_count
 from agentloom.providers._json import dump_body, load_body
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
@@ -205,18 +205,22 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
 
 
 def decode_usage(raw: Any) -> Usage | None:
-    """Chat Completions usage; a field the server left out stays None (never 0)."""
+    """Chat Completions usage; a field the server left out, or sent as no count (see
+    `token_count`), stays None (never 0)."""
     if not isinstance(raw, dict):
         return None
     prompt = raw.get("prompt_tokens_details")
     completion = raw.get("completion_tokens_details")
     if isinstance(prompt, dict):
-        cache_read, cache_write = prompt.get("cached_tokens"), prompt.get("cache_write_tokens")
+        cache_read = token_count(prompt.get("cached_tokens"))
+        cache_write = token_count(prompt.get("cache_write_tokens"))
     else:
         cache_read = cache_write = None
     return new_usage(
-        raw.get("prompt_tokens"), raw.get("completion_tokens"), cache_read, cache_write,
-        completion.get("reasoning_tokens") if isinstance(completion, dict) else None,
+        token_count(raw.get("prompt_tokens")), token_count(raw.get("completion_tokens")),
+        cache_read, cache_write,
+        token_count(completion.get("reasoning_tokens")) if isinstance(completion, dict)
+        else None,
         None, True, False,
     )
 
@@ -427,7 +431,8 @@ class OpenAIStreamDecoder:
                 out.append(TextDelta(text=content))
             for call in delta.get("tool_calls") or ():
                 fn = call.get("function") or {}
-                out.append(ToolCallDelta(index=call.get("index", 0), id=call.get("id"),
+                index = call.get("index")  # null reads as missing: the first call
+                out.append(ToolCallDelta(index=0 if index is None else index, id=call.get("id"),
                                          name=fn.get("name"),
                                          arguments=fn.get("arguments") or ""))
             finish = choice.get("finish_reason")

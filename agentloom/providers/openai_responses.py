@@ -56,6 +56,7 @@ from agentloom.providers._common import (
     key_headers,
     prompt_cache_key,
     system_text,
+    token_count,
 )
 from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
@@ -212,14 +213,16 @@ def encode_body(request: ModelRequest) -> dict[str, Any]:
 def decode_usage(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
-    inp = raw.get("input_tokens_details") or {}
-    out = raw.get("output_tokens_details") or {}
+    inp = raw.get("input_tokens_details")
+    out = raw.get("output_tokens_details")
+    inp = inp if isinstance(inp, dict) else {}
+    out = out if isinstance(out, dict) else {}
     return Usage(
-        input_tokens=raw.get("input_tokens"),
-        output_tokens=raw.get("output_tokens"),
-        cache_read_tokens=inp.get("cached_tokens") if isinstance(inp, dict) else None,
-        cache_write_tokens=inp.get("cache_write_tokens") if isinstance(inp, dict) else None,
-        reasoning_tokens=out.get("reasoning_tokens") if isinstance(out, dict) else None,
+        input_tokens=token_count(raw.get("input_tokens")),
+        output_tokens=token_count(raw.get("output_tokens")),
+        cache_read_tokens=token_count(inp.get("cached_tokens")),
+        cache_write_tokens=token_count(inp.get("cache_write_tokens")),
+        reasoning_tokens=token_count(out.get("reasoning_tokens")),
         input_includes_cached=True,
     )
 
