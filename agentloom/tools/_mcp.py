@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from agentloom.errors import ConfigError, ToolError
+from agentloom.tools._mcp_stdio import bounded_stdio_client
 from agentloom.tools._tool import BaseTool
 from agentloom.tools.contracts import ToolContext, bounded_text
 
@@ -36,6 +37,9 @@ MAX_SCHEMA_BYTES = 256 * 1024
 """A server listing more is refused at start: each tool's schema goes out with every call."""
 MAX_TOOL_PAGES = 100
 """Pages of `tools/list` read at most (a cursor that never ends is refused, not followed)."""
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""A stdio server's message (one JSON-RPC line) may be this long, or 8 times its
+`max_output_bytes` if that is more; a longer one ends the connection (`_mcp_stdio`)."""
 
 
 def require_mcp() -> None:
@@ -156,6 +160,11 @@ class _Connection:
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
     _stderr: IO[str] | None = None
     _scope: Any = None
+    _fault: str | None = None
+    """Why the transport ended the connection (a message over the bound), once it did."""
+
+    def _set_fault(self, reason: str) -> None:
+        self._fault = self._fault or reason
 
     async def start(self) -> None:
         require_mcp()
@@ -179,7 +188,7 @@ class _Connection:
             raise error from None
 
     async def _start_error(self, exc: BaseException) -> ConfigError:
-        what = (
+        what = self._fault or (
             f"timed out after {self.config.timeout:g} s"
             if isinstance(exc, TimeoutError)
             else _flatten(exc)
@@ -250,12 +259,15 @@ class _Connection:
     def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
         c = self.config
         if c.command is not None:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.stdio import StdioServerParameters
 
             params = StdioServerParameters(
                 command=c.command, args=list(c.args), env=dict(c.env) if c.env else None, cwd=c.cwd
             )
-            return stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+            assert self._stderr is not None
+            return bounded_stdio_client(
+                params, errlog=self._stderr, on_fault=self._set_fault,
+                max_message_bytes=max(MAX_MESSAGE_BYTES, 8 * c.max_output_bytes))
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -297,14 +309,16 @@ class _Connection:
                           f"{MAX_TOOL_PAGES} pages")
 
     async def call(self, name: str, arguments: dict[str, Any]) -> str:
-        if self.session is None:
-            raise ToolError(f"MCP server {self.config.name!r} is not connected")
+        if self.session is None or self._fault is not None:
+            why = f": {self._fault}" if self._fault else ""
+            raise ToolError(f"MCP server {self.config.name!r} is not connected{why}")
         try:
             result = await self.session.call_tool(
                 name, arguments, read_timeout_seconds=self.config.timeout
             )
         except Exception as exc:
-            raise ToolError(f"MCP {self.config.name}.{name} failed: {_flatten(exc)}") from None
+            why = self._fault or _flatten(exc)
+            raise ToolError(f"MCP {self.config.name}.{name} failed: {why}") from None
         text = bounded_text(_content_text(result), self.config.max_output_bytes)
         if result.is_error:
             raise ToolError(text or f"MCP {self.config.name}.{name} reported an error")

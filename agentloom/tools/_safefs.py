@@ -47,6 +47,23 @@ class OutsideRoots(OSError):
     """The path is under none of the allowed roots."""
 
 
+class BadPath(OSError):
+    """A path no file can have (a NUL byte), or one whose symlinks form a loop."""
+
+
+def resolve_under(text: str, base: Path) -> Path:
+    """`text` with `~` expanded, made absolute against `base`, and its `..` and symlinks
+    resolved (the file need not exist). A NUL byte or a symlink loop is `BadPath`, where
+    pathlib would raise ValueError or RuntimeError."""
+    if "\x00" in text:
+        raise BadPath(errno.EINVAL, "a path can't contain a NUL byte")
+    path = Path(text).expanduser()
+    try:
+        return (path if path.is_absolute() else base / path).resolve(strict=False)
+    except RuntimeError:  # Python before 3.13 names a symlink loop so
+        raise BadPath(errno.ELOOP, "its symlinks form a loop") from None
+
+
 def root_of(path: Path, roots: Sequence[Path]) -> Path:
     """The longest root `path` sits under (both resolved); else OutsideRoots."""
     best: Path | None = None

@@ -49,6 +49,7 @@ from agentloom.http.netguard import (
     split_port,
 )
 from agentloom.tools._isolation import SAFE_PATH
+from agentloom.tools._safefs import BadPath, resolve_under
 
 # Programs that run whatever their arguments say: allowing one allows every command.
 DANGEROUS_COMMANDS = frozenset(
@@ -311,11 +312,12 @@ class SandboxPolicy:
     # --- files ----------------------------------------------------------------------
 
     def resolve_path(self, path: str) -> Path:
-        """The path with `~`, `..` and every symlink resolved (the file need not exist)."""
-        p = Path(path).expanduser()
-        if not p.is_absolute():
-            p = Path(self.base_dir or os.getcwd()) / p
-        return p.resolve(strict=False)
+        """The path with `~`, `..` and every symlink resolved (the file need not exist).
+        A NUL byte or a symlink loop is a SandboxViolation that says so."""
+        try:
+            return resolve_under(path, Path(self.base_dir or os.getcwd()))
+        except BadPath as exc:
+            raise SandboxViolation(f"refused path {path!r}: {exc.strerror}") from None
 
     def _roots(self, entries: Iterable[str]) -> list[Path]:
         return [self.resolve_path(e) for e in entries]
@@ -401,7 +403,10 @@ class SandboxPolicy:
             candidate = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
             if not _looks_like_outside_path(candidate):
                 continue
-            target = (base / Path(candidate).expanduser()).resolve(strict=False)
+            try:
+                target = resolve_under(candidate, base)
+            except BadPath as exc:
+                raise SandboxViolation(f"refused argument {arg!r}: {exc.strerror}") from None
             if not any(_under(target, r) for r in roots):
                 raise SandboxViolation(
                     f"refused argument {arg!r}: the path is not under sandbox.readable_paths "

@@ -43,7 +43,14 @@ from agentloom.http.netguard import (
 )
 from agentloom.messages import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloom.providers import check_attachments as check_attachments
-from agentloom.tools._safefs import NotRegularFile, UnsafePath, read_file, run_detached
+from agentloom.tools._safefs import (
+    BadPath,
+    NotRegularFile,
+    UnsafePath,
+    read_file,
+    resolve_under,
+    run_detached,
+)
 from agentloom.transport import HttpRequest, HttpTimeout, TransportError
 
 if TYPE_CHECKING:
@@ -268,14 +275,15 @@ def _base64(text: str, limit: int, *, source: str | None = None) -> bytes:
 
 async def _read_file(source: str, base_dir: Path, policy: AttachmentPolicy) -> tuple[bytes, str]:
     def read() -> tuple[bytes, str]:
-        path = Path(source).expanduser()
-        if not path.is_absolute():
-            path = base_dir / path
         try:
-            resolved = path.resolve()
+            resolved = resolve_under(source, base_dir)
+        except BadPath as exc:  # a NUL byte, a symlink loop
+            raise ConfigError(f"attachment {_short(source)}: refused: {exc.strerror}") from None
         except OSError as exc:  # a link changing under realpath (EINVAL), a loop (ELOOP)
-            raise ConfigError(f"attachment {_short(source)}: refused: {path} changed "
+            raise ConfigError(f"attachment {_short(source)}: refused: the path changed "
                               f"while it was being resolved ({exc.strerror or exc})") from None
+        path = Path(source).expanduser()  # as written, for a message
+        path = path if path.is_absolute() else base_dir / path
         roots: list[Path] | None
         where = ""
         if policy.any_file:

@@ -66,6 +66,9 @@ class ShellCommandTool(SandboxedTool):
             if not all(isinstance(a, str) for a in command):
                 raise ToolError("shell_command: every argument must be a string")
             argv = list(command)
+        if any("\x00" in a for a in argv):
+            raise ToolError("shell_command: an argument contains a NUL byte, which no "
+                            "program can receive")
         cwd = arg(arguments, "cwd", str, required=False, tool=self.name)
         if cwd is None and self.policy.enabled:
             workdir = await asyncio.to_thread(self.policy.default_workdir)

@@ -1,0 +1,107 @@
+"""A hostile MCP server over stdio: replies too long to keep, or that never end.
+
+The server is a real process speaking raw newline-delimited JSON-RPC (so it can send what
+the SDK's own server never would): its `flood` tool answers with `size` bytes of text in
+one line, or, with size -1, a line that never ends.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentloom.messages import ToolCallPart
+from agentloom.tools import MCPServerConfig, MCPToolSource, ToolRegistry
+from agentloom.tools._mcp import MAX_MESSAGE_BYTES
+from agentloom.tools.contracts import ToolContext
+
+pytest.importorskip("mcp")
+
+CTX = ToolContext()
+_SERVER = r'''
+import json, os, sys
+out = sys.stdout.buffer
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+for raw in sys.stdin.buffer:
+    msg = json.loads(raw)
+    mid, method = msg.get("id"), msg.get("method")
+    if mid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "flood", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        size = msg["params"]["arguments"]["size"]
+        out.write(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"'
+                  % mid)
+        chunk, sent = b"x" * 65536, 0
+        while size < 0 or sent < size:
+            out.write(chunk[: 65536 if size < 0 else min(65536, size - sent)])
+            sent += 65536
+        out.write(b'"}]}}\n')
+        out.flush()
+        continue
+    else:
+        result = {}
+    out.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}).encode() + b"\n")
+    out.flush()
+'''
+
+
+def _config(tmp_path: Path) -> MCPServerConfig:
+    script = tmp_path / "flood_server.py"
+    script.write_text(_SERVER)
+    # The call timeout is long: the bound, not a timeout, must end a flood.
+    return MCPServerConfig(name="f", command=sys.executable,
+                           args=(str(script), str(tmp_path / "pid")), timeout=15)
+
+
+def _call(size: int) -> ToolCallPart:
+    return ToolCallPart(id="1", name="f_flood", arguments={"size": size})
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_a_reply_that_never_ends_fails_the_call_at_the_bound(tmp_path: Path) -> None:
+    async with MCPToolSource([_config(tmp_path)]) as src:
+        box = ToolRegistry(src.tools).toolbox(["f"])
+        result = await box.call(_call(-1), CTX)
+        assert result.is_error
+        assert f"larger than {MAX_MESSAGE_BYTES} bytes" in result.content
+        assert "connection was closed" in result.content
+        # The connection is over, and every later call says why.
+        again = await box.call(_call(10), CTX)
+        assert again.is_error
+        assert "is not connected: the server sent a message larger than" in again.content
+    assert _gone(int((tmp_path / "pid").read_text()))
+
+
+async def test_a_reply_over_the_bound_is_refused_not_read_whole(tmp_path: Path) -> None:
+    async with MCPToolSource([_config(tmp_path)]) as src:
+        box = ToolRegistry(src.tools).toolbox(["f"])
+        result = await box.call(_call(MAX_MESSAGE_BYTES + 4 * 1024 * 1024), CTX)
+    assert result.is_error
+    assert f"larger than {MAX_MESSAGE_BYTES} bytes" in result.content
+
+
+async def test_a_reply_under_the_bound_comes_back_cut_at_max_output_bytes(
+        tmp_path: Path) -> None:
+    async with MCPToolSource([_config(tmp_path)]) as src:
+        box = ToolRegistry(src.tools).toolbox(["f"])
+        big = await box.call(_call(3 * 1024 * 1024), CTX)
+        small = await box.call(_call(5), CTX)
+    assert not big.is_error
+    assert big.content == "x" * 1_000_000 + "\n[output truncated at 1000000 bytes]"
+    assert (small.content, small.is_error) == ("xxxxx", False)
