@@ -15,6 +15,7 @@ import contextlib
 import importlib.util
 import json
 import math
+import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +38,9 @@ MAX_SCHEMA_BYTES = 256 * 1024
 """A server listing more is refused at start: each tool's schema goes out with every call."""
 MAX_TOOL_PAGES = 100
 """Pages of `tools/list` read at most (a cursor that never ends is refused, not followed)."""
+STDERR_QUOTED_CHARS = 4000
+"""The end of a server's stderr quoted when it fails to start."""
+STDERR_QUOTED_BYTES = 4 * STDERR_QUOTED_CHARS  # enough UTF-8 for that many characters
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """A stdio server's message (one JSON-RPC line) may be this long, or 8 times its
 `max_output_bytes` if that is more; a longer one ends the connection (`_mcp_stdio`)."""
@@ -158,7 +162,7 @@ class _Connection:
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Future[None] | None = None
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
-    _stderr: IO[str] | None = None
+    _stderr: IO[bytes] | None = None
     _scope: Any = None
     _fault: str | None = None
     """Why the transport ended the connection (a message over the bound), once it did."""
@@ -168,9 +172,7 @@ class _Connection:
 
     async def start(self) -> None:
         require_mcp()
-        self._stderr = await asyncio.to_thread(
-            tempfile.TemporaryFile, "w+", encoding="utf-8", errors="replace"
-        )
+        self._stderr = await asyncio.to_thread(tempfile.TemporaryFile, "w+b")
         self._ready = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._own(), name=f"mcp:{self.config.name}")
         try:
@@ -207,9 +209,12 @@ class _Connection:
             return ""
 
         def read() -> str:
-            f.flush()
-            f.seek(0)
-            return f.read()[-4000:].strip()
+            # Only the end is quoted: a server that wrote gigabytes to stderr before it
+            # failed must not have them read into memory to find its last lines.
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - STDERR_QUOTED_BYTES))
+            text = f.read(STDERR_QUOTED_BYTES).decode("utf-8", "replace")
+            return text[-STDERR_QUOTED_CHARS:].strip()
 
         try:
             return await asyncio.to_thread(read)

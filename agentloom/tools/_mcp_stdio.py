@@ -47,7 +47,7 @@ def _kill_group(pid: int, sig: int) -> None:
 
 @contextlib.asynccontextmanager
 async def bounded_stdio_client(
-    params: StdioServerParameters, *, errlog: IO[str], max_message_bytes: int,
+    params: StdioServerParameters, *, errlog: IO[bytes], max_message_bytes: int,
     on_fault: Callable[[str], None],
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) for a `ClientSession`, like the SDK's `stdio_client`.

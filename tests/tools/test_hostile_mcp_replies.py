@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from agentloom.errors import ConfigError
 from agentloom.messages import ToolCallPart
 from agentloom.tools import MCPServerConfig, MCPToolSource, ToolRegistry
 from agentloom.tools._mcp import MAX_MESSAGE_BYTES
@@ -105,3 +107,25 @@ async def test_a_reply_under_the_bound_comes_back_cut_at_max_output_bytes(
     assert not big.is_error
     assert big.content == "x" * 1_000_000 + "\n[output truncated at 1000000 bytes]"
     assert (small.content, small.is_error) == ("xxxxx", False)
+
+
+async def test_a_server_that_floods_stderr_and_fails_is_quoted_from_its_end() -> None:
+    # 20 MB of stderr before it exits: the start error quotes the last lines, read from
+    # the file's end, where the whole file was read into memory to take its last 4000.
+    script = ("import sys; sys.stderr.write('x' * 20_000_000 + '\\nlast words\\n'); "
+              "sys.stderr.flush(); sys.exit(3)")
+    flood = MCPServerConfig(name="flood", command=sys.executable, args=("-c", script),
+                            timeout=20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError) as err:
+            async with MCPToolSource([flood]):
+                pass
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    message = str(err.value)
+    assert "MCP server 'flood' did not start" in message
+    assert message.endswith("last words")
+    assert len(message) < 6000
+    assert peak < 8_000_000, peak  # the old read held the 20 MB text (and a copy)

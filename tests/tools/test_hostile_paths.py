@@ -124,3 +124,20 @@ steps:
     assert look.error_type == "ConfigError"
     assert f"attachment {source!r}: {says}" in str(look.error)
     assert model.requests == []
+
+
+@pytest.mark.parametrize(("name", "arguments", "argument"), [
+    ("file_write", {"path": "f.txt", "content": "ok \udc80"}, "content"),
+    ("file_read", {"path": "f\ud800.txt"}, "path"),
+])
+async def test_a_lone_surrogate_in_an_argument_is_refused_in_words(
+        work: Path, name: str, arguments: dict[str, Any], argument: str) -> None:
+    # What JSON's "\udc80" decodes to: it reached the model as "UnicodeEncodeError: ...".
+    arguments = {k: (str(work / v) if k == "path" else v) for k, v in arguments.items()}
+    call = json.dumps(arguments)  # escapes the surrogate as the model's JSON would
+    assert "\\udc80" in call or "\\ud800" in call
+    content, is_error = await _call(work, name, json.loads(call))
+    assert is_error
+    assert content == (f"{name}: argument {argument!r} holds a lone surrogate (a \\ud800-"
+                       "\\udfff escape that pairs with nothing), which is no character")
+    assert not (work / "f.txt").exists()

@@ -56,8 +56,21 @@ def arg(
     value = arguments[name]
     if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ToolError(f"{tool}: argument {name!r} must be {names}, got {value!r}")
+        raise ToolError(f"{tool}: argument {name!r} must be {names}, got {value!r:.200}")
+    if isinstance(value, str) and not value.isascii() and not _encodable(value):
+        # JSON's "\udc80" decodes to a lone surrogate, which no UTF-8 file, request
+        # or command line can carry: refused in words, not as a UnicodeEncodeError.
+        raise ToolError(f"{tool}: argument {name!r} holds a lone surrogate (a \\ud800-"
+                        "\\udfff escape that pairs with nothing), which is no character")
     return value
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 async def bounded_file_op(tool: SandboxedTool, doing: str, path: str,
