@@ -263,7 +263,7 @@ async def _drive(run: _Run) -> LoopResult:
         # Usage() + u == u field for field, and Usage is frozen: skip the sum on turn one.
         usage = response.usage if usage is _NO_USAGE else usage + response.usage
         if opts.max_total_tokens is not None:
-            run.check_tokens(usage)
+            run.check_tokens(usage, response.usage)
         if response.finish_reason in TRUNCATED_REASONS and _unusable_truncation(response):
             # Cut off mid tool call (or before saying anything): it can't run and can't be
             # kept, so it is dropped and asked again with room to finish.
@@ -310,9 +310,13 @@ async def _drive(run: _Run) -> LoopResult:
             try:
                 output = opts.validator.validate(text)
             except ValueError as exc:
-                if reasks >= opts.max_reasks:
+                if reasks >= opts.max_reasks or run.iterations >= opts.max_iterations:
+                    # A re-ask is a model call like any other: max_iterations bounds it.
+                    limit = ("" if reasks >= opts.max_reasks else
+                             f" (max_iterations ({opts.max_iterations}) leaves no call for "
+                             "another re-ask)")
                     raise StructuredOutputError(
-                        f"no valid structured reply after {reasks + 1} tries: {exc}",
+                        f"no valid structured reply after {reasks + 1} tries{limit}: {exc}",
                         raw_text=text,
                     ) from exc
                 reasks += 1

@@ -94,12 +94,17 @@ class _Run:
                 self.warnings.check("deadline", self.now() - self.started,
                                     self.deadline.total)
 
-    def check_tokens(self, usage: Usage) -> None:
+    def check_tokens(self, usage: Usage, turn: Usage) -> None:
+        """The token budget after a call: `usage` is the run's so far, `turn` the call's.
+        A call that reported no count at all fails it closed, as a first one does: summed
+        as zero, a model (or proxy) that stops reporting would spend without limit."""
         limit = self.opts.max_total_tokens
         if limit is None:
             return
         total = usage.total_tokens
-        if total is None or total > limit:
+        if total is None or turn.total_tokens is None:
+            raise LoopBudgetExceeded("tokens", limit, None)
+        if total > limit:
             raise LoopBudgetExceeded("tokens", limit, total)
 
     # --- one model call ----------------------------------------------------------------

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from agentloom._record import FrozenRecord, frozen_record, set_field
+from agentloom.loop._printable import printable
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.providers import AttemptRecord
 
@@ -332,7 +333,8 @@ class ListObserver(NullObserver):
 
 class ConsoleObserver(NullObserver):
     """One line per model call, tool call, retry and end of run on `stream` (stderr by
-    default): names, counts and statuses only, never content."""
+    default): names, counts and statuses only, never content. A name is printed with its
+    control characters escaped and cut (`_printable`): the model chooses tool names."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -341,18 +343,18 @@ class ConsoleObserver(NullObserver):
         print(text, file=self._stream or sys.stderr)
 
     def on_request(self, request: ModelRequest, iteration: int) -> None:
-        self._say(f"[agentloom] turn {iteration}: calling {request.model}")
+        self._say(f"[agentloom] turn {iteration}: calling {printable(request.model)}")
 
     def on_retry(self, attempt: int, error: BaseException) -> None:
         self._say(f"[agentloom] attempt {attempt} failed ({type(error).__name__}); retrying")
 
     def on_tool_start(self, call: ToolCallPart) -> None:
-        self._say(f"[agentloom] tool {call.name} started")
+        self._say(f"[agentloom] tool {printable(call.name)} started")
 
     def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
                     duration_seconds: float) -> None:
         outcome = "failed" if result.is_error else "done"
-        self._say(f"[agentloom] tool {call.name} {outcome} in {duration_seconds:.3f}s")
+        self._say(f"[agentloom] tool {printable(call.name)} {outcome} in {duration_seconds:.3f}s")
 
     def on_conversation_end(self, summary: ConversationSummary) -> None:
         self._say(f"[agentloom] {summary.status.value} after {summary.iterations} "

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentloom.errors import ConfigError, kind_of
 from agentloom.messages import ResponseFormat
+from agentloom.structured._refs import check_refs
 from agentloom.structured._strict import open_objects, to_strict
 
 if TYPE_CHECKING:
@@ -188,6 +189,7 @@ def check_schema(schema: dict[str, Any]) -> dict[str, Any]:
             f"response_schema.schema must describe an object (type: object), not {kind!r}: "
             "replies are read as one JSON object"
         )
+    check_refs(schema)
     return schema
 
 
