@@ -89,6 +89,27 @@ async def _read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
     return b"".join(parts)
 
 
+def _header_map(resp: aiohttp.ClientResponse) -> dict[str, str]:
+    """The reply's headers, names lowercased, every value text that encodes as UTF-8.
+
+    aiohttp reads a value's bytes that are not UTF-8 as lone surrogates (`caf\\xe9` comes
+    out as `'caf\\udce9'`): a str that cannot be encoded as UTF-8, so one such header from
+    a hostile server made saving the run's recording fail. Such a value is read as
+    ISO-8859-1 instead, as httpx reads it: every byte one character, none lost.
+    (Names with such bytes never get here: aiohttp's parser refuses them.)"""
+    headers = {k.lower(): v for k, v in resp.headers.items()}
+    if all(map(str.isascii, headers.values())):  # the every-call case
+        return headers
+    for name, value in headers.items():
+        if not value.isascii():
+            raw = value.encode("utf-8", "surrogateescape")
+            try:
+                headers[name] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                headers[name] = raw.decode("latin-1")
+    return headers
+
+
 class _StreamedResponse:
     """A response whose body is read as it arrives; `aiter_bytes` yields each piece."""
 
@@ -96,7 +117,7 @@ class _StreamedResponse:
 
     def __init__(self, resp: aiohttp.ClientResponse, limit: int) -> None:
         self.status = resp.status
-        self.headers = {k.lower(): v for k, v in resp.headers.items()}
+        self.headers = _header_map(resp)
         self._resp = resp
         self._limit = limit
 
@@ -332,9 +353,7 @@ class AiohttpTransport:
             raise _translate(said, got_headers=resp is not None, total=limits.total) from exc
         finally:
             watch.cancel()
-        return BufferedResponse(
-            status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
-        )
+        return BufferedResponse(status=resp.status, headers=_header_map(resp), body=body)
 
     async def _aiohttp_timed(self, session: aiohttp.ClientSession, request: HttpRequest,
                              limits: _Limits, limit: int) -> HttpResponse:
@@ -355,9 +374,7 @@ class AiohttpTransport:
                 resp.release()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise _translate(exc, got_headers=got_headers, total=limits.total) from exc
-        return BufferedResponse(
-            status=resp.status, headers={k.lower(): v for k, v in resp.headers.items()}, body=body
-        )
+        return BufferedResponse(status=resp.status, headers=_header_map(resp), body=body)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

@@ -79,11 +79,16 @@ class AddressPolicy:
 
 
 def parse_host(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    if not parts.hostname:
+    """The URL's host and port; AddressRefused (never urllib's bare ValueError) when it
+    has no host or cannot be read (`http://[::1/`, a port past 65535 or not a number)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise AddressRefused(f"URL is not valid ({exc}): {url!r}") from None
+    if not host:
         raise AddressRefused(f"URL has no host: {url!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return parts.hostname, port
+    return host, port or (443 if parts.scheme == "https" else 80)
 
 
 async def resolve(host: str, port: int) -> list[str]:

@@ -14,6 +14,7 @@ caller that retries a whole operation (the workflow engine's step retries) asks
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import field
@@ -68,7 +69,7 @@ class RetryPolicy(FrozenRecord):
             value = getattr(self, name)
             if not isinstance(value, int | float) or value < 0 or value != value:
                 raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-        if self.backoff_multiplier < 1:
+        if not self.backoff_multiplier >= 1:  # NaN too: it made every wait 0
             raise ValueError(f"backoff_multiplier must be >= 1, got {self.backoff_multiplier}")
         if not 0 <= self.jitter <= 1:
             raise ValueError(f"jitter must be between 0 and 1, got {self.jitter}")
@@ -91,8 +92,11 @@ class RetryPolicy(FrozenRecord):
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
         """The wait before retry `retry_number` (1 for the first retry), jittered."""
-        base = self.backoff_base * self.backoff_multiplier ** max(0, retry_number - 1)
-        base = min(base, self.backoff_max)
+        try:
+            growth = float(self.backoff_multiplier) ** max(0, retry_number - 1)
+        except OverflowError:  # past any float (2.0 ** 1024), so far past backoff_max
+            growth = math.inf
+        base = min(self.backoff_base * growth, self.backoff_max) if self.backoff_base else 0.0
         if self.jitter:
             factor = (rng or random).uniform(1 - self.jitter, 1 + self.jitter)
             base *= factor
