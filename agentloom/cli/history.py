@@ -18,8 +18,9 @@ from typing import Any
 
 from agentloom import _jsontext
 from agentloom._files import read_regular
-from agentloom.cli import EXIT_OK, UsageError
+from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._common import check_limit
+from agentloom.cli.runs import printable
 
 _STATUS = {"succeeded": "success"}
 """Our store's words that differ from theirs."""
@@ -69,8 +70,8 @@ async def _store_records(store_url: str | None, limit: int) -> list[dict[str, An
                         used.append(pair)
                 usage = raw.get("usage") if isinstance(raw, dict) else None
                 if isinstance(usage, dict):
-                    tokens += int(usage.get("input_tokens") or 0) + int(
-                        usage.get("output_tokens") or 0)
+                    tokens += _count(usage.get("input_tokens")) + _count(
+                        usage.get("output_tokens"))
             out.append({
                 "run_id": r.run_id,
                 "timestamp": r.started_at.astimezone(UTC).isoformat(),
@@ -85,6 +86,11 @@ async def _store_records(store_url: str | None, limit: int) -> list[dict[str, An
     finally:
         await store.close()
     return out
+
+
+def _count(value: Any) -> int:
+    """A stored token count; one that is no count (text, NaN, -5, true) is unreported."""
+    return value if type(value) is int and value >= 0 else 0
 
 
 _MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -134,7 +140,13 @@ def run(args: argparse.Namespace) -> int:
 
     check_limit(args.limit)
     since, until = _day(args.since, "--since"), _day(args.until, "--until")
-    records = asyncio.run(_store_records(args.store, limit=max(1000, args.limit)))
+    from agentloom.store import StoreConfigError
+
+    try:
+        records = asyncio.run(_store_records(args.store, limit=max(1000, args.limit)))
+    except StoreConfigError as exc:  # a store that won't open, or a damaged run in it
+        sys.stderr.write(f"agentloom history: {exc}\n")
+        return EXIT_FAILED
     if args.runs_dir:
         records += _their_records(args.runs_dir)
     epoch = datetime.min.replace(tzinfo=UTC)
@@ -153,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
         cost = r.get("total_cost_usd")
         cost_text = "?" if cost is None else f"{float(cost):.4f}"
         sys.stdout.write(
-            f"{str(r.get('timestamp') or '')[:25]:<26} {str(r.get('run_id'))[:19]:<20} "
-            f"{str(r.get('workflow_name') or '')[:21]:<22} {str(r.get('status'))[:9]:<10} "
+            f"{printable(str(r.get('timestamp') or ''))[:25]:<26} "
+            f"{printable(str(r.get('run_id')))[:19]:<20} "
+            f"{printable(str(r.get('workflow_name') or ''))[:21]:<22} "
+            f"{printable(str(r.get('status')))[:9]:<10} "
             f"{cost_text:>10} {float(r.get('duration_ms') or 0.0):>10.1f}\n")
     return EXIT_OK

@@ -123,7 +123,7 @@ async def _main(args: argparse.Namespace, age: timedelta) -> int:
         sys.stdout.write("no runs\n")
         return EXIT_OK
     header = ("RUN ID", "STATUS", "WORKFLOW", "STARTED", "COST")
-    rows = [(r.run_id, r.status, r.workflow_name,
+    rows = [(printable(r.run_id), printable(r.status), printable(r.workflow_name),
              r.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
              "?" if r.cost_usd is None else f"${r.cost_usd:.6f}") for r in runs]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
@@ -155,6 +155,14 @@ def _no_run(args: argparse.Namespace, message: str) -> int:
         print_error_json(message)
     sys.stderr.write(f"agentloom runs: {message}\n")
     return EXIT_FAILED
+
+
+def printable(text: str) -> str:
+    """A stored value as one table cell: every control character (a newline, a carriage
+    return, an escape sequence's ESC, even the colours and cursor moves a terminal guard
+    lets through) shown escaped, so a run's id or workflow name can't move the cursor
+    over, erase or recolour other rows."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _row(r: Any) -> dict[str, Any]:

@@ -138,6 +138,20 @@ def check_status(status: str) -> None:
         raise StoreError(f"unknown run status {status!r}; expected one of {sorted(RUN_STATUSES)}")
 
 
+MAX_LEASE_SECONDS = 30 * 86400.0
+"""The longest claim a store takes: a lease is renewed as the holder goes on, and a
+dead holder's run waits out what is left of it."""
+
+
+def check_lease(lease_seconds: float) -> None:
+    """A claim's lease: more than 0 seconds, at most `MAX_LEASE_SECONDS` (NaN, infinity
+    and 1e300 are refused here, not as an OverflowError from the date arithmetic)."""
+    if not (isinstance(lease_seconds, (int, float)) and not isinstance(lease_seconds, bool)
+            and 0 < lease_seconds <= MAX_LEASE_SECONDS):
+        raise StoreError(f"a claim's lease must be more than 0 and at most "
+                         f"{MAX_LEASE_SECONDS:.0f} seconds (30 days), got {lease_seconds!r}")
+
+
 def check_tool_status(status: str) -> None:
     if status not in ("in_flight", "done"):
         raise StoreError(f"tool call status must be 'in_flight' or 'done', got {status!r}")

@@ -20,8 +20,15 @@ from agentloom.store._base import (
     RunExists,
     RunNotFound,
     StoreError,
+    check_lease,
     check_status,
     check_tool_status,
+)
+from agentloom.store._payload import (
+    checkpoint_from_payload,
+    checkpoint_to_payload,
+    delta_from_payload,
+    delta_to_payload,
 )
 from agentloom.store._records import (
     FINISHED_STATUSES,
@@ -38,14 +45,7 @@ from agentloom.store._records import (
     apply_delta,
     query_matches,
 )
-from agentloom.store._serde import (
-    JsonSerializer,
-    Serializer,
-    checkpoint_from_payload,
-    checkpoint_to_payload,
-    delta_from_payload,
-    delta_to_payload,
-)
+from agentloom.store._serde import JsonSerializer, Serializer
 from agentloom.store._sql import utcnow
 
 
@@ -275,6 +275,7 @@ class MemoryStore:
         return len(doomed)
 
     async def claim_run(self, run_id: str, worker_id: str, lease_seconds: float) -> bool:
+        check_lease(lease_seconds)
         self._check_open()
         run = self._require(run_id)
         now = self._now()

@@ -46,6 +46,7 @@ class _PgDb:
 
     def __init__(self, dsn: str, *, connect_timeout: float) -> None:
         self.dsn = dsn
+        self.place = shown_url(dsn)
         self._connect_timeout = connect_timeout
         self._conn: Any = None
         self._lock = asyncio.Lock()

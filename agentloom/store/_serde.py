@@ -32,7 +32,6 @@ from agentloom.messages import (
     part_to_dict,
 )
 from agentloom.store._base import StoreError
-from agentloom.store._records import Checkpoint, CheckpointDelta, PauseInfo, ToolLoopProgress
 
 _TAG = "__al__"
 _PART_KINDS = frozenset(
@@ -343,74 +342,3 @@ class JsonSerializer:
 
     def loads(self, data: str) -> Any:
         return _decode(json.loads(data))
-
-
-def _shallow(obj: Any) -> dict[str, Any]:
-    # dataclasses.asdict would recurse into Message objects and lose their tags.
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-
-
-def checkpoint_to_payload(cp: Checkpoint) -> dict[str, Any]:
-    """The checkpoint fields that go into the payload column (not seq/created_at)."""
-    return {
-        "state": cp.state,
-        "status": cp.status,
-        "step_results": cp.step_results,
-        "conversations": cp.conversations,
-        "tool_loops": [_shallow(t) for t in cp.tool_loops],
-        "paused": _shallow(cp.paused) if cp.paused is not None else None,
-        "cost_usd": cp.cost_usd,
-        "extra": cp.extra,
-    }
-
-
-def checkpoint_from_payload(data: dict[str, Any], *, seq: int,
-                            created_at: datetime | None) -> Checkpoint:
-    paused = data.get("paused")
-    return Checkpoint(
-        state=data.get("state") or {},
-        status=data.get("status", "running"),
-        step_results=data.get("step_results") or {},
-        conversations=data.get("conversations") or {},
-        tool_loops=[ToolLoopProgress(**t) for t in data.get("tool_loops") or []],
-        paused=PauseInfo(**paused) if paused else None,
-        cost_usd=data.get("cost_usd"),
-        extra=data.get("extra") or {},
-        seq=seq,
-        created_at=created_at,
-    )
-
-
-def delta_to_payload(delta: CheckpointDelta) -> dict[str, Any]:
-    """A delta's payload column: only the parts it has, so a step's row stays small."""
-    out: dict[str, Any] = {"status": delta.status, "cost_usd": delta.cost_usd}
-    for name in ("state", "state_removed", "step_results", "step_results_removed",
-                 "conversations", "loop_messages_kept", "tool_loops_removed", "extra",
-                 "extra_removed"):
-        value = getattr(delta, name)
-        if value:
-            out[name] = value
-    if delta.tool_loops:
-        out["tool_loops"] = [_shallow(t) for t in delta.tool_loops]
-    if delta.paused is not None:
-        out["paused"] = _shallow(delta.paused)
-    return out
-
-
-def delta_from_payload(data: dict[str, Any]) -> CheckpointDelta:
-    paused = data.get("paused")
-    return CheckpointDelta(
-        status=data.get("status", "running"),
-        state=data.get("state") or {},
-        state_removed=data.get("state_removed") or [],
-        step_results=data.get("step_results") or {},
-        step_results_removed=data.get("step_results_removed") or [],
-        conversations=data.get("conversations") or {},
-        tool_loops=[ToolLoopProgress(**t) for t in data.get("tool_loops") or []],
-        loop_messages_kept=data.get("loop_messages_kept") or {},
-        tool_loops_removed=data.get("tool_loops_removed") or [],
-        paused=PauseInfo(**paused) if paused else None,
-        cost_usd=data.get("cost_usd"),
-        extra=data.get("extra") or {},
-        extra_removed=data.get("extra_removed") or [],
-    )

@@ -15,11 +15,17 @@ run even with several writers (the row lock serialises them).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from agentloom.store._base import RunExists, RunNotFound, check_status
+from agentloom.store._base import RunExists, RunNotFound, check_lease, check_status
+from agentloom.store._payload import (
+    checkpoint_from_payload,
+    checkpoint_to_payload,
+    delta_from_payload,
+    delta_to_payload,
+)
 from agentloom.store._records import (
     FINISHED_STATUSES,
     Checkpoint,
@@ -32,14 +38,9 @@ from agentloom.store._records import (
     apply_delta,
     like_pattern,
 )
-from agentloom.store._serde import (
-    checkpoint_from_payload,
-    checkpoint_to_payload,
-    delta_from_payload,
-    delta_to_payload,
-)
 from agentloom.store._sql_base import RUN_COLS, WROTE_ROW, Rows, SqlDb, SqlTx, utcnow
 from agentloom.store._sql_journal import SqlJournal
+from agentloom.store._stored import Damaged, shown, stored_count
 
 __all__ = ["Rows", "SqlDb", "SqlStore", "SqlTx", "utcnow"]
 
@@ -152,13 +153,32 @@ class SqlStore(SqlJournal):
                 "SELECT seq, created_at, payload FROM checkpoint_deltas WHERE run_id = ? "
                 "AND seq > ? ORDER BY seq", (run_id, rows[0][0]),
             )
-        seq, created, payload = rows[0]
-        cp = checkpoint_from_payload(self._loads(payload), seq=int(seq),
-                                     created_at=self._dt(created))
-        for seq, created, payload in deltas:
-            apply_delta(cp, delta_from_payload(self._loads(payload)), seq=int(seq),
-                        created_at=self._dt(created))
+        cp = self._checkpoint(run_id, rows[0])
+        for row in deltas:
+            seq, created, delta = self._delta(run_id, row)
+            apply_delta(cp, delta, seq=seq, created_at=created)
         return cp
+
+    def _checkpoint(self, run_id: str, row: Sequence[Any]) -> Checkpoint:
+        """A stored (seq, created_at, payload) of `checkpoints` as a checkpoint; one
+        that is not what the store writes is a `StoreCorrupt` naming the run."""
+        seq, created, payload = row[:3]
+        try:
+            return checkpoint_from_payload(self._read(payload, "the payload"),
+                                           seq=stored_count(seq, "seq"),
+                                           created_at=self._dt(created, "created_at"))
+        except Damaged as exc:
+            raise self._damaged(run_id, f"checkpoint {shown(seq)}: {exc}") from None
+
+    def _delta(self, run_id: str, row: Sequence[Any]
+               ) -> tuple[int, datetime | None, CheckpointDelta]:
+        """A stored (seq, created_at, payload) of `checkpoint_deltas`, checked so."""
+        seq, created, payload = row[:3]
+        try:
+            return (stored_count(seq, "seq"), self._dt(created, "created_at"),
+                    delta_from_payload(self._read(payload, "the payload")))
+        except Damaged as exc:
+            raise self._damaged(run_id, f"the write {shown(seq)}: {exc}") from None
 
     async def load_writes(self, run_id: str, *, after_seq: int = -1) -> list[StoredWrite]:
         """The run's kept writes (whole checkpoints and deltas) numbered above
@@ -173,11 +193,13 @@ class SqlStore(SqlJournal):
                 "checkpoint_deltas WHERE run_id = ? AND seq > ? ORDER BY 1",
                 (run_id, after_seq, run_id, after_seq))
         out: list[StoredWrite] = []
-        for seq, created, payload, is_delta in rows:
-            data, when = self._loads(payload), self._dt(created)
-            out.append(StoredWrite(seq=int(seq), created_at=when, delta=delta_from_payload(data))
-                       if is_delta else StoredWrite(seq=int(seq), created_at=when,
-                       checkpoint=checkpoint_from_payload(data, seq=int(seq), created_at=when)))
+        for row in rows:
+            if row[3]:
+                seq, when, delta = self._delta(run_id, row)
+                out.append(StoredWrite(seq=seq, created_at=when, delta=delta))
+            else:
+                cp = self._checkpoint(run_id, row)
+                out.append(StoredWrite(seq=cp.seq, created_at=cp.created_at, checkpoint=cp))
         return out
 
     async def load_latest_many(self, run_ids: Sequence[str]) -> dict[str, Checkpoint]:
@@ -197,13 +219,11 @@ class SqlStore(SqlJournal):
                 f"SELECT run_id, seq, created_at, payload FROM checkpoint_deltas d WHERE "
                 f"run_id IN ({marks}) AND seq > {newest.format(t='d')} ORDER BY run_id, seq",
                 ids)
-        out = {run_id: checkpoint_from_payload(self._loads(payload), seq=int(seq),
-                                               created_at=self._dt(created))
-               for run_id, seq, created, payload in bases}
-        for run_id, seq, created, payload in deltas:
-            if run_id in out:
-                apply_delta(out[run_id], delta_from_payload(self._loads(payload)),
-                            seq=int(seq), created_at=self._dt(created))
+        out = {row[0]: self._checkpoint(row[0], row[1:]) for row in bases}
+        for row in deltas:
+            if row[0] in out:
+                seq, created, delta = self._delta(row[0], row[1:])
+                apply_delta(out[row[0]], delta, seq=seq, created_at=created)
         return out
 
     async def list_runs(self, *, status: str | None = None, limit: int | None = 100
@@ -294,6 +314,7 @@ class SqlStore(SqlJournal):
     async def claim_run(self, run_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Take the run for `worker_id` until the lease ends. True if this worker holds it
         now (it was free, expired, or already ours); False if another worker holds it."""
+        check_lease(lease_seconds)
         await self._ensure()
         now = self._now()
         async with self._db.transaction() as tx:

@@ -14,7 +14,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any, Protocol, Self
 
 from agentloom.store._base import StoreError
@@ -22,6 +21,17 @@ from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migrat
 from agentloom.store._pending import PendingWrites, Statement
 from agentloom.store._records import RunRecord
 from agentloom.store._serde import JsonSerializer, Serializer
+from agentloom.store._stored import (
+    Damaged,
+    damaged_run,
+    stored_cost,
+    stored_count,
+    stored_object,
+    stored_optional_text,
+    stored_status,
+    stored_text,
+    stored_time,
+)
 
 Rows = list[tuple[Any, ...]]
 
@@ -32,6 +42,8 @@ class SqlTx(Protocol):
 
 class SqlDb(Protocol):
     dialect: str
+    place: str
+    """Where the store is, as a message names it (a path, a URL without its password)."""
 
     async def open(self) -> None: ...
 
@@ -149,22 +161,44 @@ class SqlBase:
     def _loads(self, value: Any) -> Any:
         return None if value is None else self._serde.loads(value)
 
+    def _read(self, value: Any, what: str) -> Any:
+        """`_loads` of a stored column, whose failure (not JSON, a tagged value that
+        doesn't revive) is `Damaged`."""
+        try:
+            return self._loads(value)
+        except MemoryError:
+            raise
+        except Exception as exc:
+            raise Damaged(f"{what} does not decode ({type(exc).__name__}: "
+                          f"{str(exc)[:120]})") from None
+
+    def _damaged(self, run_id: Any, why: str) -> Exception:
+        return damaged_run(self._db.place, run_id, why)
+
     @staticmethod
-    def _dt(value: Any) -> datetime | None:
-        if value is None or isinstance(value, datetime):
-            return value
-        return datetime.fromisoformat(str(value))
+    def _dt(value: Any, what: str = "a timestamp") -> datetime | None:
+        return None if value is None else stored_time(value, what)
 
     def _run(self, row: tuple[Any, ...]) -> RunRecord:
-        started, updated = self._dt(row[5]), self._dt(row[6])
-        assert started is not None and updated is not None
-        return RunRecord(
-            run_id=row[0], workflow_name=row[1], workflow_hash=row[2], status=row[3],
-            meta=self._loads(row[4]) or {}, started_at=started, updated_at=updated,
-            cost_usd=Decimal(row[7]) if row[7] is not None else None, latest_seq=int(row[8]),
-            claimed_by=row[9], lease_until=self._dt(row[10]),
-        )
-
+        """A `runs` row as a record; a column that is not what the store writes (a cost
+        that is text or NaN, a time that is none, meta that is a list) is one
+        `StoreCorrupt` naming the run and the column."""
+        try:
+            return RunRecord(
+                run_id=stored_text(row[0], "run_id"),
+                workflow_name=stored_text(row[1], "workflow_name"),
+                workflow_hash=stored_text(row[2], "workflow_hash"),
+                status=stored_status(row[3]),
+                meta=stored_object(self._read(row[4], "meta"), "meta"),
+                started_at=stored_time(row[5], "started_at"),
+                updated_at=stored_time(row[6], "updated_at"),
+                cost_usd=stored_cost(row[7], "cost_usd"),
+                latest_seq=stored_count(row[8], "latest_seq"),
+                claimed_by=stored_optional_text(row[9], "claimed_by"),
+                lease_until=self._dt(row[10], "lease_until"),
+            )
+        except Damaged as exc:
+            raise self._damaged(row[0], str(exc)) from None
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()

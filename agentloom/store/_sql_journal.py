@@ -12,6 +12,7 @@ from agentloom.store._base import RunNotFound, StoreError, check_tool_status
 from agentloom.store._pending import Statement
 from agentloom.store._records import ModelExchangeRecord, ToolCallRecord, ToolCallStatus
 from agentloom.store._sql_base import WROTE_ROW, SqlBase, SqlTx
+from agentloom.store._stored import Damaged, stored_count
 
 
 class SqlJournal(SqlBase):
@@ -70,12 +71,17 @@ class SqlJournal(SqlBase):
         sql += " ORDER BY step_id, turn, call_id"
         async with self._db.transaction() as tx:
             rows = await tx.execute(sql, params)
-        return [
-            ToolCallRecord(run_id=r[0], step_id=r[1], turn=int(r[2]), call_id=r[3], status=r[4],
-                           idempotent=bool(r[5]), result=self._loads(r[6]), name=r[7],
-                           arguments=self._loads(r[8]), updated_at=self._dt(r[9]))
-            for r in rows
-        ]
+        try:
+            return [
+                ToolCallRecord(run_id=r[0], step_id=r[1], turn=stored_count(r[2], "turn"),
+                               call_id=r[3], status=r[4], idempotent=bool(r[5]),
+                               result=self._read(r[6], "result"), name=r[7],
+                               arguments=self._read(r[8], "arguments"),
+                               updated_at=self._dt(r[9], "updated_at"))
+                for r in rows
+            ]
+        except Damaged as exc:
+            raise self._damaged(run_id, f"a tool call: {exc}") from None
 
     def _exchange(self, run_id: str, step_id: str, turn: int, request_hash: str,
                   response: Any) -> Statement:
@@ -124,9 +130,13 @@ class SqlJournal(SqlBase):
         sql += " ORDER BY step_id, turn, created_at"
         async with self._db.transaction() as tx:
             rows = await tx.execute(sql, params)
-        return [
-            ModelExchangeRecord(run_id=r[0], step_id=r[1], turn=int(r[2]), request_hash=r[3],
-                                response=self._loads(r[4]), created_at=self._dt(r[5]))
-            for r in rows
-        ]
+        try:
+            return [
+                ModelExchangeRecord(run_id=r[0], step_id=r[1], turn=stored_count(r[2], "turn"),
+                                    request_hash=r[3], response=self._read(r[4], "response"),
+                                    created_at=self._dt(r[5], "created_at"))
+                for r in rows
+            ]
+        except Damaged as exc:
+            raise self._damaged(run_id, f"a model exchange: {exc}") from None
 

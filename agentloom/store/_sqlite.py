@@ -280,6 +280,7 @@ class _SqliteDb:
 
     def __init__(self, path: Path, *, busy_timeout: float, follow_links: bool = True) -> None:
         self.path = path
+        self.place = str(path)
         self._busy_timeout = busy_timeout
         self._follow_links = follow_links
         self._worker: _Worker | None = None
