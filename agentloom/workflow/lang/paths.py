@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloom import structured
+from agentloom.errors import kind_of
 
 Path = tuple[str | int, ...]
 
@@ -107,25 +108,31 @@ def lookup(root: Any, path: Path) -> Any:
 
 
 def assign(root: dict[str, Any], path: Path, value: Any) -> None:
-    """Set `value` at `path`, creating mappings on the way (`output: report.summary`)."""
+    """Set `value` at `path`, creating mappings on the way (`output: report.summary`).
+    A path the state can't hold raises PathError saying why: an index past a list's end
+    (`items[9]` of two items; lists never grow here), or a name below text or a list."""
     cur: Any = root
-    for seg in path[:-1]:
+    for i, seg in enumerate(path):
         if isinstance(cur, dict):
+            if i == len(path) - 1:
+                cur[seg] = value
+                return
             nxt = cur.get(seg)
             if nxt is None:
                 nxt = cur[seg] = {}
-        elif isinstance(cur, list) and isinstance(seg, int) and -len(cur) <= seg < len(cur):
+        elif isinstance(cur, list) and isinstance(seg, int):
+            if not -len(cur) <= seg < len(cur):
+                raise PathError(f"cannot write {format_path(path)!r}: {_at(path[:i])} is a "
+                                f"list of {len(cur)}, with no item [{seg}]")
+            if i == len(path) - 1:
+                cur[seg] = value
+                return
             nxt = cur[seg]
         else:
-            nxt = MISSING
-        if not isinstance(nxt, dict | list):
-            raise PathError(f"cannot write {format_path(path)!r}: {seg!r} holds a "
-                            f"{type(nxt).__name__}, not a mapping")
+            raise PathError(f"cannot write {format_path(path)!r}: {_at(path[:i])} holds "
+                            f"{kind_of(cur)}, not a mapping")
         cur = nxt
-    last = path[-1]
-    if isinstance(cur, list) and isinstance(last, int):
-        cur[last] = value
-    elif not isinstance(cur, dict):
-        raise PathError(f"cannot write {format_path(path)!r}")
-    else:
-        cur[last] = value
+
+
+def _at(path: Path) -> str:
+    return repr(format_path(path)) if path else "the state"

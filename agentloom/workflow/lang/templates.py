@@ -5,6 +5,7 @@ A template is parsed once, when the workflow loads, into a tuple of literal stri
 references; rendering is a join over that tuple, with no parsing and no `str.format` (whose
 format specs and attribute walks are how templates become code). Inserted values are text:
 dicts and lists as JSON, and a value that itself contains braces is never parsed again.
+A rendering longer than `MAX_RENDERED_CHARS` is refused as it is counted, not built.
 """
 
 from __future__ import annotations
@@ -58,7 +59,17 @@ class Template(FrozenRecord):
         parts = self.parts
         if len(parts) == 1 and isinstance(parts[0], str):
             return parts[0]
-        return "".join([p if isinstance(p, str) else to_text(scope.resolve(p)) for p in parts])
+        out: list[str] = []
+        size = 0
+        for p in parts:
+            text = p if isinstance(p, str) else to_text(scope.resolve(p))
+            size += len(text)
+            if size > MAX_RENDERED_CHARS:  # counted before the join builds it
+                raise TemplateError(
+                    f"template {_excerpt(self.source)} renders to more than "
+                    f"{MAX_RENDERED_CHARS:,} characters; pass less state into it")
+            out.append(text)
+        return "".join(out)
 
     def value(self, scope: Scope) -> Any:
         """A template that is exactly one reference gives the value itself, typed; any
@@ -101,6 +112,16 @@ class Scope:
         if text is None:
             raise TemplateError(f"{{{ref.source}}}: step {step_id!r} has no output")
         return text
+
+
+MAX_RENDERED_CHARS = 32 * 1024 * 1024
+"""A rendered template longer than this fails its step. A reference repeated in the file
+multiplies a state value (a model's reply, `--state`): 2,000 `{state.x}` over a 100 kB
+`x` rendered a 200 MB prompt, and a 1 MB file could ask for 10 GB."""
+
+
+def _excerpt(source: str, limit: int = 40) -> str:
+    return repr(source) if len(source) <= limit else f"{source[:limit]!r}..."
 
 
 def to_text(value: Any) -> str:

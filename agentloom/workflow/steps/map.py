@@ -17,7 +17,9 @@ The output is one entry per item, in the list's order, whatever order they finis
 `{"status": "success" | "failed", "output": ..., "error": ...}`, where `output` is the
 value of the body's last step (its `output` key's value, else its text). One item's
 failure never cancels the others; with `on_item_error: fail` (the default) the step then
-fails naming every failed item, with `continue` it succeeds and the entries say.
+fails naming every failed item, with `continue` it succeeds and the entries say. A
+finished item keeps only its entry, usage and pause, never its final state (a copy of
+the whole state, the list included).
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from agentloom.workflow.engine.nested import (
     first_failure,
     load_block,
     problems_text,
-    raise_if_paused,
     rolled_usage,
+    sum_usage,
 )
 from agentloom.workflow.engine.result import RunResult, RunStatus, StepOutcome, StepStatus
 from agentloom.workflow.lang.paths import MISSING, Path, PathError, format_path, lookup, parse_path
@@ -44,6 +46,7 @@ from agentloom.workflow.lang.paths import MISSING, Path, PathError, format_path,
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from agentloom.messages import Usage
     from agentloom.workflow.engine.context import RunContext
     from agentloom.workflow.lang.templates import Template
     from agentloom.workflow.load.loader import PrepareContext
@@ -100,6 +103,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
     prep: Prepared = node.prepared
     if prep.body is None or prep.last is None:
         raise WorkflowError(f"map step {node.id!r}: its body is not loaded")
+    last = prep.last
     items = lookup(ctx.state, prep.over)
     where = f"state.{format_path(prep.over)}"
     if items is MISSING:
@@ -111,7 +115,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raise MapError(f"map step {node.id!r}: {where} has {len(items)} items, more than "
                        f"max_items ({step.max_items}); raise max_items or split the list")
     body = block_under(node, "body", prep.body, ctx.workflow)
-    done: list[RunResult | None] = [None] * len(items)
+    done: list[_Done | None] = [None] * len(items)
     pending = iter(enumerate(items))
     slots = ITEM_SLOTS.get(None)
     allowance = MAX_ITEMS_IN_FLIGHT if slots is None else slots
@@ -126,18 +130,24 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
             state = deep_copy(ctx.state)
             state[step.as_] = deep_copy(item)
             state["index"] = index
-            done[index] = await ctx.run_child(body, state=state,
-                                              run_id=f"{ctx.run_id}/{node.id}[{index}]",
-                                              scope=f"{node.id}/{index}")
+            result = await ctx.run_child(body, state=state,
+                                         run_id=f"{ctx.run_id}/{node.id}[{index}]",
+                                         scope=f"{node.id}/{index}")
+            # Only what the output needs is kept: an item's final state holds a copy of
+            # the whole state, the list included, and 10,000 of them would hold it
+            # 10,000 times over.
+            done[index] = _Done(_entry(result, last), rolled_usage([result]),
+                                result.pause)
 
     async with asyncio.TaskGroup() as tg:
         for _ in range(workers):
             tg.create_task(worker())
     results = [r for r in done if r is not None]
     for r in results:
-        raise_if_paused(r)
-    entries = [_entry(r, prep.last) for r in results]
-    usage = rolled_usage(results)
+        if isinstance(r.pause, BaseException):  # a pause inside an item surfaces unchanged
+            raise r.pause
+    entries = [r.entry for r in results]
+    usage = sum_usage([r.usage for r in results if r.usage is not None])
     failed = [i for i, e in enumerate(entries) if e["status"] != "success"]
     if failed and step.on_item_error == "fail":
         detail = "; ".join(f"item {i}: {entries[i]['error']}" for i in failed[:5])
@@ -152,6 +162,15 @@ MAX_ITEMS_IN_FLIGHT = 256
 ITEM_SLOTS: contextvars.ContextVar[int] = contextvars.ContextVar("agentloom_map_item_slots")
 """The share of the enclosing maps' allowance a map started here may run (unset: none
 encloses it)."""
+
+
+@dataclass(slots=True, frozen=True)
+class _Done:
+    """What a finished item leaves for the map's output: its entry, usage and pause."""
+
+    entry: dict[str, Any]
+    usage: Usage | None
+    pause: Any
 
 
 def _entry(result: RunResult, last: str) -> dict[str, Any]:
