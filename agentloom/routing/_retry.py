@@ -119,11 +119,15 @@ class RetryPolicy(FrozenRecord):
         of attempts made so far (1 after the first). An HTTP status goes by the policy's
         codes; anything else by the error's own `.retryable`, which whoever raised it
         decided (the router's verdict on its last candidate, a step attempt's timeout:
-        yes; an oversized reply, a template or configuration error: no)."""
+        yes; an oversized reply, a template or configuration error: no). An error whose
+        server asked to wait longer than `max_retry_after` is not tried again."""
         if attempt > self.max_retries:
             return False
         if isinstance(error, ReplyTooLarge):
             return False
+        asked = getattr(error, "retry_after", None)
+        if isinstance(asked, int | float) and asked > self.max_retry_after:
+            return False  # not worth waiting for, as `wait_before_retry` says of a call
         if isinstance(error, ProviderError) and error.status is not None and (
                 error.phase == "status"):
             return error.status in self.retryable_status_codes

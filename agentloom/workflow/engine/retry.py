@@ -5,7 +5,9 @@ messages): a `ProviderError` by its status or failure phase, any other error by 
 `.retryable` (an attempt's timeout is retryable; template, structured-output and
 configuration errors are not). The step's wait before retry n (from 0) is
 `backoff_base ** n` seconds, capped by `backoff_max`, jittered; a longer `Retry-After`
-is waited out.
+is waited out up to `STEP_MAX_RETRY_AFTER`, and a server asking for more is not retried:
+the step fails at once, where it slept as long as it was told (`Retry-After: 1000000000`
+stalled the run for decades).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from agentloom.routing import RetryPolicy
 from agentloom.workflow.schema.steps import DEFAULT_RETRYABLE_STATUS
 
 DEFAULT_STEP_RETRIES = 3
+STEP_MAX_RETRY_AFTER = 600.0
+"""The longest `Retry-After` a step's retry waits out (the provider router waits 60 s at
+most, then moves on; a step that failed so outlasts it, up to ten minutes)."""
 
 
 def step_policy(retry: Any, default_retries: int | None, *, retries: bool = True
@@ -36,6 +41,5 @@ def step_policy(retry: Any, default_retries: int | None, *, retries: bool = True
         jitter=0.25 if retry is None or retry.jitter is True else float(retry.jitter or 0),
         retryable_status_codes=frozenset(retry.retryable_status_codes) if retry is not None
         else frozenset(DEFAULT_RETRYABLE_STATUS),
-        # A step's retries honoured any Retry-After; keep it so (routing caps at 60 s).
-        max_retry_after=float("inf"),
+        max_retry_after=STEP_MAX_RETRY_AFTER,
     )
