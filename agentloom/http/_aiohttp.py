@@ -7,6 +7,16 @@ attachment fetcher) follow each hop themselves, so every hop passes the address 
 All aiohttp and asyncio failures become `TransportError` in `_translate`, with the phase
 and whether the request reached the server, because retry and fallback decide on those.
 
+A request made under `netguard.pinned(permit)` (the `http_request` tool and attachment
+downloads run theirs so) goes through a second session whose connector resolves each name
+once, through `_PinnedResolver`, and connects only to the addresses the pin allows: the
+address checked is the address connected to, so a name that answers differently the second
+time (DNS rebinding) reaches nothing it should not. That session caches no lookup and keeps
+no connection alive (a pooled connection was checked under another request's rule). IP
+literals, which aiohttp never resolves, are judged against the pin before the request.
+The URL keeps its host name, so the Host header, TLS SNI and the certificate check are the
+name's. Requests outside a pin (provider calls) use the ordinary pooled session, unchanged.
+
 Replies are bounded: a body, counted after decompression (aiohttp inflates in bounded
 pieces, so a gzip bomb stops at the cap, not at its inflated size), and a stream's total
 are capped at `max_reply_bytes` (or the request's own `max_bytes`) by a plain counter;
@@ -17,12 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import ipaddress
+import socket
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import client_exceptions as cx
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
+from yarl import URL
 
+from agentloom.http.netguard import AddressRefused, Permit, allowed_only, current_pin
 from agentloom.transport import (
     BodyTooLarge,
     BufferedResponse,
@@ -245,6 +261,46 @@ class _Watch:
             self._handle = None
 
 
+class _PinnedResolver(AbstractResolver):
+    """The pinned session's resolver: one lookup per connection (its connector caches
+    none), and only the addresses the request's pin allows come out, in their order.
+    AddressRefused when the pin allows none (or there is no pin: closed by default)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: AbstractResolver) -> None:
+        self._inner = inner
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+        permit = current_pin()
+        if permit is None:
+            raise AddressRefused(f"{host}: a pinned connection was made outside a pin")
+        found = await self._inner.resolve(host, port, family)
+        kept = set(allowed_only(host, port, [r["host"] for r in found], permit))
+        return [r for r in found if r["host"] in kept]
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def _check_literal(url: str, permit: Permit) -> None:
+    """An IP-literal host (aiohttp connects to it with no lookup) judged against the pin,
+    read the way aiohttp reads the URL."""
+    try:
+        parsed = URL(url)
+        host, port = parsed.raw_host, parsed.port
+    except (ValueError, TypeError):
+        return  # aiohttp refuses the URL itself (InvalidURL)
+    if not host:
+        return
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return  # a name: the pinned resolver judges what it resolves to
+    allowed_only(host, port or 0, [host], permit)
+
+
 class AiohttpTransport:
     """The default transport: one aiohttp session, opened on first use in the running loop.
 
@@ -258,7 +314,7 @@ class AiohttpTransport:
     """
 
     __slots__ = ("_last_timeout", "_limit", "_limit_per_host", "_loop", "_max_reply_bytes",
-                 "_session", "_timeout", "_timeouts")
+                 "_pinned", "_pinned_loop", "_session", "_timeout", "_timeouts")
 
     def __init__(
         self, *, limit: int = 1000, limit_per_host: int = 0, timeout: HttpTimeout | None = None,
@@ -272,6 +328,8 @@ class AiohttpTransport:
         self._timeout = timeout or _DEFAULT_TIMEOUT
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pinned: aiohttp.ClientSession | None = None
+        self._pinned_loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[HttpTimeout, _Limits] = {}
         # The last one asked for, by identity: an endpoint passes the same object on every
         # call, and the dict lookup hashes the dataclass field by field in Python.
@@ -296,7 +354,33 @@ class AiohttpTransport:
             limit=self._limit, limit_per_host=self._limit_per_host, keepalive_timeout=30,
             enable_cleanup_closed=False,
         )
-        self._session = aiohttp.ClientSession(
+        self._session = self._new_session(connector)
+        self._loop = loop
+        return self._session
+
+    def _open_pinned(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        """The session for requests under a pin. The system resolver, as the address
+        check's own lookup uses; no lookup cached and no connection kept alive, so every
+        connection is resolved, judged and made for its own request."""
+        connector = aiohttp.TCPConnector(
+            limit=self._limit, limit_per_host=self._limit_per_host, force_close=True,
+            use_dns_cache=False, resolver=_PinnedResolver(ThreadedResolver(loop)),
+            enable_cleanup_closed=False,
+        )
+        self._pinned = self._new_session(connector)
+        self._pinned_loop = loop
+        return self._pinned
+
+    def _pinned_session(self, request: HttpRequest, permit: Permit) -> aiohttp.ClientSession:
+        _check_literal(request.url, permit)
+        loop = asyncio.get_running_loop()
+        pinned = self._pinned
+        if pinned is None or self._pinned_loop is not loop or pinned.closed:
+            pinned = self._open_pinned(loop)
+        return pinned
+
+    def _new_session(self, connector: aiohttp.TCPConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
             connector=connector,
             timeout=self._limits(self._timeout).full,
             auto_decompress=True,
@@ -305,12 +389,15 @@ class AiohttpTransport:
             # header copies on every request.
             headers={"User-Agent": "agentloom"},
         )
-        self._loop = loop
-        return self._session
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
+        """The reply; TransportError when the exchange fails, AddressRefused (before any
+        byte is sent) when a request under a pin would reach an address it does not allow."""
         session = self._session
-        if session is None or self._loop is not asyncio.get_running_loop() or session.closed:
+        permit = current_pin()
+        if permit is not None:
+            session = self._pinned_session(request, permit)
+        elif session is None or self._loop is not asyncio.get_running_loop() or session.closed:
             session = self._open()
         limits = self._limits(request.timeout or self._timeout)
         limit = request.max_bytes or self._max_reply_bytes
@@ -377,6 +464,8 @@ class AiohttpTransport:
         return BufferedResponse(status=resp.status, headers=_header_map(resp), body=body)
 
     async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None and not session.closed:
-            await session.close()
+        sessions = (self._session, self._pinned)
+        self._session = self._pinned = None
+        for session in sessions:
+            if session is not None and not session.closed:
+                await session.close()

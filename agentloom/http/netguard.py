@@ -7,6 +7,15 @@ The check runs on the *resolved* address of every hop, so a public name that res
 127.0.0.1, a decimal IP (`http://2130706433/`) or a redirect to loopback are all refused.
 An IPv6 address that embeds an IPv4 address (mapped, compatible, SIIT-translated, NAT64,
 6to4) is judged as the IPv4 address it embeds: a translator or relay would deliver it there.
+
+A check before the request is not enough on its own: the transport looks the name up again
+when it connects, and a name with a zero TTL can answer a public address to the check and
+127.0.0.1 to the connection (DNS rebinding). So a caller also runs its request under
+`pinned(permit)`: inside that block the aiohttp transport connects through a resolver that
+looks the name up once, keeps only the addresses `permit` allows and connects to those
+(`allowed_only`), and refuses with AddressRefused when none is left. The URL keeps its host
+name (Host header, TLS SNI and certificate check); only the lookup is pinned. Provider calls
+run outside any pin: a model server on loopback stays reachable.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -114,6 +125,53 @@ async def check_url(url: str, policy: AddressPolicy) -> list[str]:
             f"address ({', '.join(denied)})"
         )
     return addresses
+
+
+Permit = Callable[[str, int, str], bool]
+"""`permit(host, port, address)`: may a connection for `host` on `port` go to `address`."""
+
+_PIN: ContextVar[Permit | None] = ContextVar("agentloom_netguard_pin", default=None)
+
+
+@contextmanager
+def pinned(permit: Permit) -> Iterator[None]:
+    """Run requests in this block only to addresses `permit` allows, judged on the lookup
+    the connection itself uses (a transport that honours pins: the aiohttp one). A pin
+    inside another one narrows it: an address must pass both."""
+    outer = _PIN.get()
+    rule = permit if outer is None else (
+        lambda host, port, address: outer(host, port, address) and permit(host, port, address)
+    )
+    token = _PIN.set(rule)
+    try:
+        yield
+    finally:
+        _PIN.reset(token)
+
+
+current_pin: Callable[[], Permit | None] = _PIN.get
+"""The pin the current request runs under, or None (no pin: any address). The context
+variable's own getter: a transport asks on every call."""
+
+
+def allowed_only(host: str, port: int, addresses: Iterable[str], permit: Permit) -> list[str]:
+    """The addresses a connection for `host` may go to, in their order; AddressRefused
+    (in the words of `check_url`) when `permit` allows none of them."""
+    addresses = list(addresses)
+    kept = [a for a in addresses if _permitted(permit, host, port, a)]
+    if not kept:
+        raise AddressRefused(
+            f"{host} resolves to a private, loopback or link-local address "
+            f"({', '.join(addresses) or 'no address'}) when connecting"
+        )
+    return kept
+
+
+def _permitted(permit: Permit, host: str, port: int, address: str) -> bool:
+    try:
+        return permit(host, port, address)
+    except ValueError:  # not an address the policy can read: not one it allows
+        return False
 
 
 def host_matches(host: str, domains: Iterable[str]) -> bool:

@@ -21,10 +21,12 @@ is a host, an IP, a network (`10.0.0.0/8`) or an address with a port (`127.0.0.1
 `[::1]:8080`), which allows that one port only: the way tests open exactly one loopback
 server.
 
-Known limit: the address check resolves the name, and the transport resolves it again
-when it connects, so a DNS server that answers differently the second time (rebinding)
-could slip past. IP literals and every redirect hop are checked exactly. docs/security.md
-has the whole threat model.
+The address check resolves the name, and the transport resolves it again when it
+connects; a DNS server that answers differently the second time (rebinding) would slip
+past the check alone. So `http_request` sends each hop inside `policy.pin()`: the aiohttp
+transport then connects only to addresses these same rules allow, judged on the lookup the
+connection itself uses (`agentloom.http.netguard.pinned`). docs/security.md has the whole
+threat model.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,7 @@ from agentloom.http.netguard import (
     AddressRefused,
     host_matches,
     parse_host,
+    pinned,
     resolve,
     split_port,
 )
@@ -262,8 +266,10 @@ class SandboxPolicy:
     async def check_url(self, url: str) -> list[str]:
         """Refuse a URL this policy does not allow; returns its resolved addresses.
         Call it on every hop of a redirect chain."""
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
+        try:
+            scheme = urlsplit(url).scheme.lower()
+        except ValueError as exc:  # `http://[::1/`: an unclosed bracket
+            raise SandboxViolation(f"refused {url!r}: URL is not valid ({exc})") from None
         if scheme not in {s.lower() for s in self.allowed_schemes}:
             raise SandboxViolation(
                 f"refused {url!r}: scheme {scheme or '(none)'!r} is not in "
@@ -275,7 +281,7 @@ class SandboxPolicy:
             )
         try:
             host, port = parse_host(url)
-        except (AddressRefused, ValueError) as exc:
+        except AddressRefused as exc:
             raise SandboxViolation(f"refused {url!r}: {exc}") from None
         if self.allowed_domains and not host_matches(host, self.allowed_domains):
             raise SandboxViolation(
@@ -300,6 +306,12 @@ class SandboxPolicy:
                 f"sandbox.allow_private_addresses"
             )
         return addresses
+
+    def pin(self) -> AbstractContextManager[None]:
+        """The block a request runs in so that its connection goes only to an address
+        these rules allow, judged on the connection's own lookup (no second, unchecked
+        one). A refusal there is netguard's AddressRefused."""
+        return pinned(self._address_ok)
 
     def _address_ok(self, host: str, port: int, address: str) -> bool:
         if self._address_policy.permits(host, address):

@@ -10,9 +10,11 @@ directory (closed by default: no `..` escape, no absolute path elsewhere), and o
 (`agentloom.tools._safefs`): no symlink followed below the root, regular files only.
 Sources come from templates, so from user data or model output: every URL host is
 resolved and refused at a private, loopback or link-local address, on every redirect
-hop, which we follow ourselves (the transport never does). The sandbox's network and
-path rules apply too. Everything fails with a `ConfigError` a person can act on, before
-any model request is sent.
+hop, which we follow ourselves (the transport never does), and each hop is sent inside a
+netguard pin, so the connection goes only to an address the same rules allow, judged on
+the lookup it connects with (a DNS name that rebinds to 127.0.0.1 between the check and the
+connection is refused). The sandbox's network and path rules apply too. Everything fails
+with a `ConfigError` a person can act on, before any model request is sent.
 
 Whether a provider's capabilities can take the parts is `check_attachments`, a
 capability fact kept in `agentloom.providers.profiles` (re-exported here).
@@ -27,10 +29,11 @@ import ipaddress
 import re
 import socket
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote_to_bytes, urljoin, urlsplit
+from urllib.parse import SplitResult, unquote_to_bytes, urljoin, urlsplit
 
 from agentloom.errors import ConfigError
 from agentloom.http.netguard import (
@@ -39,6 +42,7 @@ from agentloom.http.netguard import (
     check_url,
     host_matches,
     parse_host,
+    pinned,
     split_port,
 )
 from agentloom.messages import AudioPart, DocumentPart, ImagePart, MediaPart
@@ -161,6 +165,7 @@ async def load_attachment(
         raise ConfigError("attachment source is empty")
     scheme = source.split(":", 1)[0].lower() if ":" in source else ""
     if scheme in ("http", "https"):
+        _split(source)  # `http://[::1/` is refused here, in words
         if spec.fetch == "provider":
             return await _by_url(spec, source, policy)
         data, content_type = await _download(source, transport, policy)
@@ -341,23 +346,38 @@ def _literal_ip(host: str) -> str | None:
         return None
 
 
-def _addresses_for(url: str, policy: AttachmentPolicy) -> AddressPolicy:
-    """The address policy for this URL: the general one, plus the port rules that name
-    this URL's port."""
+def _split(url: str) -> SplitResult:
+    """The URL's parts; ConfigError, not urllib's bare ValueError, for one that can't be
+    read (`http://[::1/`, an unclosed bracket; a port past 65535)."""
+    try:
+        parse_host(url)
+        return urlsplit(url)
+    except AddressRefused as exc:
+        raise ConfigError(f"attachment URL refused: {exc}") from None
+
+
+def _addresses_for(port: int, policy: AttachmentPolicy) -> AddressPolicy:
+    """The address policy for a URL on `port`: the general one, plus the port rules that
+    name this port."""
     if not policy.address_ports:
         return policy.addresses
-    _host, port = parse_host(url)
     extra = tuple(entry for entry, p in policy.address_ports if p == port)
     return AddressPolicy(allow_private=policy.addresses.allow_private,
                          allowed=(*policy.addresses.allowed, *extra))
 
 
+def _pin(policy: AttachmentPolicy) -> AbstractContextManager[None]:
+    """The netguard pin a download's hop is sent in: the same rules as `_check_address`,
+    applied to the addresses the connection itself resolves."""
+    return pinned(lambda host, port, address:
+                  _addresses_for(port, policy).permits(host, address))
+
+
 async def _check_address(url: str, policy: AttachmentPolicy) -> None:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    literal = _literal_ip(host)
     try:
-        addresses = _addresses_for(url, policy)
+        host, port = parse_host(url)
+        literal = _literal_ip(host)
+        addresses = _addresses_for(port, policy)
         if literal is not None:
             if not addresses.permits(host, literal):
                 shown = host if host == literal else f"{host} is {literal},"
@@ -371,7 +391,7 @@ async def _check_address(url: str, policy: AttachmentPolicy) -> None:
 
 
 def _check_network(url: str, policy: AttachmentPolicy) -> None:
-    host = urlsplit(url).hostname or ""
+    host = _split(url).hostname or ""
     if not policy.allow_network:
         raise ConfigError(f"attachment {_short(url)}: downloads are off "
                           "(sandbox.allow_network: false)")
@@ -386,7 +406,7 @@ async def _by_url(spec: AttachmentSpec, url: str, policy: AttachmentPolicy) -> M
             f"use fetch: local for a {spec.type}"
         )
     await _check_address(url, policy)
-    media = _media_type(spec, _extension_type(urlsplit(url).path), None)
+    media = _media_type(spec, _extension_type(_split(url).path), None)
     return _part("image", media, url=url)
 
 
@@ -398,25 +418,36 @@ async def _download(url: str, transport: Transport, policy: AttachmentPolicy) ->
     try:
         async with asyncio.timeout(policy.download_timeout):
             for _hop in range(MAX_REDIRECTS + 1):
-                if urlsplit(current).scheme.lower() not in ("http", "https"):
+                if _split(current).scheme.lower() not in ("http", "https"):
                     raise ConfigError(f"attachment {_short(url)}: redirect to a non-HTTP URL "
                                       f"{_short(current)}")
                 _check_network(current, policy)
                 await _check_address(current, policy)
-                response = await transport.handle(HttpRequest(
-                    method="GET", url=current, stream=True,
-                    # A little past our own deadline, so that one fires, with its message.
-                    timeout=HttpTimeout(connect=min(10.0, policy.download_timeout),
-                                        read=policy.download_timeout + 1,
-                                        total=policy.download_timeout + 1),
-                ))
+                try:
+                    with _pin(policy):
+                        response = await transport.handle(HttpRequest(
+                            method="GET", url=current, stream=True,
+                            # A little past our own deadline, so that one fires, with its
+                            # message.
+                            timeout=HttpTimeout(connect=min(10.0, policy.download_timeout),
+                                                read=policy.download_timeout + 1,
+                                                total=policy.download_timeout + 1),
+                        ))
+                except AddressRefused as exc:
+                    raise ConfigError(f"attachment URL refused: refused {current!r}: "
+                                      f"{exc}") from exc
                 try:
                     if response.status in _REDIRECTS:
                         location = response.headers.get("location")
                         if not location:
                             raise ConfigError(f"attachment {_short(url)}: redirect without "
                                               "a Location header")
-                        current = urljoin(current, location)
+                        try:
+                            current = urljoin(current, location)
+                        except ValueError as exc:  # `Location: http://[::1/`
+                            raise ConfigError(f"attachment {_short(url)}: redirect to a URL "
+                                              f"that is not valid ({exc}): "
+                                              f"{_short(location)}") from None
                         continue
                     if not 200 <= response.status < 300:
                         raise ConfigError(f"attachment {_short(url)}: download failed with "

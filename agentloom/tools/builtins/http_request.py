@@ -3,7 +3,10 @@
 The transport never follows redirects; this tool does, at most five, and runs the
 sandbox's URL check (scheme, network switch, allowed domains, private addresses) before
 each hop, so a redirect to 127.0.0.1 or to a metadata address is refused like a direct
-request would be. The body is read as a stream and cut at the policy's output limit.
+request would be. Each hop is sent inside the policy's pin, so the connection goes only to
+an address the same rules allow, judged on the lookup it connects with: a name that answers
+a public address to the check and 127.0.0.1 to the connection (DNS rebinding) is refused.
+The body is read as a stream and cut at the policy's output limit.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from agentloom.errors import ToolError
-from agentloom.tools._sandbox import SandboxPolicy
+from agentloom.http.netguard import AddressRefused
+from agentloom.tools._sandbox import SandboxPolicy, SandboxViolation
 from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
 from agentloom.tools.contracts import ToolContext
 from agentloom.transport import HttpRequest, HttpTimeout, Transport, TransportError
@@ -97,7 +101,13 @@ class HttpRequestTool(SandboxedTool):
                 stream=True,
             )
             try:
-                response = await self.transport.handle(request)
+                with self.policy.pin():
+                    response = await self.transport.handle(request)
+            except AddressRefused as exc:
+                raise SandboxViolation(
+                    f"refused {url!r}: {exc}; allow it with sandbox.allowed_addresses or "
+                    f"sandbox.allow_private_addresses"
+                ) from None
             except TransportError as exc:
                 raise ToolError(f"http_request: {method} {url} failed: {exc}") from None
             try:
@@ -107,8 +117,13 @@ class HttpRequestTool(SandboxedTool):
                         raise ToolError(
                             f"http_request: more than {MAX_REDIRECTS} redirects from {url}"
                         )
-                    next_url = urljoin(url, location)
-                    if urlsplit(next_url)[:2] != urlsplit(url)[:2]:
+                    try:
+                        next_url = urljoin(url, location)
+                        cross_origin = urlsplit(next_url)[:2] != urlsplit(url)[:2]
+                    except ValueError as exc:  # `Location: http://[::1/`
+                        raise ToolError(f"http_request: {url} redirects to a URL that is "
+                                        f"not valid ({exc}): {location[:200]!r}") from None
+                    if cross_origin:
                         headers = {
                             k: v
                             for k, v in headers.items()
