@@ -3,9 +3,12 @@ receiver that is down doesn't cost the pause."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agentloom.redact import Redactor
 from agentloom.store import MemoryStore
@@ -13,6 +16,7 @@ from agentloom.testing.clock import FakeClock
 from agentloom.testing.scripted import ScriptedModel
 from agentloom.workflow import RunStatus, arun_workflow, load_workflow_text
 from agentloom.workflow.durable.run import Decision, DurableRun
+from tests.http.test_hostile_rebinding import NAME, PUBLIC, RebindingDNS
 from tests.webhook_receiver import webhook_receiver
 from tests.workflow.wf_helpers import Factory
 
@@ -259,3 +263,26 @@ def test_a_webhook_whose_url_is_its_secret_comes_from_a_variable(tmp_path: Path)
         load_workflow_text(flow.replace("url_env: HOOK_URL", "url_env: HOOK_URL\n"
                                         "      url: http://x"))
     assert "notify needs exactly one of url, url_env" in str(info.value)
+
+
+async def test_a_target_that_rebinds_to_loopback_after_the_check_gets_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A zero-TTL name: public to the address check, 127.0.0.1 to the connection. The gate
+    # POSTed its request to the loopback receiver (a service the workflow's author never
+    # named); now the connection goes only where the check's rule allows.
+    async with webhook_receiver() as receiver:
+        dns = RebindingDNS(PUBLIC, "127.0.0.1")
+        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", dns.getaddrinfo)
+        url = receiver.url.replace("127.0.0.1", NAME)
+        store = MemoryStore()
+        clock = FakeClock()
+        result = await arun_workflow(
+            load_workflow_text(gate(url, internal=False)),
+            clients=Factory(ScriptedModel(["the draft"])),
+            durable=DurableRun(store=store, run_id="n4", workflow_hash="h"), clock=clock)
+        assert result.status is RunStatus.PAUSED
+        assert receiver.posts == []
+        assert dns.lookups == [(PUBLIC,), ("127.0.0.1",)]  # the check's, the connection's
+        assert clock.sleeps == []  # refused once, not retried
+        cp = await store.load_latest("n4")
+        assert cp is not None and cp.paused is not None and cp.paused.data["notified"] is False

@@ -31,7 +31,7 @@ from urllib.parse import quote, urlsplit
 
 from agentloom import http
 from agentloom.http import HttpRequest, HttpTimeout
-from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url
+from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url, pinned
 
 if TYPE_CHECKING:
     from agentloom.workflow.engine.context import RunContext
@@ -74,8 +74,9 @@ async def send_notification(notify: Notify, step_id: str, message: str, body: st
                                                          read=notify.timeout or 10.0))
     sandbox = ctx.workflow.config.sandbox
     internal = bool(sandbox is not None and sandbox.allow_internal_webhook_targets)
+    addresses = AddressPolicy(allow_private=internal)
     try:
-        await check_url(url, AddressPolicy(allow_private=internal))
+        await check_url(url, addresses)
     except AddressRefused as exc:
         # The setting helps only with an internal address, not a name that doesn't resolve.
         hint = "" if isinstance(exc.__cause__, OSError) else (
@@ -83,7 +84,10 @@ async def send_notification(notify: Notify, step_id: str, message: str, body: st
         log.warning("approval gate %r: notify to %s refused: %s%s", step_id, where,
                     redact(str(exc)), hint)
         return False
-    return await _post(request, step_id, where, ctx)
+    # Sent under a pin: the connection goes only to an address the same rule allows, judged
+    # on its own lookup, so a name that rebinds to 127.0.0.1 after the check reaches nothing.
+    with pinned(lambda host, _port, address: addresses.permits(host, address)):
+        return await _post(request, step_id, where, ctx)
 
 
 async def _post(request: HttpRequest, step_id: str, where: str, ctx: RunContext) -> bool:
@@ -100,6 +104,10 @@ async def _post(request: HttpRequest, step_id: str, where: str, ctx: RunContext)
                 response = await transport.handle(request)
                 await response.read()
                 await response.aclose()
+            except AddressRefused as exc:  # rebound since the check: no retry changes that
+                log.warning("approval gate %r: notify to %s refused: %s", step_id, where,
+                            redact(str(exc)))
+                return False
             except Exception as exc:  # a receiver that is down must not lose the pause
                 log.warning("approval gate %r: notify to %s failed: %s", step_id, where,
                             redact(str(exc)))
