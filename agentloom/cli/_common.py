@@ -32,6 +32,26 @@ def check_seconds(value: float | None, flag: str = "--timeout") -> None:
         raise UsageError(f"{flag} must be a positive number of seconds")
 
 
+def usd(raw: str, flag: str) -> float:
+    """A flag's amount of money: a finite number of USD, 0 or more. `nan` (which compares
+    false with everything: as a cost filter it quietly matched nothing), `inf`, `-1` and
+    `1e400` (past any float) are a UsageError."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        amount = float(Decimal(raw)) + 0.0  # -0 is 0
+    except (InvalidOperation, ValueError):
+        amount = math.nan
+    if not 0 <= amount < math.inf:
+        raise UsageError(f"{flag} {_shown(raw)}: expected a number of USD >= 0, e.g. 0.50")
+    return amount
+
+
+MAX_TOKENS_FLAG = 10**15
+"""The largest `--max-tokens-per-run`: a quadrillion tokens is no cap a run reaches, and
+a longer number is text `int()` refuses (past 4,300 digits) or no count at all."""
+
+
 def existing_file(path: str, what: str = "workflow file") -> Path:
     p = Path(path)
     if p.is_dir():
@@ -181,25 +201,21 @@ def add_limit_flags(parser: Any) -> None:
 
 
 def limit_overrides(args: Any, config: Any) -> dict[str, Any]:
-    """The `config` changes the limit flags ask for; a bad value is a UsageError."""
-    from decimal import Decimal, InvalidOperation
-
+    """The `config` changes the limit flags ask for; a bad value is a UsageError. With
+    `config` None, only the checks (`resume` makes them before it reads the store)."""
     out: dict[str, Any] = {}
     budget = getattr(args, "budget", None)
     if budget is not None:
-        try:
-            amount = Decimal(budget)
-        except InvalidOperation:
-            amount = Decimal("NaN")
-        if not amount.is_finite() or amount < 0:
-            raise UsageError(f"--budget {budget!r}: expected a number of USD >= 0, e.g. 0.50")
-        out["budget_usd"] = float(amount)
+        out["budget_usd"] = usd(budget, "--budget")
     tokens = getattr(args, "max_tokens_per_run", None)
     if tokens is not None:
-        if not tokens.isdigit() or int(tokens) < 1:
-            raise UsageError(f"--max-tokens-per-run {tokens!r}: expected a whole number >= 1")
+        # ASCII digits only: '²' is a digit to str.isdigit(), and no number to int().
+        if not (tokens.isascii() and tokens.isdigit() and len(tokens) <= 16
+                and 1 <= int(tokens) <= MAX_TOKENS_FLAG):
+            raise UsageError(f"--max-tokens-per-run {_shown(tokens)}: expected a whole "
+                             f"number >= 1 (at most {MAX_TOKENS_FLAG})")
         out["max_tokens_per_run"] = int(tokens)
-    limits = {p: dict(v) for p, v in (config.rate_limits or {}).items()}
+    limits = {p: dict(v) for p, v in (getattr(config, "rate_limits", None) or {}).items()}
     for flag, key in (("rpm", "rpm"), ("tpm", "tpm")):
         for pair in getattr(args, flag, None) or ():
             provider, sep, raw = pair.partition("=")
@@ -208,7 +224,7 @@ def limit_overrides(args: Any, config: Any) -> dict[str, Any]:
             except ValueError:
                 value = -1.0
             if not sep or not provider.strip() or not 0 < value < float("inf"):
-                raise UsageError(f"--{flag} {pair!r}: expected PROVIDER=N with N > 0, "
+                raise UsageError(f"--{flag} {_shown(pair)}: expected PROVIDER=N with N > 0, "
                                  f"e.g. --{flag} openai=500")
             limits.setdefault(provider.strip(), {})[key] = value
     if getattr(args, "rpm", None) or getattr(args, "tpm", None):

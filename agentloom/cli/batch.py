@@ -28,6 +28,14 @@ from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, UsageError
 
 EXIT_INTERRUPTED = 130
 _BATCH_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+MAX_LEASE_SECONDS = 30 * 86400
+"""The store's longest claim (its `claim_run` refuses a longer lease, `nan` or `inf`)."""
+MAX_CONCURRENCY = 100_000
+"""Runs in flight at once, at most: past it a number is a typo (on Ray, one that no
+actor's `max_concurrency` holds)."""
+MAX_WORKERS = 10_000
+"""Ray actors, at most: each is a process, and the pool is built before any run starts
+(10**20 of them never finished being asked for)."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -81,10 +89,10 @@ def default_output(inputs: str) -> str:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
-    if args.workers is not None and args.workers < 1:
-        raise UsageError("--workers must be at least 1")
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency must be at least 1 and at most {MAX_CONCURRENCY}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be at least 1 and at most {MAX_WORKERS}")
     if args.executor != "ray" and (args.address or args.workers):
         raise UsageError("--address and --workers need --executor ray")
     if args.retry_failed and not args.resume:
@@ -93,8 +101,9 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--resume and --overwrite contradict each other")
     if (args.batch_id is not None or args.lease != 60.0) and not args.store:
         raise UsageError("--batch-id and --lease need --store")
-    if args.lease <= 0:
-        raise UsageError("--lease must be a positive number of seconds")
+    if not 0 < args.lease <= MAX_LEASE_SECONDS:  # nan compares false: refused too
+        raise UsageError(f"--lease must be a positive number of seconds, at most "
+                         f"{MAX_LEASE_SECONDS} (30 days, the longest claim a store takes)")
     if args.batch_id is not None and not _BATCH_ID.fullmatch(args.batch_id):
         raise UsageError("--batch-id: letters, digits, '_', '-' and '.' only (1-64)")
     check_seconds(args.timeout)

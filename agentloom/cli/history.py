@@ -4,7 +4,9 @@ The rows come from our run store (every run with checkpoints on is in it), with 
 filters: `--workflow`, `--provider` (a prefix of a `provider/model` the run used),
 `--since`/`--until` (YYYY-MM-DD, UTC midnight), `--min-cost`/`--max-cost`, `--limit`
 (20), `--json`. `--runs-dir DIR` adds the JSON records their engine wrote
-(`agentloom_runs/<run_id>.json`), so a history survives the move.
+(`agentloom_runs/<run_id>.json`), so a history survives the move; a file there that is
+no such record (not JSON, a cost that is text or NaN, a time that is no time) is passed
+over with a warning naming it.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from agentloom import _jsontext
 from agentloom._files import read_regular
 from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
-from agentloom.cli._common import check_limit
+from agentloom.cli._common import check_limit, usd
 from agentloom.cli.runs import printable
+from agentloom.errors import kind_of
 
 _STATUS = {"succeeded": "success"}
 """Our store's words that differ from theirs."""
@@ -37,8 +40,8 @@ def add_parser(sub: Any) -> None:
                                                    "starting with P")
     p.add_argument("--since", metavar="YYYY-MM-DD", help="runs started on or after this day")
     p.add_argument("--until", metavar="YYYY-MM-DD", help="runs started before this day ends")
-    p.add_argument("--min-cost", type=float, metavar="USD")
-    p.add_argument("--max-cost", type=float, metavar="USD")
+    p.add_argument("--min-cost", metavar="USD", help="runs that cost at least this")
+    p.add_argument("--max-cost", metavar="USD", help="runs that cost at most this")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (20)")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
     add_store_flag(p)
@@ -97,16 +100,71 @@ _MAX_RECORD_BYTES = 16 * 1024 * 1024
 """A public-AgentLoom run file past this is passed over."""
 
 
+_MOST = 1e15
+"""A cost (USD), duration (ms) or token count past this is no run's: the record is
+damaged (the store's own bound on a cost)."""
+_MAX_WARNINGS = 20
+"""Damaged records named one by one; the rest are counted on one line."""
+
+
 def _their_records(directory: str) -> list[dict[str, Any]]:
+    """The public AgentLoom's run records in `directory`. A file that is no such record
+    is passed over with a one-line warning on stderr naming it and what is wrong, so a
+    damaged one neither stops the listing nor goes missing unsaid."""
     out: list[dict[str, Any]] = []
+    skipped = 0
     for path in sorted(Path(directory).glob("*.json")):
-        try:
+        try:  # a FIFO planted here is passed over, not waited on
             record = _jsontext.loads(read_regular(path, _MAX_RECORD_BYTES).decode("utf-8"))
-        except (OSError, ValueError):  # a FIFO planted here is passed over, not waited on
-            continue
-        if isinstance(record, dict) and record.get("run_id"):
+        except OSError as exc:
+            why: str | None = str(exc.strerror or exc)
+        except UnicodeDecodeError:
+            why = "not UTF-8 text"
+        except ValueError as exc:
+            why = f"not JSON ({str(exc).splitlines()[0][:80]})"
+        else:
+            why = _damage(record)
+        if why is None:
             out.append(record)
+            continue
+        skipped += 1
+        if skipped <= _MAX_WARNINGS:
+            sys.stderr.write(f"agentloom history: warning: skipped {printable(str(path))}: "
+                             f"{printable(why)}\n")
+    if skipped > _MAX_WARNINGS:
+        sys.stderr.write(f"agentloom history: warning: skipped {skipped - _MAX_WARNINGS} "
+                         f"more damaged run record(s) in {printable(directory)}\n")
     return out
+
+
+def _damage(record: Any) -> str | None:
+    """What makes `record` no run record their engine writes, or None. A field may be
+    missing or null (unknown); one that is there has their type: text, a time, a list
+    of text, a finite number >= 0."""
+    if not isinstance(record, dict):
+        return f"holds {kind_of(record)}, not a run record"
+    if not isinstance(record.get("run_id"), str) or not record["run_id"]:
+        return "no run_id (text)"
+    for key in ("timestamp", "workflow_name", "workflow_hash", "status"):
+        value = record.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{key} is {kind_of(value)}, not text"
+    if record.get("timestamp") is not None and _when(record) is None:
+        return f"timestamp {_cut(record['timestamp'])} is not an ISO 8601 time"
+    used = record.get("providers_used")
+    if used is not None and not (isinstance(used, list)
+                                 and all(isinstance(p, str) for p in used)):
+        return "providers_used is not a list of provider/model texts"
+    for key in ("total_cost_usd", "duration_ms", "total_tokens"):
+        value = record.get(key)
+        if value is not None and not (type(value) in (int, float) and 0 <= value <= _MOST):
+            return f"{key} {_cut(value)} is not a number from 0 to 1e15"
+    return None
+
+
+def _cut(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _when(record: dict[str, Any]) -> datetime | None:
@@ -118,7 +176,7 @@ def _when(record: dict[str, Any]) -> datetime | None:
 
 
 def _keep(r: dict[str, Any], args: argparse.Namespace, since: datetime | None,
-          until: datetime | None) -> bool:
+          before: datetime | None) -> bool:
     if args.workflow and r.get("workflow_name") != args.workflow:
         return False
     if args.provider and not any(str(p).startswith(args.provider)
@@ -127,7 +185,7 @@ def _keep(r: dict[str, Any], args: argparse.Namespace, since: datetime | None,
     when = _when(r)
     if since is not None and (when is None or when < since):
         return False
-    if until is not None and (when is None or when >= until + timedelta(days=1)):
+    if before is not None and (when is None or when >= before):
         return False
     cost = r.get("total_cost_usd")
     if args.min_cost is not None and (cost is None or cost < args.min_cost):
@@ -139,7 +197,17 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     check_limit(args.limit)
+    if args.min_cost is not None:
+        args.min_cost = usd(args.min_cost, "--min-cost")
+    if args.max_cost is not None:
+        args.max_cost = usd(args.max_cost, "--max-cost")
     since, until = _day(args.since, "--since"), _day(args.until, "--until")
+    # The end of the --until day; 9999-12-31 has none a datetime holds: no bound then.
+    before = (None if until is None or until.date() == date.max
+              else until + timedelta(days=1))
+    if args.runs_dir and not Path(args.runs_dir).is_dir():
+        raise UsageError(f"--runs-dir {printable(args.runs_dir)}: not a folder; give the "
+                         "folder of their run records (agentloom_runs)")
     from agentloom.store import StoreConfigError
 
     try:
@@ -151,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         records += _their_records(args.runs_dir)
     epoch = datetime.min.replace(tzinfo=UTC)
     records.sort(key=lambda r: _when(r) or epoch, reverse=True)
-    kept = [r for r in records if _keep(r, args, since, until)][:args.limit]
+    kept = [r for r in records if _keep(r, args, since, before)][:args.limit]
     if args.json:
         sys.stdout.write(json.dumps(kept, indent=2, default=str) + "\n")
         return EXIT_OK

@@ -285,8 +285,10 @@ def _check_decision(args: argparse.Namespace, paused: Any, decision: Any,
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from agentloom.cli._common import limit_overrides
     from agentloom.errors import AgentLoomError
 
+    limit_overrides(args, None)  # a bad --budget is a usage error before the store is read
     try:
         run_args, durable = asyncio.run(_prepare(args))
     except (_Refused, AgentLoomError) as exc:

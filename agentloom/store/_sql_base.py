@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
-from agentloom.store._base import StoreError
+from agentloom.store._base import StoreConfigError, StoreError
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
 from agentloom.store._pending import PendingWrites, Statement
 from agentloom.store._records import RunRecord
@@ -24,6 +24,7 @@ from agentloom.store._serde import JsonSerializer, Serializer
 from agentloom.store._stored import (
     Damaged,
     damaged_run,
+    shown,
     stored_cost,
     stored_count,
     stored_object,
@@ -69,6 +70,14 @@ def utcnow() -> datetime:
 WROTE_ROW = " RETURNING run_id"
 """The end of a write whose rows only tell whether it wrote a row: callers test them
 for truth, never read them (the SQLite adapter answers with its row count)."""
+
+
+class StoreTooNew(StoreConfigError, StoreError):
+    """The store was migrated by a newer AgentLoom (its `agentloom_migrations` lists one
+    this version doesn't know): the rows that version writes may mean what this one
+    can't read, and this one's writes may break them. Nothing in it was changed. A
+    `StoreError`, and a `StoreConfigError` like any store that won't open."""
+
 
 RUN_COLS = ("run_id, workflow_name, workflow_hash, status, meta, started_at, updated_at, "
              "cost_usd, latest_seq, claimed_by, lease_until")
@@ -141,6 +150,13 @@ class SqlBase:
                 await self._db.migration_lock(tx)
                 await tx.execute(MIGRATIONS_TABLE_SQL)
                 applied = {r[0] for r in await tx.execute("SELECT name FROM agentloom_migrations")}
+                unknown = sorted(map(str, applied - {migration_name(fn) for fn in MIGRATIONS}))
+                if unknown:  # refused before any write; the transaction rolls back
+                    first = unknown[0] if unknown[0].isidentifier() else shown(unknown[0])
+                    more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+                    raise StoreTooNew(
+                        f"the run store at {self._db.place} was migrated by a newer "
+                        f"AgentLoom ({first[:80]}{more}); upgrade agentloom to use it")
                 for fn in MIGRATIONS:
                     name = migration_name(fn)
                     if name in applied:

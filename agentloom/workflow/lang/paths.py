@@ -109,16 +109,25 @@ def lookup(root: Any, path: Path) -> Any:
 
 def assign(root: dict[str, Any], path: Path, value: Any) -> None:
     """Set `value` at `path`, creating mappings on the way (`output: report.summary`).
-    A path the state can't hold raises PathError saying why: an index past a list's end
-    (`items[9]` of two items; lists never grow here), or a name below text or a list."""
+    A path the state can't hold raises PathError saying why, and changes nothing: an
+    index past a list's end (`items[9]` of two items; lists never grow here), an index
+    where there is no list (`items[0]` of an empty state would be a mapping's key 0,
+    which a checkpoint's JSON turns into "0"), or a name below text or a list."""
     cur: Any = root
     for i, seg in enumerate(path):
         if isinstance(cur, dict):
+            if isinstance(seg, int):
+                raise PathError(f"cannot write {format_path(path)!r}: {_at(path[:i])} holds "
+                                f"a mapping, not a list")
             if i == len(path) - 1:
                 cur[seg] = value
                 return
             nxt = cur.get(seg)
             if nxt is None:
+                for j in range(i + 1, len(path)):  # all below is made here, as mappings
+                    if isinstance(path[j], int):
+                        raise PathError(f"cannot write {format_path(path)!r}: there is no "
+                                        f"list {format_path(path[:j])!r}")
                 nxt = cur[seg] = {}
         elif isinstance(cur, list) and isinstance(seg, int):
             if not -len(cur) <= seg < len(cur):
