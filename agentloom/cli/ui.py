@@ -71,10 +71,8 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
     import os
     import signal
 
-    from aiohttp import web
-
     from agentloom.store import open_store, shown_url
-    from agentloom.ui import UiSettings, create_app
+    from agentloom.ui import UiSettings, create_app, serve
 
     store_url = args.store or str(Path(".agentloom/runs.db").resolve())
     if "://" not in store_url:
@@ -84,17 +82,13 @@ async def _serve(args: argparse.Namespace, token: str | None, loopback: bool) ->
     settings = UiSettings(store=store, store_url=store_url, token=token,
                           loopback_only=loopback, env=dict(os.environ),
                           host_names=(args.host,), redact=_redactor(token))
-    app = create_app(settings)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
     try:
-        # Open event streams (a run page left open) end at once on Ctrl-C.
-        site = web.TCPSite(runner, args.host, args.port, shutdown_timeout=1.0)
-        try:
-            await site.start()
-        except OSError as exc:
-            raise UsageError(f"can't listen on {args.host}:{args.port}: "
-                             f"{exc.strerror or exc}") from None
+        runner = await serve(create_app(settings), args.host, args.port)
+    except OSError as exc:
+        await store.close()
+        raise UsageError(f"can't listen on {args.host}:{args.port}: "
+                         f"{exc.strerror or exc}") from None
+    try:
         port = runner.addresses[0][1]  # the port the OS gave for --port 0
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
         shown = f"[{shown}]" if ":" in shown else shown

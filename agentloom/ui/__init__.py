@@ -14,11 +14,12 @@ nothing fetched from elsewhere.
 
 from __future__ import annotations
 
-from agentloom.ui._app import UiSettings, create_app
+from agentloom.ui._app import UiSettings, create_app, serve
 from agentloom.ui._history import History, HistoryCache
 from agentloom.ui._load import GraphCache, load_detail, load_page, load_step
 from agentloom.ui._security import is_loopback
 from agentloom.ui._view import run_detail, run_row, step_details
 
 __all__ = ["GraphCache", "History", "HistoryCache", "UiSettings", "create_app", "is_loopback",
-           "load_detail", "load_page", "load_step", "run_detail", "run_row", "step_details"]
+           "load_detail", "load_page", "load_step", "run_detail", "run_row", "serve",
+           "step_details"]

@@ -9,7 +9,9 @@
                                     a step's details, loaded when it is opened: output,
                                     exchanges, tool calls, the state after it
     GET  /api/runs/{id}/events      server-sent events: `run` (the facts, on each change)
-                                    and `end` once the run has finished
+                                    and `end` once the run has finished; at most
+                                    `max_event_streams` open at once (503 past it), each
+                                    for at most `stream_seconds` (the browser reconnects)
     POST /api/runs/{id}/decision    {"action": "approve"|"reject"} or
                                     {"action": "answer", "answer": ...}
     GET  /pending, POST /approve/{id}, POST /reject/{id}
@@ -55,6 +57,22 @@ class UiSettings:
     """A last redaction pass over everything sent (the secrets this process knows)."""
     poll_seconds: float = 0.5
     """How often the event stream looks at the store for a change."""
+    max_event_streams: int = 32
+    """How many event streams may be open at once; one more is a 503. Every stream reads
+    the store each poll for as long as its run goes on (a paused run's for ever), and any
+    page on any site can open them (EventSource to 127.0.0.1 needs no permission). 32 is
+    far more than a person's run pages need (a browser opens at most 6 connections to one
+    host over HTTP/1.1, across all its tabs) and holds the store's reads to 64 a second at
+    the default poll."""
+    stream_seconds: float = 300.0
+    """How long one event stream lasts (counted in polls) before it ends without `end`:
+    the browser's EventSource reconnects by itself and gets the run as it is then, so a
+    client that keeps a stream open holds its place for 5 minutes, not for ever."""
+    request_seconds: float = 15.0
+    """How long a connection may take to send a whole request head, from its opening or
+    its last answer (aiohttp's `keepalive_timeout`, whose timer runs from the connection's
+    start and closes it while no whole request has come), and a decision its body (408).
+    Without it a client trickling its headers held its connection for an hour."""
     host_names: tuple[str, ...] = ()
     """Host names a loopback-only UI answers to besides localhost, 127.0.0.1 and ::1."""
     public_url: str | None = None
@@ -65,24 +83,42 @@ class UiSettings:
 MAX_BODY_BYTES = 64 * 1024
 """A request body's bound: a decision is a few words."""
 
+
+@dataclass(slots=True)
+class EventStreams:
+    """How many event streams this app has open."""
+
+    open: int = 0
+
+
 STORE_KEY = web.AppKey("settings", UiSettings)
 RESUMER_KEY = web.AppKey("resumer", Resumer)
 GRAPHS_KEY = web.AppKey("graphs", GraphCache)
 FACTS_KEY = web.AppKey("facts", FactsCache)
 HISTORY_KEY = web.AppKey("history", HistoryCache)
+STREAMS_KEY = web.AppKey("streams", EventStreams)
 
 
 def create_app(settings: UiSettings) -> web.Application:
     app = web.Application(middlewares=security_middlewares(  # type: ignore[arg-type]
         token=settings.token, loopback_only=settings.loopback_only,
         host_names=settings.host_names),
-        client_max_size=MAX_BODY_BYTES)
+        client_max_size=MAX_BODY_BYTES,
+        # Whoever serves the app (`agentloom ui`, a test server) makes its connections
+        # with these: a connection is closed once it has gone `request_seconds` with no
+        # whole request head (a slow-loris trickling headers), from its start or its last
+        # answer; a request being answered (an event stream) is not cut. After an answer
+        # to a request whose body did not all come (a 408), the rest is waited for (and
+        # dropped) for no longer than that either: aiohttp's own 10 s, or less.
+        handler_args={"keepalive_timeout": settings.request_seconds,
+                      "lingering_time": min(settings.request_seconds, 10.0)})
     app.on_response_prepare.append(harden)
     app[STORE_KEY] = settings
     app[RESUMER_KEY] = Resumer(settings.store, settings.store_url, settings.env)
     app[GRAPHS_KEY] = GraphCache()
     app[FACTS_KEY] = FactsCache()
     app[HISTORY_KEY] = HistoryCache()
+    app[STREAMS_KEY] = EventStreams()
     app.router.add_get("/", _page("index.html"))
     app.router.add_get("/runs/{run_id}", _page("run.html"))
     app.router.add_get("/static/{name}", _static)
@@ -95,6 +131,22 @@ def create_app(settings: UiSettings) -> web.Application:
     app.router.add_post("/approve/{run_id}", _callback("approve"))
     app.router.add_post("/reject/{run_id}", _callback("reject"))
     return app
+
+
+async def serve(app: web.Application, host: str, port: int) -> web.AppRunner:
+    """Serve `app` on host:port as `agentloom ui` does, until the runner's `cleanup`. The
+    handlers of requests whose client went away are not cancelled (aiohttp's default,
+    unlike its test server's): an event stream sees its client gone itself. Raises
+    OSError when it can't listen."""
+    # Open event streams (a run page left open) end at once on Ctrl-C.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
 
 
 def _asset(name: str) -> bytes | None:
@@ -188,19 +240,39 @@ async def _api_step(request: web.Request) -> web.Response:
 
 async def _api_events(request: web.Request) -> web.StreamResponse:
     """The run's facts now and on every change the store shows (a checkpoint, a status,
-    a claim), whoever writes it: this process, another one, a Ray worker."""
+    a claim), whoever writes it: this process, another one, a Ray worker. At most
+    `max_event_streams` at once, each for at most `stream_seconds`."""
     settings = request.app[STORE_KEY]
-    first = await _detail(request)
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                           "Cache-Control": "no-store"})
-    await response.prepare(request)
+    streams = request.app[STREAMS_KEY]
+    if streams.open >= settings.max_event_streams:  # checked and taken with no await between
+        busy = _json(request, {"error": f"too many open event streams "
+                                        f"({settings.max_event_streams}): close a run "
+                                        "page, or try again later"}, 503)
+        busy.headers["Retry-After"] = "5"
+        return busy
+    streams.open += 1
     try:
-        async for event, data in _changes(request, first, settings):
-            payload = scrub_text(_dumps(data), settings.redact)
-            await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
-    except ConnectionResetError:
-        pass  # the page went away
-    return response
+        first = await _detail(request)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-store"})
+        await response.prepare(request)
+        try:
+            async for event, data in _changes(request, first, settings):
+                payload = scrub_text(_dumps(data), settings.redact)
+                await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        except ConnectionResetError:
+            pass  # the page went away
+        return response
+    finally:
+        streams.open -= 1
+
+
+def _gone(request: web.Request) -> bool:
+    """Whether the client closed the connection: aiohttp goes on running the handler of a
+    request whose client left, which for a stream would go on reading the store (and
+    holding its place) until its next write failed."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 async def _changes(request: web.Request, first: dict[str, Any], settings: UiSettings
@@ -209,10 +281,15 @@ async def _changes(request: web.Request, first: dict[str, Any], settings: UiSett
     yield "run", first
     seen = _mark(first)
     status = first["run"]["status"]
-    idle = 0.0
+    idle = lived = 0.0
     while status not in FINISHED_STATUSES:
+        if lived >= settings.stream_seconds:
+            return  # no `end`: the browser reconnects, and its first event is the run now
         await asyncio.sleep(settings.poll_seconds)
         idle += settings.poll_seconds
+        lived += settings.poll_seconds
+        if _gone(request):
+            return
         record = await settings.store.get_run(run_id)
         if record is None:
             yield "end", {"reason": "the run is gone from the store"}
@@ -236,8 +313,15 @@ def _mark(detail: dict[str, Any]) -> tuple[Any, ...]:
 
 
 async def _api_decision(request: web.Request) -> web.Response:
+    seconds = request.app[STORE_KEY].request_seconds
     try:
-        body = await request.json(loads=_jsontext.loads)
+        async with asyncio.timeout(seconds):
+            body = await request.json(loads=_jsontext.loads)
+    except TimeoutError:  # a body trickled in: aiohttp bounds its size, not its time
+        slow = _json(request, {"error": f"the body did not come within {seconds:g} "
+                                        "seconds"}, 408)
+        slow.force_close()
+        return slow
     except web.HTTPRequestEntityTooLarge:
         return _json(request, {"error": f"the body is over {MAX_BODY_BYTES} bytes"}, 413)
     except (ValueError, UnicodeDecodeError):

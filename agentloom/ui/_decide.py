@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import stat
 import subprocess
@@ -208,8 +209,24 @@ class Resumer:
 
     def _log_path(self, run_id: str) -> Path:
         _private_folder(self._logs)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:100]
-        return self._logs / f"{safe}.log"
+        return self._logs / log_name(run_id)
+
+
+LOG_NAME_CHARS = 64
+"""How much of a run id a log's name shows: the hash after it tells runs apart."""
+
+
+def log_name(run_id: str) -> str:
+    """The file name of a run's resume log: `<id>-<hash>.log`, the id shown in ASCII
+    letters, digits, `-`, `_` and `.` (anything else as `_`) and cut to LOG_NAME_CHARS,
+    then 16 hex digits of the SHA-256 of the whole id. Two runs never share a log (`a/b`
+    and `a_b`, or two long ids alike in their first characters, did: one resume wrote
+    over the other's log, whose refusal then answered the wrong decision), and the name
+    stays within a file name's 255 bytes whatever the id holds."""
+    shown = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_"
+                    for c in run_id[:LOG_NAME_CHARS])
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{shown}-{digest}.log"
 
 
 _PAUSED_AGAIN = 3

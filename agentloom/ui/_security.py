@@ -7,6 +7,9 @@
 - Cross-site writes: a POST needs the `X-AgentLoom-Request` header (which a cross-site
   page can't send without a CORS preflight we never grant), a JSON body if any, and,
   when the browser says where it comes from, this very origin; or the bearer token.
+- Cross-site reads of the API (`/api/`; the pages stay open to links from anywhere): a
+  browser that says the request comes from another site's page is refused, so such a
+  page can't hold event streams open or make the UI load lists it can't read anyway.
 - Pages: a Content-Security-Policy with no inline script and nothing from elsewhere, so
   even text that slipped past escaping could not run; it and the other guard headers go
   on every answer, the event stream's included (`harden`, on `on_response_prepare`).
@@ -88,6 +91,8 @@ def security_middlewares(*, token: str | None, loopback_only: bool,
         if request.method in ("GET", "HEAD", "OPTIONS"):
             if request.method == "OPTIONS":
                 return _refuse(405, "no cross-origin requests")
+            if request.path.startswith("/api/") and _from_another_site(request):
+                return _refuse(403, "a read of the API from another site's page is refused")
             return await handler(request)
         bearer = request.headers.get("Authorization", "")
         if token is not None and bearer.startswith("Bearer ") and _same(bearer[7:].strip(),
@@ -106,6 +111,18 @@ def security_middlewares(*, token: str | None, loopback_only: bool,
         return await handler(request)
 
     return [host_check, auth, cross_site]
+
+
+def _from_another_site(request: web.Request) -> bool:
+    """Whether a browser says the request comes from another site's page: its `Origin`
+    (sent with a cross-origin EventSource or fetch) is not this host, or its
+    `Sec-Fetch-Site` is `cross-site` or `same-site`. Such a page can't read the API's
+    answers (no CORS is granted), but could make the UI do their work: an event stream
+    held open and polling the store, the biggest list page, again and again."""
+    origin = request.headers.get("Origin")
+    if origin is not None and _origin(origin) != request.host.lower():
+        return True
+    return request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none")
 
 
 async def harden(request: web.Request, response: web.StreamResponse) -> None:

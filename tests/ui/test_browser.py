@@ -5,12 +5,14 @@ the run finish, hostile model output shown as text. Every wait is on a DOM condi
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -226,6 +228,43 @@ def test_hostile_model_output_renders_as_text(world: dict[str, Any]) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "#steps img, #steps b, #steps script") == []
     state = driver.find_element(By.ID, "state").text
     assert json.loads(state)["published"] == HOSTILE
+
+
+def _hold_event_streams(base: str, run_id: str, count: int) -> list[socket.socket]:
+    """`count` event streams of `run_id`, each past its first event: open, as the UI
+    counts them."""
+    url = urlsplit(base)
+    held = []
+    for _ in range(count):
+        conn = socket.create_connection((url.hostname, url.port), timeout=WAIT)
+        held.append(conn)
+        conn.sendall(f"GET /api/runs/{run_id}/events HTTP/1.1\r\nHost: {url.netloc}\r\n"
+                     "\r\n".encode())
+        got = b""
+        while b"event: run" not in got:
+            chunk = conn.recv(65536)
+            assert chunk, got[:200]
+            got += chunk
+        assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+    return held
+
+
+def test_a_page_refused_its_event_stream_shows_the_run_and_follows_it_later(
+        world: dict[str, Any]) -> None:
+    """While the UI's 32 event streams are taken, a run page gets a 503 for its own (which
+    EventSource gives up on): it shows the run as it is, and follows it once a place is
+    free (it asks again every 5 s)."""
+    driver = world["driver"]
+    held = _hold_event_streams(world["ui"].base, "fan-1", 32)
+    try:
+        driver.get(f"{world['ui'].base}/runs/fan-1")
+        wait(driver).until(ec.presence_of_element_located(
+            (By.CSS_SELECTOR, "body[data-status=paused]")))
+        assert driver.find_element(By.ID, "live").get_attribute("hidden") is not None
+    finally:
+        for conn in held:
+            conn.close()
+    wait(driver).until(lambda d: d.find_element(By.ID, "live").get_attribute("hidden") is None)
 
 
 def test_no_key_reaches_a_page(world: dict[str, Any]) -> None:

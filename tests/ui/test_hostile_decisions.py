@@ -1,12 +1,16 @@
 """Hostile decisions, over real HTTP to the app on 127.0.0.1: two decisions for one run
-at once, and a run whose id looks like a flag of `agentloom resume`."""
+at once, a run whose id looks like a flag of `agentloom resume`, and run ids whose resume
+logs would share a name."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -101,3 +105,40 @@ async def test_a_decision_body_over_the_bound_is_refused_in_json(tmp_path: Path)
             assert record is not None and record.status == "paused"
         finally:
             await client.close()
+
+
+async def test_runs_whose_ids_clean_up_alike_get_logs_of_their_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resume's log was `<id cleaned up, cut to 100>.log`: `a/b` and `a_b`, or two ids
+    alike in their first 100 characters, shared one (the second resume wrote over the
+    first's log, and a refusal could be read from the other run's), and an id of 100
+    four-byte letters made a name over 255 bytes (a 500). Now each run has its own log:
+    the id made readable, then a hash of all of it."""
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(logs))  # the Resumer's $TMPDIR
+    ids = ["a/b", "a_b", "x" * 100 + "1", "x" * 100 + "2", "\U0001d400" * 100]
+    async with SqliteStore(tmp_path / "runs.db") as store:
+        for run_id in ids:
+            await paused_run(store, run_id)
+        client = await client_for(store)
+        try:
+            for run_id in ids:
+                r = await client.post(f"/api/runs/{quote(run_id, safe='')}/decision",
+                                      json={"action": "approve"}, headers=WRITE)
+                body: Any = await r.json()
+                assert r.status == 409, (run_id, r.status, body)
+                assert f"the workflow file of run {run_id} is gone" in body["error"], body
+        finally:
+            await client.close()
+    [folder] = logs.iterdir()
+    files = sorted(folder.iterdir())
+    assert len(files) == len(ids), [f.name for f in files]
+    for f in files:
+        assert re.fullmatch(r"[A-Za-z0-9._-]{1,64}-[0-9a-f]{16}\.log", f.name), f.name
+    texts = [f.read_text() for f in files]
+    for run_id in ids:  # each log is its own run's, whole
+        [text] = [t for t in texts if f"the workflow file of run {run_id} is gone" in t]
+        assert text.count("the workflow file of run") == 1, text
+    assert {f.name.rsplit("-", 1)[0] for f in files} == {
+        "a_b", "x" * 64, "_" * 64}  # readable: the id, as far as a name can show it

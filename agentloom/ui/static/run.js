@@ -279,7 +279,11 @@
     document.body.dataset.status = d.run.status;
   }
 
-  // The stream's first event is the run as it is now; later ones come as it changes.
+  const going = () => current && ["running", "paused", "needs_decision"].includes(current.run.status);
+  const later = () => { if (going()) setTimeout(follow, 5000); };
+
+  // The stream's first event is the run as it is now; later ones come as it changes. The
+  // server ends a stream after a few minutes without `end`: the browser reconnects.
   function follow() {
     const source = new EventSource(`${base}/events`);
     const live = document.getElementById("live");
@@ -288,11 +292,13 @@
     source.addEventListener("end", () => { source.close(); live.hidden = true; });
     source.addEventListener("error", () => {
       live.hidden = true;
-      if (!current) { // never got the run: say why (not found, no token)
+      if (!current) { // never got the run: say why (not found, no token), or show it
         source.close();
-        AL.getJSON(base).then(render).catch(AL.showError);
-      } else if (!["running", "paused", "needs_decision"].includes(current.run.status)) {
+        AL.getJSON(base).then((d) => { render(d); later(); }).catch(AL.showError);
+      } else if (!going()) {
         source.close();
+      } else if (source.readyState === EventSource.CLOSED) {
+        later(); // refused (503: too many streams open), which the browser gives up on
       }
     });
   }
