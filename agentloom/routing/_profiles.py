@@ -26,6 +26,17 @@ from agentloom.routing._retry import RetryPolicy
 DEFAULT_PROFILE_TIMEOUT = 60.0
 """Seconds a call through a profile may take when the profile sets no `timeout` (spec
 004); a call without a profile has the transport's own bound (`HttpTimeout().total`)."""
+MAX_PROFILE_TIMEOUT = 1800.0
+"""The longest `timeout` a profile may set: the transport's own bound on a call without
+one (`HttpTimeout().total`), so a profile can tighten a call's limit, never lift it."""
+MAX_RETRIES = 100
+"""The most retries a `retries`/`retry.max_retries` may ask for, as a workflow step's
+`retry.max_retries` (the workflow schema's `MAX_RETRIES`): a 429 storm answered with
+`Retry-After: 0` otherwise sent as many calls as the number said."""
+MAX_RETRY_SECONDS = 600.0
+"""The longest wait a retry block may ask for (`backoff_base`, `backoff_max`,
+`max_retry_after`): ten minutes, as a workflow step's `retry.backoff_max` and the longest
+`Retry-After` a step waits out."""
 
 _PROFILE_FIELDS = frozenset(
     {
@@ -111,7 +122,8 @@ class FallbackEntry(FrozenRecord):
             pricing=_pricing(mapping.get("pricing"), f"{where}.pricing"),
             max_tokens=_positive_int(mapping.get("max_tokens"), f"{where}.max_tokens"),
             retry=parse_retry(
-                mapping.get("retry"), f"{where}.retry", retries=mapping.get("retries")
+                mapping.get("retry"), f"{where}.retry", retries=mapping.get("retries"),
+                retries_where=f"{where}.retries",
             ),
         )
 
@@ -205,7 +217,8 @@ class Profile(FrozenRecord):
             pricing=_pricing(mapping.get("pricing"), f"{where}.pricing"),
             max_tokens=_positive_int(mapping.get("max_tokens"), f"{where}.max_tokens"),
             retry=parse_retry(
-                mapping.get("retry"), f"{where}.retry", retries=mapping.get("retries")
+                mapping.get("retry"), f"{where}.retry", retries=mapping.get("retries"),
+                retries_where=f"{where}.retries",
             ),
             max_tools=_positive_int(mapping.get("max_tools"), f"{where}.max_tools"),
             tool_error_prompt=prompt,
@@ -215,7 +228,9 @@ class Profile(FrozenRecord):
                 )
                 for i, entry in enumerate(fallback_raw)
             ),
-            timeout=_positive_float(mapping.get("timeout"), f"{where}.timeout")
+            timeout=_positive_float(
+                mapping.get("timeout"), f"{where}.timeout", most=MAX_PROFILE_TIMEOUT
+            )
             or DEFAULT_PROFILE_TIMEOUT,
         )
 
@@ -257,10 +272,13 @@ def parse_fallback(
 
 
 def parse_retry(
-    data: Any, where: str = "retry", *, retries: Any = None, base: RetryPolicy | None = None
+    data: Any, where: str = "retry", *, retries: Any = None, base: RetryPolicy | None = None,
+    retries_where: str | None = None,
 ) -> RetryPolicy | None:
     """A `retry:` mapping (max_retries, backoff_*, jitter, retryable_status_codes,
-    max_retry_after) and/or a bare `retries: N`. None when neither is given."""
+    max_retry_after) and/or a bare `retries: N` (named `retries_where` in errors). None
+    when neither is given. Bounded as a workflow step's retry is: at most `MAX_RETRIES`
+    retries, waits of at most `MAX_RETRY_SECONDS`, a jitter between 0 and 1."""
     if data is None and retries is None:
         return None
     values: dict[str, Any] = {}
@@ -268,13 +286,24 @@ def parse_retry(
         mapping = _mapping(data, where)
         _no_unknown(mapping, _RETRY_FIELDS, where)
         values.update(mapping)
-    if retries is not None:
-        values.setdefault("max_retries", retries)
     if "max_retries" in values:
-        values["max_retries"] = _nonneg_int(values["max_retries"], f"{where}.max_retries")
-    for name in ("backoff_base", "backoff_multiplier", "backoff_max", "jitter", "max_retry_after"):
+        values["max_retries"] = _nonneg_int(
+            values["max_retries"], f"{where}.max_retries", most=MAX_RETRIES
+        )
+    elif retries is not None:
+        values["max_retries"] = _nonneg_int(
+            retries, retries_where or f"{where}.max_retries", most=MAX_RETRIES
+        )
+    for name in ("backoff_base", "backoff_max", "max_retry_after"):
         if name in values:
-            values[name] = _nonneg_float(values[name], f"{where}.{name}")
+            values[name] = _nonneg_float(values[name], f"{where}.{name}", most=MAX_RETRY_SECONDS)
+    if "backoff_multiplier" in values:
+        # Unbounded above: the wait it grows is capped by backoff_max.
+        values["backoff_multiplier"] = _nonneg_float(
+            values["backoff_multiplier"], f"{where}.backoff_multiplier"
+        )
+    if "jitter" in values:
+        values["jitter"] = _nonneg_float(values["jitter"], f"{where}.jitter", most=1.0)
     if "retryable_status_codes" in values:
         codes = values["retryable_status_codes"]
         if not isinstance(codes, list | tuple | set | frozenset) or not all(
@@ -331,7 +360,9 @@ def parse_rate_limits(data: Any, where: str = "rate_limits") -> dict[str, RateLi
         mapping = _mapping(body, here)
         _no_unknown(mapping, frozenset({"rpm", "tpm"}), here)
         out[str(provider)] = RateLimit(
-            rpm=_positive_float(mapping.get("rpm"), f"{here}.rpm"),
+            # At least one request a minute: below it the bucket never holds a whole
+            # request and the first call waited forever (`rpm: 0.5` hung the run).
+            rpm=_positive_float(mapping.get("rpm"), f"{here}.rpm", least=1.0),
             tpm=_positive_float(mapping.get("tpm"), f"{here}.tpm"),
         )
     return out
@@ -403,31 +434,46 @@ def _positive_int(value: Any, where: str) -> int | None:
     return value
 
 
-def _nonneg_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{where}: expected a whole number >= 0, got {value!r}")
+def _nonneg_int(value: Any, where: str, *, most: int | None = None) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < 0
+        or (most is not None and value > most)
+    ):
+        wanted = ">= 0" if most is None else f"from 0 to {most}"
+        raise ConfigError(f"{where}: expected a whole number {wanted}, got {value!r}")
     return value
 
 
-def _nonneg_float(value: Any, where: str) -> float:
+def _nonneg_float(value: Any, where: str, *, most: float | None = None) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not (0 <= value < float("inf"))
+        or (most is not None and value > most)
     ):
-        raise ConfigError(f"{where}: expected a number >= 0, got {value!r}")
+        wanted = ">= 0" if most is None else f"from 0 to {most:g}"
+        raise ConfigError(f"{where}: expected a number {wanted}, got {value!r}")
     return float(value)
 
 
-def _positive_float(value: Any, where: str) -> float | None:
+def _positive_float(
+    value: Any, where: str, *, least: float = 0.0, most: float | None = None
+) -> float | None:
+    """A number > 0 (>= `least` when that is set), <= `most`; None stays None."""
     if value is None:
         return None
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not (0 < value < float("inf"))
+        or value < least
+        or (most is not None and value > most)
     ):
-        raise ConfigError(f"{where}: expected a number > 0, got {value!r}")
+        low = f">= {least:g}" if least else "> 0"
+        wanted = low if most is None else f"{low} and <= {most:g}"
+        raise ConfigError(f"{where}: expected a number {wanted}, got {value!r}")
     return float(value)
 
 

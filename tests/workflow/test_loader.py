@@ -104,7 +104,8 @@ def test_every_problem_is_listed(tmp_path: Path) -> None:
     text = "\n".join(e.message for e in errs)
     assert "did you mean 'llm_call'?" in text
     assert "needs a 'prompt'" in text
-    assert "step 'd' (llm_call), max_tokens: Input should be a valid integer" in text
+    assert ("step 'd' (llm_call), max_tokens: expected a whole number of tokens, "
+            "got the text 'lots'") in text
 
 
 def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:

@@ -2,11 +2,16 @@
 
 Each error's location is walked over the raw YAML data to find the line of the deepest
 key that exists, and named in the file's own words (`step 'x' (llm_call), retry`). An
-unknown field gets the closest real field name of the model that refused it.
+unknown field gets the closest real field name of the model that refused it. A value of
+the wrong kind says what was expected, in YAML's words: `timeout: expected a number of
+seconds, got true`. A section checked by a parser of its own (`profiles`, `rate_limits`,
+`circuit_breaker`, `prices`, `fallback`) names the place inside it in its message
+(`profiles.fast.retries: ...`): that place is walked too, for its line and field.
 """
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -15,6 +20,7 @@ from pydantic import BaseModel
 
 from agentloom.workflow.load.yaml_source import Marks
 from agentloom.workflow.schema.step_types import STEP_TYPE_NAMES, step_model
+from agentloom.workflow.schema.steps import EXPONENT_NUMBER
 from agentloom.workflow.schema.workflow import WorkflowDefinition
 
 
@@ -71,13 +77,108 @@ def describe(e: Any, prefix: tuple[str | int, ...], data: Any, marks: Marks
             line = marks.line_of(container, "type") or line
         field = dotted([*real, "type"])
     else:
-        shown = repr(e.get("input"))
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
         # The offending value is shown when the error is about one field's value.
         at_leaf = bool(real) and real[-1] == loc[-1]
-        message = f"{where}: {msg} (got {shown})" if at_leaf else f"{where}: {msg}"
+        inner = _inner_place(msg, real, container, marks) if kind == "value_error" else None
+        if at_leaf and kind in _EXPECTED:
+            name = real[-1]
+            unit = _UNITS.get(name) if isinstance(name, str) else None
+            wanted = _EXPECTED[kind] + (f" of {unit}" if unit and kind in _NUMBERS else "")
+            message = f"{where}: expected {wanted}, got {_as_written(e.get('input'), kind)}"
+        elif at_leaf and inner is not None:
+            place, detail, inner_line, inner_field = inner
+            message = f"{where.removesuffix(str(real[-1]))}{place}: {detail}"
+            line, field = inner_line or line, inner_field
+        elif at_leaf:
+            shown = repr(e.get("input"))
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            message = f"{where}: {msg} (got {shown})"
+        else:
+            message = f"{where}: {msg}"
     return message, line, field
+
+
+_EXPECTED = {"int_type": "a whole number", "int_parsing": "a whole number",
+             "int_from_float": "a whole number", "float_type": "a number",
+             "float_parsing": "a number", "bool_type": "true or false",
+             "bool_parsing": "true or false"}
+"""What a field of each kind takes, by pydantic's error type (the format's numbers and
+flags are strict: `true` is no number, `1` no flag, `'3'` is text)."""
+_NUMBERS = frozenset(k for k in _EXPECTED if not k.startswith("bool"))
+_UNITS = {"timeout": "seconds", "timeout_seconds": "seconds", "backoff_max": "seconds",
+          "latency_ms": "milliseconds", "budget_usd": "US dollars", "max_tokens": "tokens",
+          "max_tokens_per_run": "tokens", "budget_tokens": "tokens",
+          "max_output_bytes": "bytes", "max_write_bytes": "bytes", "max_reply_bytes": "bytes"}
+"""The unit of a number, by its field's name, for `expected a number of seconds`."""
+_FLAG_WORDS = frozenset({"true", "false", "yes", "no", "on", "off"})
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)\s*")
+
+
+def _as_written(value: Any, kind: str) -> str:
+    """A value as the file spells it: `true`, `null`, `2.5`, `the text '3'`."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        if EXPONENT_NUMBER.fullmatch(value):
+            return value  # `1e6` unquoted: YAML 1.1 made it text, the person wrote a number
+        shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
+        # Plain YAML reads `3`, `0.5` and `true` as a number and a flag: this was quoted.
+        quoted = (value.strip().lower() in _FLAG_WORDS if kind.startswith("bool")
+                  else _NUMBER_TEXT.fullmatch(value) is not None)
+        return f"the text {shown}" + (" (write it without quotes)" if quoted else "")
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+_INNER = re.compile(r"([^\s:]+): (.+)", re.S)
+_INDEX = re.compile(r"\[(\d+)\]\.?")
+
+
+def _inner_place(msg: str, real: list[str | int], container: Any, marks: Marks
+                 ) -> tuple[str, str, int | None, str] | None:
+    """For a message that a field's own parser wrote as `<field>.<place>: what`, such as
+    `profiles.fast.retries: expected ...` of the field `profiles`: (the place, what, the
+    line of the deepest key of it in the file, its dotted field). None for any other."""
+    match = _INNER.fullmatch(msg)
+    if match is None or not real or not isinstance(real[-1], str):
+        return None
+    place, detail = match.group(1), match.group(2)
+    head = real[-1]
+    if place != head and not place.startswith((f"{head}.", f"{head}[")):
+        return None
+    rest = place[len(head):].removeprefix(".")
+    node, line, walked = container, None, [*real]
+    while rest:  # a key may hold dots itself (`gpt-4.1`): the longest key that fits
+        if isinstance(node, list):
+            index = _INDEX.match(rest)
+            if index is None or int(index.group(1)) >= len(node):
+                break
+            key: str | int = int(index.group(1))
+            rest = rest[index.end():]
+        elif isinstance(node, dict):
+            fits = [k for k in node if isinstance(k, str)
+                    and (rest == k or rest.startswith((f"{k}.", f"{k}[")))]
+            if not fits:
+                break
+            key = max(fits, key=len)
+            rest = rest[len(key):].removeprefix(".")
+        else:
+            break
+        line = marks.line_of(node, key) or line
+        node = node[key]
+        walked.append(key)
+    field = dotted(walked)
+    if rest:
+        field += rest if rest.startswith("[") else f".{rest}"
+    return place, detail, line, field
+
 
 def describe_place(data: Any, real: list[str | int]) -> tuple[str, type[BaseModel] | None]:
     """A readable name for a location, and the model class that validates it."""

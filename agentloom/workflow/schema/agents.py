@@ -12,20 +12,20 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from agentloom.workflow.schema.steps import ResponseSchema, Strict, ToolDecl
+from agentloom.workflow.schema.steps import OptionalNumber, ResponseSchema, Strict, ToolDecl
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 """An agent's name is its speaker name in a conversation, so it takes the same pattern."""
 
 
 class AgentLimits(Strict):
-    max_tool_iterations: int = Field(default=5, ge=1, le=1000)
+    max_tool_iterations: int = Field(default=5, ge=1, le=1000, strict=True)
     """Model calls at most in one turn, the answering one included."""
 
 
 class AgentSettings(Strict):
-    temperature: float | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: OptionalNumber = Field(default=None, strict=True)
+    max_tokens: int | None = Field(default=None, ge=1, strict=True)
 
 
 class AgentDef(Strict):

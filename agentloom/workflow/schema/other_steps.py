@@ -13,6 +13,7 @@ from pydantic import Field, TypeAdapter, model_validator
 from agentloom.workflow.schema.steps import (
     Attachment,
     LLMCallStep,
+    OptionalNumber,
     StepBase,
     Strict,
     empty_dict,
@@ -43,7 +44,7 @@ class SubworkflowStep(StepBase):
     workflow_inline: dict[str, Any] | None = None
     input: dict[str, Any] | None = None
     return_keys: list[str] | None = None
-    isolated_state: bool = False
+    isolated_state: bool = Field(default=False, strict=True)
 
     @model_validator(mode="after")
     def _one_source(self) -> "SubworkflowStep":
@@ -61,8 +62,8 @@ class MapStep(StepBase):
     over: str
     """A state path such as `state.items`: a list at run time."""
     as_: str = Field(default="item", alias="as", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    concurrency: int = Field(default=4, ge=1, le=256)
-    max_items: int = Field(default=10_000, ge=1, le=1_000_000)
+    concurrency: int = Field(default=4, ge=1, le=256, strict=True)
+    max_items: int = Field(default=10_000, ge=1, le=1_000_000, strict=True)
     """A list longer than this fails the step before any item runs (the list may be a
     model's answer: a million items would be a million runs)."""
     step: dict[str, Any] | None = None
@@ -94,7 +95,7 @@ class Notify(Strict):
     secret_env: EnvName | None = None
     """The variable holding the key the body is signed with (HMAC-SHA256)."""
     body_template: str | None = None
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: OptionalNumber = Field(default=None, gt=0, strict=True)
 
     @model_validator(mode="after")
     def _one_url(self) -> "Notify":
@@ -106,7 +107,7 @@ class Notify(Strict):
 class ApprovalGateStep(StepBase):
     type: Literal["approval_gate"]
     message: str | None = None
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: OptionalNumber = Field(default=None, gt=0, strict=True)
     on_timeout: Literal["approve", "reject"] | None = None
     notify: Notify | None = None
 
@@ -118,7 +119,7 @@ class AskStep(StepBase):
     question: str
     answer_type: Literal["text", "choose_one", "choose_many", "secret"] = "text"
     choices: list[str] | None = None
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: OptionalNumber = Field(default=None, gt=0, strict=True)
     default: Any = None
     """The answer used when the run is resumed after `timeout_seconds` (else it fails)."""
 

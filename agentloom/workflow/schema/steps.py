@@ -13,23 +13,54 @@ import operator
 import re
 from collections.abc import Callable
 from math import isfinite
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    StrictInt,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic.types import Strict as StrictMode
 
 from agentloom.errors import ConfigError
 from agentloom.routing import parse_fallback
 
 STEP_ID = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 DEFAULT_RETRYABLE_STATUS = (429, 500, 502, 503, 504)
+MAX_RETRIES = 100
+"""The most retries a step may ask for (a profile's parser, in `agentloom.routing`, holds
+its `retries` to the same)."""
+MAX_BACKOFF_SECONDS = 600.0
+"""The longest wait between two attempts a `retry` block may ask for: ten minutes, the
+longest `Retry-After` a step waits out."""
+StatusCode = Annotated[StrictInt, Field(ge=100, le=599)]
+
+EXPONENT_NUMBER = re.compile(
+    r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+")
+"""A number with an exponent, as YAML 1.2 writes it (`1e3`, `1.5e-3`, `2E+6`)."""
+
+
+def yaml_exponent(value: Any) -> Any:
+    """`1e3` as the number it is. YAML 1.1, which PyYAML reads, takes a number with an
+    exponent but no dot or no sign (`1e3`, `1.5e3`) for text, where YAML 1.2 and a
+    person read a number; a number field takes it so (as it did when it converted any
+    text). Other text is left for the strict check to refuse."""
+    if type(value) is str and EXPONENT_NUMBER.fullmatch(value):
+        return float(value.replace("_", ""))
+    return value
+
+
+READ_EXPONENT = BeforeValidator(yaml_exponent)
+Number = Annotated[float, READ_EXPONENT]
+"""A number field's type; with `Field(strict=True)`: an int or a float, never a flag or
+text (but `1e3`, see `yaml_exponent`)."""
+OptionalNumber = Annotated[float | None, READ_EXPONENT]
 
 
 class Strict(BaseModel):
@@ -37,6 +68,10 @@ class Strict(BaseModel):
     # validates each step with its own type's model), not for the whole format.
     # A non-finite number (`.inf`, `.nan`) has no JSON form to send nor a meaning as a
     # limit: refused at load, by line, rather than sent as `Infinity` to a provider.
+    # Every number and flag of the format is `strict=True`: `timeout: true`, `stream: 1`,
+    # `max_retries: '3'` and `concurrency: 2.0` are mistakes to name by line, not values
+    # to convert (pydantic's lax mode read `true` as 1 and `'3'` as 3); an int is still a
+    # number (`timeout: 30`), and a number field reads `1e3` (`Number`).
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True,
                               allow_inf_nan=False)
 
@@ -59,15 +94,25 @@ class RetryConfig(Strict):
     call by itself (the profile's `retries`, spec 004); without one a failing call falls
     back at once and this retry decides what comes next."""
 
-    max_retries: int | None = Field(default=None, ge=0, le=100)
+    max_retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, strict=True)
     """Retries after the first attempt; unset means `config.max_retries`, else 3."""
-    backoff_base: float = Field(default=2.0, ge=1.0)
+    backoff_base: Number = Field(default=2.0, ge=1.0, strict=True)
     """The wait before retry n (from 0) is backoff_base**n seconds, capped by backoff_max."""
-    backoff_max: float = Field(default=60.0, ge=0)
+    backoff_max: Number = Field(default=60.0, ge=0, le=MAX_BACKOFF_SECONDS, strict=True)
+    """The longest wait between two attempts, in seconds (at most ten minutes)."""
     jitter: bool | float = True
     """True spreads each wait by ±25%; a number is the fraction; false waits exactly."""
-    retryable_status_codes: list[int] = Field(
+    retryable_status_codes: list[StatusCode] = Field(
         default_factory=lambda: list(DEFAULT_RETRYABLE_STATUS))
+
+    @field_validator("jitter", mode="before")
+    @classmethod
+    def _jitter_kind(cls, v: Any) -> Any:
+        # `bool | float` would read the text 'yes' as true and give two errors for 'x'.
+        v = yaml_exponent(v)
+        if type(v) not in (bool, int, float):
+            raise ValueError("jitter must be true, false or a fraction between 0 and 1")
+        return v
 
     @field_validator("jitter")
     @classmethod
@@ -82,7 +127,7 @@ class StepBase(Strict):
     depends_on: list[str] = Field(default_factory=empty_list)
     output: str | None = None
     """The state key (a path, such as `report.summary`) that receives the step's result."""
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: OptionalNumber = Field(default=None, gt=0, strict=True)
     """Seconds per attempt."""
     retry: RetryConfig | None = None
     description: str | None = None
@@ -104,10 +149,10 @@ class Attachment(Strict):
 
 
 class Thinking(Strict):
-    enabled: bool = False
-    budget_tokens: int | None = Field(default=None, ge=1)
+    enabled: bool = Field(default=False, strict=True)
+    budget_tokens: int | None = Field(default=None, ge=1, strict=True)
     level: Literal["low", "medium", "high"] | None = None
-    capture_reasoning: bool = True
+    capture_reasoning: bool = Field(default=True, strict=True)
 
 
 class ToolDecl(Strict):
@@ -128,7 +173,7 @@ class ResponseSchema(Strict):
     model: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     name: str | None = None
-    strict: bool = True
+    strict: bool = Field(default=True, strict=True)
     description: str | None = None
     mode: Literal["native", "tool"] = "native"
     """How the shape is asked for: `native` (the provider's JSON mode, or the schema in
@@ -177,10 +222,10 @@ class LLMCallStep(StepBase):
     fallback: list[str | dict[str, Any]] | None = None
     """Tried in order once this step's model is out of retries or can't take the request:
     `[{provider: anthropic, model: claude-haiku-4-5, max_tokens: 800}, ...]`."""
-    temperature: float | None = None
+    temperature: OptionalNumber = Field(default=None, strict=True)
     """Sent as given, without a range check."""
-    max_tokens: int | None = Field(default=None, ge=1)
-    stream: bool | None = None
+    max_tokens: int | None = Field(default=None, ge=1, strict=True)
+    stream: bool | None = Field(default=None, strict=True)
     attachments: list[Attachment] = Field(default_factory=empty_list)
     thinking: Thinking | None = None
     tools: list[ToolDecl] | None = None
@@ -193,7 +238,7 @@ class LLMCallStep(StepBase):
     cache: Literal["auto"] | None = None
     """`auto`: mark the stable prefix for the provider's prompt cache."""
     tool_choice: Literal["auto", "none", "required"] | NamedChoice = "auto"
-    max_tool_iterations: int = Field(default=5, ge=1, le=1000)
+    max_tool_iterations: int = Field(default=5, ge=1, le=1000, strict=True)
     response_schema: ResponseSchema | None = None
     conversation: str | None = None
     speaker: str | None = None
@@ -256,6 +301,8 @@ def _bounded(check: _Check, metadata: list[Any]) -> _Check | None:
             bounds.append((operator.gt, m.gt))
         elif isinstance(m, Le):
             bounds.append((operator.le, m.le))
+        elif (isinstance(m, StrictMode) and m.strict) or m is READ_EXPONENT:
+            pass  # the checks below take a value of exactly its type: stricter still
         else:
             return None
     if not bounds:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from agentloom.workflow.schema.steps import Strict, empty_dict, empty_list
+from agentloom.workflow.schema.steps import Number, Strict, empty_dict, empty_list
 
 ArgTypeName = Literal["str", "int", "float", "bool", "list", "object"]
 
@@ -21,7 +21,7 @@ class FunctionArg(Strict):
 
     type: ArgTypeName = "str"
     description: str = ""
-    required: bool | None = None
+    required: bool | None = Field(default=None, strict=True)
     """Unset: required unless a default is given."""
     default: Any = None
 
@@ -55,9 +55,9 @@ class MCPServerDecl(Strict):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: Number = Field(default=30.0, gt=0, strict=True)
     """Seconds to start and list tools, and the limit of each call."""
-    max_output_bytes: int = Field(default=1_000_000, gt=0)
+    max_output_bytes: int = Field(default=1_000_000, gt=0, strict=True)
     """A call's text result is cut here (UTF-8 bytes), the cut said at its end."""
 
     @model_validator(mode="after")

@@ -18,7 +18,14 @@ from agentloom.pricing import PriceTable
 from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.step_types import step_union
-from agentloom.workflow.schema.steps import RetryConfig, StepBase, Strict, empty_dict
+from agentloom.workflow.schema.steps import (
+    MAX_RETRIES,
+    OptionalNumber,
+    RetryConfig,
+    StepBase,
+    Strict,
+    empty_dict,
+)
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
 
 __all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "WorkflowConfig",
@@ -29,20 +36,20 @@ class SandboxConfig(Strict):
     """What the built-in tools may touch; handed as written (unset keys left out) to
     `agentloom.tools.SandboxPolicy.from_config`, which owns the defaults."""
 
-    enabled: bool | None = None
+    enabled: bool | None = Field(default=None, strict=True)
     allowed_commands: list[str] | None = None
     allowed_paths: list[str] | None = None
     readable_paths: list[str] | None = None
     writable_paths: list[str] | None = None
-    allow_network: bool | None = None
+    allow_network: bool | None = Field(default=None, strict=True)
     allowed_domains: list[str] | None = None
     allowed_schemes: list[str] | None = None
-    allow_private_addresses: bool | None = None
+    allow_private_addresses: bool | None = Field(default=None, strict=True)
     allowed_addresses: list[str] | None = None
-    max_output_bytes: int | None = Field(default=None, ge=0)
-    max_write_bytes: int | None = Field(default=None, ge=0)
+    max_output_bytes: int | None = Field(default=None, ge=0, strict=True)
+    max_write_bytes: int | None = Field(default=None, ge=0, strict=True)
     danger_opt_in: list[str] | None = None
-    allow_internal_webhook_targets: bool | None = None
+    allow_internal_webhook_targets: bool | None = Field(default=None, strict=True)
     isolation: Literal["auto", "bwrap", "none"] | None = None
     env: list[str] | None = None
 
@@ -62,19 +69,19 @@ class WorkflowConfig(Strict):
     """Provider of every step without its own; unset lets the runtime choose."""
     model: str | None = None
     """Model of every step without its own. `--model` changes this, never a step's model."""
-    stream: bool = False
+    stream: bool = Field(default=False, strict=True)
     """Stream every step's reply unless the step says `stream: false`."""
-    max_concurrent_steps: int = Field(default=10, ge=1, le=1024)
+    max_concurrent_steps: int = Field(default=10, ge=1, le=1024, strict=True)
     """Steps running at once, at most."""
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: OptionalNumber = Field(default=None, gt=0, strict=True)
     """Whole-run deadline in seconds: work in flight is cancelled, status deadline_exceeded."""
-    budget_usd: float | None = Field(default=None, ge=0)
+    budget_usd: OptionalNumber = Field(default=None, ge=0, strict=True)
     """No step starts once the run has spent this much; a step whose cost is unknown
     fails the run closed (status budget_exceeded)."""
-    max_tokens_per_run: int | None = Field(default=None, ge=1)
+    max_tokens_per_run: int | None = Field(default=None, ge=1, strict=True)
     """Token budget of the run (input + output over every model call), checked before each
     call with that call's worst case, like `budget_usd`."""
-    max_steps: int = Field(default=100_000, ge=1, le=10_000_000)
+    max_steps: int = Field(default=100_000, ge=1, le=10_000_000, strict=True)
     """Steps one run may start, those of the runs nested in it (map items, subworkflows,
     on_error blocks, workflow functions) included: nested maps multiply, and a model's
     answer may be the list a map runs over."""
@@ -112,22 +119,22 @@ class WorkflowConfig(Strict):
         block's `config:` mapping."""
         return self.model_dump(include=set(BLOCK_DEFAULTS), exclude_unset=True)
 
-    max_retries: int | None = Field(default=None, ge=0, le=100)
+    max_retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, strict=True)
     """Default `retry.max_retries` of every step (3 when neither is set)."""
     on_step_failure: Literal["skip_downstream", "continue"] = "skip_downstream"
     """What a failed step does to its dependents: skip them, or let them run."""
-    strict_outputs: bool = False
+    strict_outputs: bool = Field(default=False, strict=True)
     """Two steps that may run at once writing the same `output` key: error, not warning."""
     sandbox: SandboxConfig | None = None
-    max_tools: int | None = Field(default=None, ge=1)
+    max_tools: int | None = Field(default=None, ge=1, strict=True)
     """The most tools one model call may carry (a step declaring more is a load error)."""
     tool_error_prompt: str | None = None
     """Appended to a failing tool's result, to tell the model how to recover."""
     responses_file: str | None = None
     """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
     latency_model: Literal["constant", "normal", "replay"] | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
-    capture_prompts: bool = False
+    latency_ms: OptionalNumber = Field(default=None, ge=0, strict=True)
+    capture_prompts: bool = Field(default=False, strict=True)
     """Put messages, tool arguments and results in `--trace`/`--otel` output (redacted),
     as `--trace-content` does; the public AgentLoom's name for it."""
 
@@ -153,7 +160,7 @@ class ProviderConfig(Strict):
     """A key written in the file; prefer api_key_env."""
     headers: dict[str, str] = Field(default_factory=empty_dict)
     models: list[str] | None = None
-    max_reply_bytes: int | None = Field(default=None, gt=0)
+    max_reply_bytes: int | None = Field(default=None, gt=0, strict=True)
     """The largest reply accepted (decompressed; a stream in total); default 32 MB."""
     api: str | dict[str, str] | None = None
     """OpenAI protocol only: `responses` or `chat_completions`, for every model or as a
@@ -161,7 +168,7 @@ class ProviderConfig(Strict):
 
 
 class StateKeyRule(Strict):
-    redact: bool = False
+    redact: bool = Field(default=False, strict=True)
     description: str | None = None
 
 
