@@ -10,6 +10,7 @@ default limit turns a 70-way fan-out into a 10-second wait for no reason.
 from __future__ import annotations
 
 import asyncio
+import math
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom._record import FrozenRecord, frozen_record, set_field
@@ -31,9 +32,14 @@ class RateLimit(FrozenRecord):
     def __post_init__(self) -> None:
         for name in ("rpm", "tpm"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int | float) or value <= 0):
+            # At least one a minute: a bucket holding less than one request never lets
+            # a call through (rpm=0.5 waited a minute at a time, for ever); NaN compares
+            # false with every level, so it limited nothing.
+            if value is not None and (type(value) not in (int, float)
+                                      or not 1 <= value < math.inf):
                 raise ValueError(
-                    f"RateLimit.{name} must be a positive number or None, got {value!r}"
+                    f"RateLimit.{name} must be a finite number >= 1 (per minute) or None, "
+                    f"got {value!r}"
                 )
 
     @property

@@ -139,3 +139,21 @@ def test_breakers_can_be_reconfigured_from_a_workflow() -> None:
     existing.record("failure")
     assert existing.state == "open"
     assert reg.get("b").settings.failure_threshold == 1
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("rpm", 0.5), ("rpm", 0.999), ("tpm", 0.5), ("rpm", float("nan")), ("tpm", float("nan")),
+    ("rpm", float("inf")), ("rpm", True), ("rpm", "60"), ("rpm", 0), ("tpm", -1),
+])
+def test_a_limit_no_bucket_can_keep_is_refused(field: str, value: object) -> None:
+    # rpm=0.5 made a bucket that never holds one request: the first call waited a minute
+    # at a time, for ever; NaN compared false with every level and limited nothing.
+    with pytest.raises(ValueError, match=rf"RateLimit.{field} must be a finite number >= 1"):
+        RateLimit(**{field: value})  # type: ignore[arg-type]
+
+
+async def test_the_least_limit_lets_one_call_through_then_waits_a_minute() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(RateLimit(rpm=1), clock=clock)
+    assert await limiter.acquire() == 0.0
+    assert await limiter.acquire() == pytest.approx(60.0)
