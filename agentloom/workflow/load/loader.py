@@ -23,6 +23,7 @@ from agentloom.workflow.lang.paths import PathError, parse_path
 from agentloom.workflow.lang.templates import Template, compile_template
 from agentloom.workflow.load.diagnose import describe
 from agentloom.workflow.load.diagnose import dotted as _dotted
+from agentloom.workflow.load.graph import find_cycle
 from agentloom.workflow.load.includes import include_scope
 from agentloom.workflow.load.model_checks import check_conversations, valid_agents
 from agentloom.workflow.load.problems import WorkflowProblems
@@ -331,7 +332,7 @@ class Checker:
                 elif dep not in good:
                     good.append(dep)
             deps_of[sid] = good
-        cycle = _find_cycle(deps_of)
+        cycle = find_cycle(deps_of)
         if cycle:
             first = cycle[0]
             index = ids.index(first)
@@ -473,32 +474,3 @@ def _step_refs(prepared: Any) -> list[tuple[str, tuple[str | int, ...]]]:
             if ref.step_id is not None:
                 out.append((ref.step_id, field_path))
     return out
-
-
-def _find_cycle(deps_of: dict[str, list[str]]) -> list[str] | None:
-    """A dependency cycle as [a, b, ..., a], or None. Iterative, so deep chains are fine."""
-    state: dict[str, int] = {}
-    for start in deps_of:
-        if state.get(start):
-            continue
-        stack: list[tuple[str, int]] = [(start, 0)]
-        path: list[str] = []
-        while stack:
-            node, i = stack.pop()
-            if i == 0:
-                state[node] = 1
-                path.append(node)
-            deps = deps_of.get(node, [])
-            if i < len(deps):
-                stack.append((node, i + 1))
-                nxt = deps[i]
-                if state.get(nxt) == 1:
-                    cyc = [*path[path.index(nxt):], nxt]
-                    cyc.reverse()
-                    return cyc
-                if not state.get(nxt):
-                    stack.append((nxt, 0))
-            else:
-                state[node] = 2
-                path.pop()
-    return None
