@@ -6,6 +6,9 @@ finish reasons, error types. Message text, tool arguments and tool results are w
 only with `capture_content=True`, which requires a `redact` function (applied to every
 captured string) or an explicit `allow_unredacted=True`; captured strings are clipped.
 Exception text is never written: an error is its type, status and phase.
+Names the model or the provider chose (tool names and call ids, the reply's model and
+finish reason) are cut at `MAX_NAME` characters and redacted like content (given
+`redact`), content or not; one reply's tool calls list at most `MAX_NAMES` names.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from agentloom._clock import SYSTEM_CLOCK, Clock
 from agentloom.loop.observer import ConversationInfo, NullObserver, current_conversation
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
+from agentloom.observe._bounds import MAX_NAMES, bounded, counts
+from agentloom.observe._bounds import name as bounded_name
 from agentloom.providers import AttemptRecord
 
 
@@ -58,11 +63,10 @@ class EventTraceObserver(NullObserver):
 
     # --- output --------------------------------------------------------------------------
     def _content(self, text: str) -> str:
-        if self._redact is not None:
-            text = self._redact(text)
-        if len(text) > self._clip:
-            text = text[: self._clip] + f"...[{len(text) - self._clip} more chars]"
-        return text
+        return bounded(text, self._clip, self._redact)
+
+    def _name(self, text: str | None) -> str | None:
+        return None if text is None else bounded_name(text, self._redact)
 
     def record(self, event: str, **fields: Any) -> None:
         """Write an event of your own (a workflow's run start and end) in the same
@@ -106,7 +110,8 @@ class EventTraceObserver(NullObserver):
         self._emit("request", **fields)
 
     def on_attempt(self, record: AttemptRecord) -> None:
-        self._emit("attempt", provider=record.provider, model=record.model,
+        self._emit("attempt", provider=self._name(record.provider),
+                   model=self._name(record.model),
                    attempt=record.attempt, ok=record.ok, status=record.status,
                    phase=record.phase, request_sent=record.request_sent,
                    error_type=record.error_type,
@@ -116,16 +121,20 @@ class EventTraceObserver(NullObserver):
     def on_response(self, response: ModelResponse, iteration: int,
                     duration_seconds: float) -> None:
         u = response.usage
+        calls = response.tool_calls  # a reply may hold 100,000 of them
         fields: dict[str, Any] = {
-            "iteration": iteration, "provider": response.provider, "model": response.model,
-            "finish_reason": response.finish_reason,
-            "tool_calls": [c.name for c in response.tool_calls],
+            "iteration": iteration, "provider": self._name(response.provider),
+            "model": self._name(response.model),
+            "finish_reason": self._name(response.finish_reason),
+            "tool_calls": [self._name(c.name) for c in calls[:MAX_NAMES]],
             "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
             "cache_read_tokens": u.cache_read_tokens,
             "reasoning_tokens": u.reasoning_tokens,
             "cost_usd": float(u.cost_usd) if u.cost_usd is not None else None,
             "duration_seconds": round(duration_seconds, 6),
         }
+        if len(calls) > MAX_NAMES:
+            fields["tool_calls_omitted"] = len(calls) - MAX_NAMES
         if response.time_to_first_token is not None:  # a streamed call
             fields["time_to_first_token"] = round(response.time_to_first_token, 6)
         if self.capture_content:
@@ -140,14 +149,16 @@ class EventTraceObserver(NullObserver):
                    duration_seconds=round(duration_seconds, 6))
 
     def on_tool_start(self, call: ToolCallPart) -> None:
-        fields: dict[str, Any] = {"tool": call.name, "call_id": call.id}
+        fields: dict[str, Any] = {"tool": self._name(call.name),
+                                  "call_id": self._name(call.id)}
         if self.capture_content:
             fields["arguments"] = self._content(call.arguments)
         self._emit("tool_start", **fields)
 
     def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
                     duration_seconds: float) -> None:
-        fields: dict[str, Any] = {"tool": call.name, "call_id": call.id,
+        fields: dict[str, Any] = {"tool": self._name(call.name),
+                                  "call_id": self._name(call.id),
                                   "is_error": result.is_error,
                                   "duration_seconds": round(duration_seconds, 6)}
         if self.capture_content:
@@ -155,11 +166,19 @@ class EventTraceObserver(NullObserver):
         self._emit("tool_end", **fields)
 
     def on_stall(self, tool_name: str, repeats: int) -> None:
-        self._emit("stall", tool=tool_name, repeats=repeats)
+        self._emit("stall", tool=self._name(tool_name), repeats=repeats)
 
     def on_budget_warning(self, kind: str, used: float, limit: float) -> None:
         self._emit("budget_warning", kind=kind, used=used, limit=limit)
 
     def on_conversation_end(self, summary: ConversationSummary) -> None:
-        self._emit("conversation_end", summary.conversation_id,
-                   summary=summary.model_dump(mode="json"))
+        dumped = summary.model_dump(mode="json")
+        for key in ("provider", "model", "finish_reason"):
+            dumped[key] = self._name(dumped.get(key))
+        for key in ("tool_calls", "tool_errors"):
+            dumped[key] = counts(dumped.get(key) or {}, self._redact)
+        for turn in dumped.get("timeline") or ():
+            for key in ("tools", "tool_errors"):
+                names = turn.get(key) or []
+                turn[key] = [self._name(n) for n in names[:MAX_NAMES]]
+        self._emit("conversation_end", summary.conversation_id, summary=dumped)

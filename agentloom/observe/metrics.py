@@ -2,18 +2,22 @@
 
 Attributes are low-cardinality only: operation, provider, model, agent name, status,
 tool name, error type. Never a conversation, correlation or parent id: those would make
-one time series per run. Uses the OpenTelemetry API (a no-op without an SDK configured);
-pass `meter_provider` to record into a specific one.
+one time series per run. A name the model or the provider chose (a tool the model called,
+the reply's model) is bounded, and redacted given `redact`, as on spans. Uses the
+OpenTelemetry API (a no-op without an SDK configured); pass `meter_provider` to record
+into a specific one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agentloom.loop.observer import NullObserver, current_conversation
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.observe import semconv as sc
+from agentloom.observe._bounds import name as bounded_name
 
 _SCOPE = "agentloom"
 
@@ -22,8 +26,11 @@ class MetricsObserver(NullObserver):
     """Records model-call durations and token usage (GenAI semconv metrics), and
     conversation, tool and retry counts (ours)."""
 
-    def __init__(self, meter_provider: Any = None) -> None:
+    def __init__(self, meter_provider: Any = None, *,
+                 redact: Callable[[str], str] | None = None) -> None:
         from opentelemetry import metrics
+
+        self._redact = redact
 
         meter = (meter_provider.get_meter(_SCOPE) if meter_provider is not None
                  else metrics.get_meter(_SCOPE))
@@ -47,6 +54,9 @@ class MetricsObserver(NullObserver):
         self._retries = meter.create_counter(
             sc.METRIC_RETRIES, unit="{attempt}", description="Model-call attempts after the first")
 
+    def _name(self, text: str) -> str:
+        return bounded_name(text, self._redact)
+
     @staticmethod
     def _base() -> dict[str, Any]:
         info = current_conversation()
@@ -59,8 +69,8 @@ class MetricsObserver(NullObserver):
                     duration_seconds: float) -> None:
         attrs = self._base()
         attrs.update({sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-                      sc.GEN_AI_PROVIDER_NAME: response.provider,
-                      sc.GEN_AI_RESPONSE_MODEL: response.model})
+                      sc.GEN_AI_PROVIDER_NAME: self._name(response.provider),
+                      sc.GEN_AI_RESPONSE_MODEL: self._name(response.model)})
         info = current_conversation()
         if info is not None and info.model:
             attrs[sc.GEN_AI_REQUEST_MODEL] = info.model
@@ -80,16 +90,17 @@ class MetricsObserver(NullObserver):
                       sc.ERROR_TYPE: type(error).__name__})
         provider = getattr(error, "provider", None)
         if isinstance(provider, str):
-            attrs[sc.GEN_AI_PROVIDER_NAME] = provider
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self._name(provider)
         self._op_duration.record(duration_seconds, attrs)
 
     def on_retry(self, attempt: int, error: BaseException) -> None:
-        self._retries.add(1, {sc.GEN_AI_PROVIDER_NAME: str(getattr(error, "provider", "")),
-                              sc.GEN_AI_REQUEST_MODEL: str(getattr(error, "model", "") or "")})
+        self._retries.add(1, {
+            sc.GEN_AI_PROVIDER_NAME: self._name(str(getattr(error, "provider", ""))),
+            sc.GEN_AI_REQUEST_MODEL: self._name(str(getattr(error, "model", "") or ""))})
 
     def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
                     duration_seconds: float) -> None:
-        attrs = {**self._base(), sc.GEN_AI_TOOL_NAME: call.name,
+        attrs = {**self._base(), sc.GEN_AI_TOOL_NAME: self._name(call.name),
                  sc.AL_TOOL_ERROR: result.is_error}
         self._tool_calls.add(1, attrs)
         self._tool_duration.record(duration_seconds, attrs)
@@ -99,9 +110,9 @@ class MetricsObserver(NullObserver):
         if summary.agent_name:
             attrs[sc.GEN_AI_AGENT_NAME] = summary.agent_name
         if summary.provider:
-            attrs[sc.GEN_AI_PROVIDER_NAME] = summary.provider
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self._name(summary.provider)
         if summary.model:
-            attrs[sc.GEN_AI_RESPONSE_MODEL] = summary.model
+            attrs[sc.GEN_AI_RESPONSE_MODEL] = self._name(summary.model)
         self._conversations.add(1, attrs)
         self._conv_duration.record(summary.elapsed_seconds, attrs)
 

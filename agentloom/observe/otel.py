@@ -8,7 +8,12 @@ The summary is copied onto the root span as `agentloom.conversation.*` attribute
 `agentloom.tool.calls.<name>` / `agentloom.tool.errors.<name>` counts, identical whether
 or not content capture is on. Content (messages, tool arguments and results) is recorded
 only with `capture_content=True`, under the same rule as the JSONL trace: a `redact`
-function or an explicit `allow_unredacted=True`. Only the OpenTelemetry API is imported;
+function or an explicit `allow_unredacted=True`; each captured string is cut at `clip`
+characters, as the JSONL trace's are (no `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT` is needed to
+keep a 50 MB reply out of one attribute). Names the model or the provider chose (a tool's
+name and call id, the reply's model, id and finish reason) are cut at `MAX_NAME`
+characters and, given `redact`, redacted, capture or not: a model that calls a tool named
+after a secret it was shown puts no secret in a span name. Only the OpenTelemetry API is imported;
 spans go to the tracer provider given, or the global one. Metrics (low-cardinality
 attributes only) are recorded through `MetricsObserver`.
 """
@@ -24,6 +29,8 @@ from agentloom.loop.observer import ConversationInfo, NullObserver, current_conv
 from agentloom.loop.summary import ConversationSummary
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.observe import semconv as sc
+from agentloom.observe._bounds import bounded, counts
+from agentloom.observe._bounds import name as bounded_name
 from agentloom.observe.metrics import MetricsObserver
 
 _SCOPE = "agentloom"
@@ -49,6 +56,7 @@ class OTelObserver(NullObserver):
         redact: Callable[[str], str] | None = None,
         allow_unredacted: bool = False,
         metrics: bool = True,
+        clip: int = 2000,
     ) -> None:
         from opentelemetry import trace
 
@@ -57,17 +65,23 @@ class OTelObserver(NullObserver):
                 "OTelObserver(capture_content=True) needs redact=<function> or "
                 "allow_unredacted=True: captured content may hold secrets"
             )
+        if clip < 1:
+            raise ValueError(f"OTelObserver clip must be positive, got {clip}")
+        self._clip = clip
         self._trace = trace
         self._tracer = (tracer_provider.get_tracer(_SCOPE) if tracer_provider is not None
                         else trace.get_tracer(_SCOPE))
         self.capture_content = capture_content
         self._redact = redact
-        self._metrics = MetricsObserver(meter_provider) if metrics else None
+        self._metrics = MetricsObserver(meter_provider, redact=redact) if metrics else None
         self._runs: dict[str, _Spans] = {}
 
     # --- helpers -------------------------------------------------------------------------
     def _content(self, text: str) -> str:
-        return self._redact(text) if self._redact is not None else text
+        return bounded(text, self._clip, self._redact)
+
+    def _name(self, text: str) -> str:
+        return bounded_name(text, self._redact)
 
     def _spans(self) -> _Spans | None:
         info = current_conversation()
@@ -114,7 +128,7 @@ class OTelObserver(NullObserver):
         if spans is None:
             return
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-                                 sc.GEN_AI_REQUEST_MODEL: request.model,
+                                 sc.GEN_AI_REQUEST_MODEL: self._name(request.model),
                                  sc.AL_ITERATIONS: iteration}
         info = current_conversation()
         if info is not None:
@@ -126,15 +140,16 @@ class OTelObserver(NullObserver):
         if self.capture_content:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(
                 [{"role": m.role, "content": self._content(m.text)} for m in request.messages])
-        spans.chat = self._child(f"{sc.OP_CHAT} {request.model}", spans, SpanKind.CLIENT, attrs)
+        spans.chat = self._child(f"{sc.OP_CHAT} {self._name(request.model)}", spans,
+                                 SpanKind.CLIENT, attrs)
 
     def on_retry(self, attempt: int, error: BaseException) -> None:
         spans = self._spans()
         if spans is not None and spans.chat is not None:
             spans.chat.add_event("retry", {
                 sc.AL_ATTEMPT: attempt,
-                sc.GEN_AI_PROVIDER_NAME: str(getattr(error, "provider", "") or ""),
-                sc.GEN_AI_REQUEST_MODEL: str(getattr(error, "model", "") or ""),
+                sc.GEN_AI_PROVIDER_NAME: self._name(str(getattr(error, "provider", "") or "")),
+                sc.GEN_AI_REQUEST_MODEL: self._name(str(getattr(error, "model", "") or "")),
                 sc.ERROR_TYPE: type(error).__name__,
             })
         if self._metrics is not None:
@@ -147,9 +162,9 @@ class OTelObserver(NullObserver):
             chat, spans.chat = spans.chat, None
             u = response.usage
             attrs: dict[str, Any] = {
-                sc.GEN_AI_PROVIDER_NAME: response.provider,
-                sc.GEN_AI_RESPONSE_MODEL: response.model,
-                sc.GEN_AI_RESPONSE_FINISH_REASONS: (response.finish_reason or "",),
+                sc.GEN_AI_PROVIDER_NAME: self._name(response.provider),
+                sc.GEN_AI_RESPONSE_MODEL: self._name(response.model),
+                sc.GEN_AI_RESPONSE_FINISH_REASONS: (self._name(response.finish_reason or ""),),
             }
             for key, value in ((sc.GEN_AI_USAGE_INPUT_TOKENS, u.input_tokens),
                                (sc.GEN_AI_USAGE_OUTPUT_TOKENS, u.output_tokens),
@@ -157,7 +172,8 @@ class OTelObserver(NullObserver):
                                (sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
                                 u.cache_write_tokens),
                                (sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, u.reasoning_tokens),
-                               (sc.GEN_AI_RESPONSE_ID, response.response_id),
+                               (sc.GEN_AI_RESPONSE_ID, None if response.response_id is None
+                                else self._name(response.response_id)),
                                (sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
                                 response.time_to_first_token)):
                 if value is not None:
@@ -181,7 +197,9 @@ class OTelObserver(NullObserver):
                               ("agentloom.status_code", "status"),
                               ("agentloom.error.phase", "phase")):
                 value = getattr(error, attr, None)
-                if isinstance(value, str | int):
+                if isinstance(value, str):
+                    chat.set_attribute(key, self._name(value))
+                elif isinstance(value, int):
                     chat.set_attribute(key, value)
             self._error(chat, type(error).__name__)
             chat.end()
@@ -194,13 +212,14 @@ class OTelObserver(NullObserver):
         spans = self._spans()
         if spans is None:
             return
+        tool = self._name(call.name)  # the model's choice, maybe no tool at all
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-                                 sc.GEN_AI_TOOL_NAME: call.name,
-                                 sc.GEN_AI_TOOL_CALL_ID: call.id,
+                                 sc.GEN_AI_TOOL_NAME: tool,
+                                 sc.GEN_AI_TOOL_CALL_ID: self._name(call.id),
                                  sc.GEN_AI_TOOL_TYPE: "function"}
         if self.capture_content:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = self._content(call.arguments)
-        spans.tools[call.id] = self._child(f"{sc.OP_EXECUTE_TOOL} {call.name}", spans,
+        spans.tools[call.id] = self._child(f"{sc.OP_EXECUTE_TOOL} {tool}", spans,
                                            SpanKind.INTERNAL, attrs)
 
     def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
@@ -227,14 +246,17 @@ class OTelObserver(NullObserver):
                 self._error(dangling, "cancelled")
                 dangling.end()
         root = spans.root
-        root.set_attributes(summary_attributes(summary))
+        root.set_attributes(summary_attributes(summary, self._redact))
         if not summary.status.succeeded:
             self._error(root, summary.error_type or summary.status.value)
         root.end()
 
 
-def summary_attributes(summary: ConversationSummary) -> dict[str, Any]:
-    """The summary as root-span attributes: metadata only, same with or without capture."""
+def summary_attributes(summary: ConversationSummary,
+                       redact: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """The summary as root-span attributes: metadata only, same with or without capture.
+    Tool, provider and model names are bounded (and redacted, given `redact`); at most
+    `MAX_NAMES` tools get a count of their own, the rest are summed under `[other]`."""
     attrs: dict[str, Any] = {
         sc.AL_STATUS: summary.status.value,
         sc.AL_ITERATIONS: summary.iterations,
@@ -250,14 +272,16 @@ def summary_attributes(summary: ConversationSummary) -> dict[str, Any]:
         sc.AL_PARENT_ID: summary.parent_id,
         sc.AL_ERROR_TYPE: summary.error_type,
         sc.AL_COST_USD: summary.usage.cost_usd,
-        sc.GEN_AI_PROVIDER_NAME: summary.provider,
-        sc.GEN_AI_RESPONSE_MODEL: summary.model,
+        sc.GEN_AI_PROVIDER_NAME: None if summary.provider is None
+        else bounded_name(summary.provider, redact),
+        sc.GEN_AI_RESPONSE_MODEL: None if summary.model is None
+        else bounded_name(summary.model, redact),
         sc.GEN_AI_USAGE_INPUT_TOKENS: summary.usage.input_tokens,
         sc.GEN_AI_USAGE_OUTPUT_TOKENS: summary.usage.output_tokens,
     }
     attrs.update({k: v for k, v in optional.items() if v is not None})
-    for name, count in summary.tool_calls.items():
+    for name, count in counts(summary.tool_calls, redact).items():
         attrs[sc.TOOL_CALLS_PREFIX + name] = count
-    for name, count in summary.tool_errors.items():
+    for name, count in counts(summary.tool_errors, redact).items():
         attrs[sc.TOOL_ERRORS_PREFIX + name] = count
     return attrs

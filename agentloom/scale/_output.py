@@ -6,14 +6,21 @@ after a crash, sees whole lines only; a line torn by a kill is skipped by the re
 reader. Before appending, a file whose last byte is not a newline gets one, so a torn
 line can never merge with the next record. `aclose()` writes everything still queued:
 after a cancelled batch, every finished run is on disk.
+
+What the terminal is shown of an input (its id, its source, why it failed) passes through
+`shown()`: an id is whatever the inputs file says (8 MiB of it, escape sequences, line
+breaks), a terminal obeys an escape sequence (a cleared screen, a window title) and a line
+break forges a line of the summary. The output file keeps them whole, JSON-escaped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import stat
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -68,8 +75,7 @@ class ResultWriter:
 
     def write(self, item: BatchItemResult) -> None:
         """Queue one result; it reaches the disk shortly, and surely by `aclose()`."""
-        self._pending.append(json.dumps(item.to_dict(), ensure_ascii=False, default=_default)
-                            + "\n")
+        self._pending.append(json_line(item.to_dict()) + "\n")
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.get_running_loop().create_task(self._flush())
 
@@ -100,9 +106,67 @@ class ResultWriter:
             await asyncio.to_thread(file.close)
 
 
-def _default(value: Any) -> Any:
-    from decimal import Decimal
+MAX_SHOWN_ID = 200
+"""Characters of an input's id (or source) shown on the terminal."""
+MAX_SHOWN_ERROR = 1000
+"""Characters of a failure's reason shown on the terminal."""
+MAX_SHOWN_FAILURES = 100
+"""Failures listed under the summary table; the output file has every one."""
 
+
+def shown(text: str, limit: int) -> str:
+    """`text` as it may be printed on a terminal: every character that is not printable
+    (controls, escape, C1, line breaks, bidi and other format characters) as its escape,
+    cut at `limit` characters with a note of how many more there were."""
+    head = text[:limit]
+    if not head.isprintable():
+        head = "".join(ch if ch.isprintable() else _escape(ch) for ch in head)
+    rest = len(text) - limit
+    return f"{head}...[+{rest} chars]" if rest > 0 else head
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def json_line(value: Any) -> str:
+    """`value` as one line of strict JSON. An output may hold a float JSON has no word
+    for (a tool's `nan`, a model's `Infinity` that Python's parser let through):
+    `json.dumps` would write `NaN`, which no strict reader (jq, JSON.parse, most JSON
+    libraries) accepts, so one bad value would make the whole line unreadable. Such a
+    number is written as null, as an unknown value is."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_default, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value, 0), ensure_ascii=False, default=_default,
+                          allow_nan=False)
+
+
+_MAX_WALK = 500
+"""Nesting walked to replace non-finite numbers; deeper is written as null (a loaded
+document is at most 200 deep; only a cycle or a hand-built object is deeper)."""
+
+
+def _finite(value: Any, depth: int) -> Any:
+    if depth > _MAX_WALK:
+        return None
+    if isinstance(value, Decimal):
+        value = float(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v, depth + 1) for v in value]
+    return value
+
+
+def _default(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     return str(value)
@@ -151,10 +215,15 @@ def render_summary(stats: BatchStats, console: Console) -> None:
     console.print(table)
     if stats.failures:
         console.print(f"{len(stats.failures)} input(s) did not succeed:", markup=False)
-        for f in stats.failures:
-            where = f" ({f.source})" if f.source else ""
-            console.print(f"  {f.id}{where}: {f.status}: {f.error or '-'}", markup=False,
+        for f in stats.failures[:MAX_SHOWN_FAILURES]:
+            where = f" ({shown(f.source, MAX_SHOWN_ID)})" if f.source else ""
+            console.print(f"  {shown(f.id, MAX_SHOWN_ID)}{where}: {shown(f.status, 50)}: "
+                          f"{shown(f.error or '-', MAX_SHOWN_ERROR)}", markup=False,
                           highlight=False, soft_wrap=True)
+        if len(stats.failures) > MAX_SHOWN_FAILURES:
+            more = len(stats.failures) - MAX_SHOWN_FAILURES
+            console.print(f"  ... and {more:,} more (every one is in the output file)",
+                          markup=False, highlight=False)
 
 
 def format_tokens(stats: BatchStats) -> str:

@@ -13,13 +13,18 @@ result, finish), so the batch loop does not care which one is attached.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from typing import IO, Any, Protocol
 
-from agentloom.scale._output import render_summary
+from agentloom.scale._output import (
+    MAX_SHOWN_ERROR,
+    MAX_SHOWN_ID,
+    json_line,
+    render_summary,
+    shown,
+)
 from agentloom.scale._summary import BatchStats
 from agentloom.scale._types import BatchItemResult
 
@@ -83,7 +88,8 @@ class PlainProgress:
 
     def result(self, item: BatchItemResult, stats: BatchStats) -> None:
         if item.status == "invalid_input":
-            self._write(f"batch: {item.source}: {item.error}")
+            self._write(f"batch: {shown(item.source or item.id, MAX_SHOWN_ID)}: "
+                        f"{shown(item.error or '-', MAX_SHOWN_ERROR)}")
         self._since += 1
         now = self._clock()
         if self._since >= self.every or now - self._last >= self.interval:
@@ -110,7 +116,7 @@ class JsonProgress:
 
     def _emit(self, event: dict[str, Any]) -> None:
         out = self._stream or sys.stdout
-        out.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        out.write(json_line(event) + "\n")
         out.flush()
 
     def start(self, stats: BatchStats) -> None:
@@ -167,8 +173,9 @@ class RichProgress:
         if self._progress is None:
             return
         if item.status == "invalid_input":
-            self._progress.console.print(f"{item.source}: {item.error}", markup=False,
-                                         highlight=False)
+            self._progress.console.print(
+                f"{shown(item.source or item.id, MAX_SHOWN_ID)}: "
+                f"{shown(item.error or '-', MAX_SHOWN_ERROR)}", markup=False, highlight=False)
         self._show(stats)
 
     def finish(self, stats: BatchStats) -> None:
