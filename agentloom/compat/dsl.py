@@ -65,6 +65,10 @@ class WorkflowBuilder:
     def add_router_step(self, step_id: str, conditions: list[tuple[str, str]],
                         default: str | None = None, depends_on: list[str] | None = None,
                         **kwargs: Any) -> WorkflowBuilder:
+        if not isinstance(conditions, list | tuple) or not all(
+                isinstance(c, list | tuple) and len(c) == 2 for c in conditions):
+            raise TypeError(f"step {step_id!r}: conditions must be a list of (expression, "
+                            f"target) pairs, got {conditions!r:.200}")
         rules = [{"expression": expr, "target": target} for expr, target in conditions]
         return self._step(step_id, "router", {
             "conditions": rules, "default": default, "depends_on": depends_on, **kwargs})

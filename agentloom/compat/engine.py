@@ -41,6 +41,15 @@ class WorkflowEngine:
             raise TypeError("step_registry: custom step types are not supported; write a "
                             "tool or a workflow function instead (docs/compat-examples.md)")
         self.workflow = as_workflow(workflow)
+        if state_manager is not None and not isinstance(state_manager, StateManager):
+            raise TypeError(f"state_manager: expected a StateManager (StateManager("
+                            f"initial_state=...)), got {type(state_manager).__name__}")
+        if provider_gateway is not None and not hasattr(provider_gateway, "runtime"):
+            raise TypeError(f"provider_gateway: expected a ProviderGateway, got "
+                            f"{type(provider_gateway).__name__}")
+        if tool_registry is not None and not hasattr(tool_registry, "toolbox"):
+            raise TypeError(f"tool_registry: expected a ToolRegistry "
+                            f"(agentloom.tools.ToolRegistry), got {type(tool_registry).__name__}")
         self.state = state_manager or StateManager(initial_state=dict(self.workflow.state))
         self.provider_gateway = provider_gateway
         self.tool_registry = tool_registry

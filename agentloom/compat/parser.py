@@ -11,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from agentloom.errors import ConfigError
 from agentloom.workflow import Workflow, load_workflow, load_workflow_text
 
 
@@ -34,6 +37,16 @@ class _Config:
         base = object.__getattribute__(self, "_base")
         if name not in type(base).model_fields:
             raise AttributeError(f"workflow config has no field {name!r}")
+        # Checked as the file's config is: `timeout = -1` ended the run as a timeout
+        # before any step, `max_concurrent_steps = -1` or a NaN latency was taken.
+        try:
+            type(base).model_validate(
+                base.model_dump(exclude_unset=True) | self._changes | {name: value})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"]) or name
+            raise ConfigError(f"workflow config {where}: {error['msg']} "
+                              f"(got {value!r})") from None
         self._changes[name] = value
 
     def __repr__(self) -> str:
@@ -82,6 +95,9 @@ def as_workflow(obj: Any) -> CompatWorkflow:
         return CompatWorkflow(obj)
     if isinstance(obj, dict):
         return WorkflowParser.from_dict(obj)
+    if not isinstance(obj, str | Path):
+        raise TypeError(f"workflow: expected a loaded workflow (WorkflowParser.from_yaml), "
+                        f"a path, YAML text or a dict, got {type(obj).__name__}")
     return WorkflowParser.from_yaml(obj)
 
 
@@ -90,6 +106,9 @@ class WorkflowParser:
 
     @staticmethod
     def from_yaml(path_or_str: str | Path) -> CompatWorkflow:
+        if not isinstance(path_or_str, str | Path):
+            raise TypeError(f"from_yaml: expected a path or YAML text, got "
+                            f"{type(path_or_str).__name__}")
         return CompatWorkflow(load_workflow(path_or_str))
 
     @staticmethod

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,13 @@ from agentloom.recording._format import (
 )
 
 _HEX64 = frozenset("0123456789abcdef")
+MAX_REPLIES = 100_000
+"""Replies in one file, over all its entries: a file of millions of tiny replies took
+gigabytes to hold (each reply is a ModelResponse)."""
+MAX_TOKENS = 10**12
+"""The most tokens a usage count may say."""
+MAX_LATENCY_MS = 3_600_000
+"""The longest recorded latency a `latency_model: replay` run waits (an hour)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,46 +70,115 @@ def _is_hash_key(key: str) -> bool:
     return len(k) == 64 and set(k) <= _HEX64
 
 
-def _mock_reply(raw: Any, where: str) -> MockReply:
-    from decimal import Decimal
+class _Bad(ValueError):
+    """One field of one reply that no mock responses file holds."""
 
 
+def _bad(field: str, expected: str) -> _Bad:
+    return _Bad(f"{field} must be {expected}")
+
+
+def _text(raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _bad(key, "a string")
+    return value
+
+
+def _count(usage: dict[str, Any], *keys: str) -> int | None:
+    """The first of `keys` that `usage` holds: a whole number of tokens, or None."""
+    for key in keys:
+        if key in usage:
+            value = usage[key]
+            if value is not None and not (type(value) is int and 0 <= value <= MAX_TOKENS):
+                raise _bad(f"usage.{key}", f"a whole number of tokens from 0 to {MAX_TOKENS}")
+            return value
+    return None
+
+
+def _number(raw: dict[str, Any], key: str, most: float, expected: str) -> float | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not (math.isfinite(value) and 0 <= value <= most):
+        raise _bad(key, expected)
+    return float(value)
+
+
+def _tool_call(call: Any, i: int) -> ToolCallPart:
+    if not isinstance(call, dict) or "name" not in call:
+        raise _Bad(f"tool_calls[{i}] needs a name")
+    name, call_id, args = call["name"], call.get("id"), call.get("arguments", {})
+    if not isinstance(name, str) or not name:
+        raise _bad(f"tool_calls[{i}].name", "a tool's name, a non-empty string")
+    if call_id is not None and not isinstance(call_id, str):
+        raise _bad(f"tool_calls[{i}].id", "a string")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict | str):
+        raise _bad(f"tool_calls[{i}].arguments", "an object of the tool's arguments "
+                   "(or its JSON text)")
+    return ToolCallPart(id=call_id or f"call_{i}", name=name,
+                        arguments=args if isinstance(args, str) else json.dumps(args))
+
+
+def _mock_reply(raw: Any) -> MockReply:
+    """One reply, every field checked: a reply stored as a list, usage counts that are
+    text, negative or NaN, tool arguments that are a list, a NaN cost or an endless
+    latency failed the step later in Python's words, or were taken."""
     if isinstance(raw, str):
         raw = {"content": raw}
     if not isinstance(raw, dict):
-        raise RecordingError(f"{where}: a reply must be an object or a string")
-    parts: list[Part] = []
-    text = raw.get("content", raw.get("text", ""))
-    if text:
-        parts.append(TextPart(text=str(text)))
-    for i, call in enumerate(raw.get("tool_calls") or []):
-        if not isinstance(call, dict) or "name" not in call:
-            raise RecordingError(f"{where}: tool_calls[{i}] needs a name")
-        args = call.get("arguments", {})
-        parts.append(ToolCallPart(id=str(call.get("id") or f"call_{i}"), name=call["name"],
-                                  arguments=args if isinstance(args, str) else json.dumps(args)))
-    usage = raw.get("usage") or {}
-    cost = raw.get("cost_usd")
+        raise _Bad("a reply must be an object or a string")
+    text = _text(raw, "content" if "content" in raw else "text")
+    calls = raw.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise _bad("tool_calls", "a list of tool calls")
+    parts: list[Part] = [TextPart(text=text)] if text else []
+    parts.extend(_tool_call(call, i) for i, call in enumerate(calls or []))
+    usage = raw.get("usage")
+    if usage is None:
+        usage = {}
+    if not isinstance(usage, dict):
+        raise _bad("usage", "an object of token counts")
+    _count(usage, "total_tokens")
+    cost = _number(raw, "cost_usd", math.inf, "a finite number of US dollars, 0 or more")
+    latency = _number(raw, "latency_ms", MAX_LATENCY_MS,
+                      f"a number of milliseconds from 0 to {MAX_LATENCY_MS}")
+    finish, model, provider = (_text(raw, key) for key in ("finish_reason", "model",
+                                                          "provider"))
     response = ModelResponse(
         parts=tuple(parts),
-        usage=Usage(input_tokens=usage.get("prompt_tokens", usage.get("input_tokens")),
-                    output_tokens=usage.get("completion_tokens", usage.get("output_tokens")),
+        usage=Usage(input_tokens=_count(usage, "prompt_tokens", "input_tokens"),
+                    output_tokens=_count(usage, "completion_tokens", "output_tokens"),
                     cost_usd=Decimal(str(cost)) if cost is not None else None),
-        finish_reason=raw.get("finish_reason") or ("tool_calls" if raw.get("tool_calls")
-                                                   else "stop"),
-        model=str(raw.get("model") or "mock"),
-        provider=str(raw.get("provider") or "mock"),
+        finish_reason=finish or ("tool_calls" if calls else "stop"),
+        model=model or "mock",
+        provider=provider or "mock",
     )
-    latency = raw.get("latency_ms")
-    return MockReply(response=response, latency_ms=float(latency) if latency is not None
-                     else None)
+    return MockReply(response=response, latency_ms=latency)
+
+
+def _replies(value: Any, where: str) -> list[MockReply]:
+    if isinstance(value, list) and not value:
+        raise RecordingError(f"{where}: an empty list; give one reply, or a list of one "
+                             "per turn")
+    many = isinstance(value, list)
+    out: list[MockReply] = []
+    for i, raw in enumerate(value if many else [value]):
+        try:
+            out.append(_mock_reply(raw))
+        except _Bad as exc:
+            raise RecordingError(f"{where}{f'[{i}]' if many else ''}: {exc}") from None
+    return out
 
 
 def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
     """Read a public-AgentLoom `responses_file` / `--mock-responses` file.
 
     Keys are step ids, or 64-hex prompt hashes; values are one reply or a list (one per
-    turn). Raises `RecordingError` naming the file for anything unreadable.
+    turn). Every reply is checked field by field here, before any step runs: anything a
+    reply can't hold raises `RecordingError` naming the file, the entry and the field.
     """
     p = Path(path)
     try:
@@ -120,11 +198,15 @@ def load_agentloom_mock_responses(path: str | Path) -> MockResponses:
     if isinstance(data.get("responses"), dict):
         data = data["responses"]
     out = MockResponses(path=p)
+    count = 0
     for key, value in data.items():
         if key.startswith("_") or key in ("version", "format"):
             continue
-        replies = value if isinstance(value, list) else [value]
-        parsed = [_mock_reply(r, f"{p}: {key!r}[{i}]") for i, r in enumerate(replies)]
+        count += len(value) if isinstance(value, list) else 1
+        if count > MAX_REPLIES:
+            raise RecordingError(f"{p}: more than {MAX_REPLIES} replies; a mock responses "
+                                 f"file holds at most {MAX_REPLIES}")
+        parsed = _replies(value, f"{p}: entry {key!r}")
         target = out.by_hash if _is_hash_key(key) else out.by_step
         target[key.removeprefix("sha256:")] = parsed
     return out

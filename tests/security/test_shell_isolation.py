@@ -313,5 +313,7 @@ def test_an_interpreter_in_the_workflow_file_is_a_load_error(tmp_path: Path) -> 
     path.write_text("name: x\nconfig:\n  sandbox:\n    allowed_commands: [mawk]\n"
                     "steps:\n  - {id: a, type: tool, tool_name: shell_command,"
                     " tool_args: {command: mawk}}\n")
-    with pytest.raises(WorkflowError, match=r"wf\.yaml:3: .*mawk can run any other command"):
+    # The line of the field itself (4: allowed_commands), not of the block above it.
+    with pytest.raises(WorkflowError, match=r"wf\.yaml:4: config\.sandbox\.allowed_commands: "
+                                            r"mawk can run any other command"):
         load_workflow(path)
