@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -194,7 +195,7 @@ class Resumer:
                 if code not in (0, _PAUSED_AGAIN) and status == before:
                     # It stopped before the run went on: a refusal (the run held, a wrong
                     # answer) or an error of its own (a key this UI's environment lacks).
-                    text = await asyncio.to_thread(log.read_text, "utf-8", "replace")
+                    text = await asyncio.to_thread(_tail, log)
                     raise DecisionRefused(_failure(text, code))
                 return Accepted(run_id, proc.pid, status, str(log))
             # The child's claim alone is not acceptance: it claims before it checks the
@@ -209,7 +210,33 @@ class Resumer:
 
     def _log_path(self, run_id: str) -> Path:
         _private_folder(self._logs)
+        _prune_logs(self._logs, time.time() - LOG_KEEP_SECONDS)
         return self._logs / log_name(run_id)
+
+
+LOG_KEEP_SECONDS = 7 * 24 * 3600.0
+"""How long a resume's log is kept: a week after it was last written, the next decision
+this UI takes removes it (one log per run decided piled up in $TMPDIR for ever)."""
+LOG_TAIL_BYTES = 64 * 1024
+"""How much of a refused resume's log is read for its reason: its end, where the error is."""
+
+
+def _prune_logs(folder: Path, older_than: float) -> None:
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                if (entry.name.endswith(".log") and entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_mtime < older_than):
+                    os.unlink(entry.path)
+
+
+def _tail(log: Path) -> str:
+    """The end of a resume's log, at most LOG_TAIL_BYTES: a child that printed a lot
+    before it stopped is not read into memory whole."""
+    with open(log, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, size - LOG_TAIL_BYTES))
+        return handle.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
 
 
 LOG_NAME_CHARS = 64

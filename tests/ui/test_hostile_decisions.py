@@ -1,12 +1,15 @@
 """Hostile decisions, over real HTTP to the app on 127.0.0.1: two decisions for one run
-at once, a run whose id looks like a flag of `agentloom resume`, and run ids whose resume
-logs would share a name."""
+at once, a run whose id looks like a flag of `agentloom resume`, run ids whose resume
+logs would share a name, logs that pile up, and a refused resume's long log."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import tempfile
+import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from agentloom.store import Checkpoint, SqliteStore
+from agentloom.ui._decide import _failure, _tail, log_name
 from tests.ui.test_api import WRITE, client_for, paused_run
 
 
@@ -142,3 +146,45 @@ async def test_runs_whose_ids_clean_up_alike_get_logs_of_their_own(
         assert text.count("the workflow file of run") == 1, text
     assert {f.name.rsplit("-", 1)[0] for f in files} == {
         "a_b", "x" * 64, "_" * 64}  # readable: the id, as far as a name can show it
+
+
+async def test_logs_a_week_old_are_removed_at_the_next_decision(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One log per run decided piled up in $TMPDIR for ever; a week after its last write,
+    the next decision this UI takes removes it (and nothing that is not a log of ours)."""
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(logs))
+    folder = logs / f"agentloom-ui-{os.getuid()}"
+    folder.mkdir(mode=0o700)
+    old, fresh, other = folder / "old-0.log", folder / "fresh-0.log", folder / "notes.txt"
+    for path in (old, fresh, other):
+        path.write_text("x")
+    week_and_a_day = time.time() - 8 * 24 * 3600
+    for path in (old, other):
+        os.utime(path, (week_and_a_day, week_and_a_day))
+    async with SqliteStore(tmp_path / "runs.db") as store:
+        await paused_run(store)
+        client = await client_for(store)
+        try:
+            r = await client.post("/api/runs/p1/decision", json={"action": "approve"},
+                                  headers=WRITE)
+            assert r.status == 409  # this run has no workflow file: refused, logged
+        finally:
+            await client.close()
+    names = {p.name for p in folder.iterdir()}
+    assert "old-0.log" not in names
+    assert {"fresh-0.log", "notes.txt", log_name("p1")} <= names
+
+
+def test_a_refused_resumes_reason_is_read_from_its_logs_end(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    log.write_bytes(b"chatter\n" * 2_000_000 + b"agentloom resume: the run is held\n")
+    tracemalloc.start()
+    try:
+        text = _tail(log)
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert _failure(text, 1) == "the run is held"
+    assert peak < 1_000_000, peak  # the whole log was 16 MB
