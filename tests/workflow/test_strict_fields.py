@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from agentloom.errors import WorkflowError
+from agentloom.recording.mock_responses import MAX_LATENCY_MS
 from agentloom.workflow import WorkflowProblems, load_workflow
 from agentloom.workflow.schema import other_steps, steps, tools, workflow
 
@@ -129,6 +130,15 @@ def test_a_step_retry_waits_ten_minutes_at_most(tmp_path: Path) -> None:
     wf = loads("name: x\nsteps:\n  - {id: a, type: llm_call, prompt: hi, "
                "retry: {backoff_max: 600}}\n", tmp_path)
     assert wf.definition.steps[0].retry.backoff_max == 600.0
+
+
+def test_a_mock_delay_is_an_hour_at_most_as_in_a_mock_file(tmp_path: Path) -> None:
+    # latency_ms: 1e300 slept for ever before the first mock reply.
+    assert workflow.MAX_MOCK_LATENCY_MS == MAX_LATENCY_MS
+    errs = problems("name: x\nconfig:\n  provider: mock\n  latency_ms: 1.0e+300\n"
+                    "steps:\n" + STEP, tmp_path)
+    assert [(e.line, e.field) for e in errs] == [(4, "config.latency_ms")]
+    assert "less than or equal to 3600000" in errs[0].message
 
 
 def test_a_status_code_is_an_http_status(tmp_path: Path) -> None:

@@ -64,6 +64,11 @@ class SandboxConfig(Strict):
         return self
 
 
+MAX_MOCK_LATENCY_MS = 3_600_000
+"""The longest mock delay `config.latency_ms` asks for, an hour: a mock file's own bound
+(`agentloom.recording.mock_responses.MAX_LATENCY_MS`, not imported: loading a workflow
+doesn't load the mock reader)."""
+
 class WorkflowConfig(Strict):
     provider: str | None = None
     """Provider of every step without its own; unset lets the runtime choose."""
@@ -133,7 +138,9 @@ class WorkflowConfig(Strict):
     responses_file: str | None = None
     """With `provider: mock`: the recording to replay (the public AgentLoom's format)."""
     latency_model: Literal["constant", "normal", "replay"] | None = None
-    latency_ms: OptionalNumber = Field(default=None, ge=0, strict=True)
+    latency_ms: OptionalNumber = Field(default=None, ge=0, le=MAX_MOCK_LATENCY_MS, strict=True)
+    """A mock reply's delay, at most an hour (as a mock file's own `latency_ms`): 1e300
+    slept for ever."""
     capture_prompts: bool = Field(default=False, strict=True)
     """Put messages, tool arguments and results in `--trace`/`--otel` output (redacted),
     as `--trace-content` does; the public AgentLoom's name for it."""
