@@ -2,7 +2,8 @@
 
 The rows come from our run store (every run with checkpoints on is in it), with their
 filters: `--workflow`, `--provider` (a prefix of a `provider/model` the run used),
-`--since`/`--until` (YYYY-MM-DD, UTC midnight), `--min-cost`/`--max-cost`, `--limit`
+`--since`/`--until` (a YYYY-MM-DD day from UTC midnight, or an ISO 8601 time, UTC
+when it names no offset), `--min-cost`/`--max-cost`, `--limit`
 (20), `--json`. `--runs-dir DIR` adds the JSON records their engine wrote
 (`agentloom_runs/<run_id>.json`), so a history survives the move; a file there that is
 no such record (not JSON, a cost that is text or NaN, a time that is no time) is passed
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workflow", metavar="NAME", help="only runs of this workflow")
     p.add_argument("--provider", metavar="P", help="only runs that used a provider/model "
                                                    "starting with P")
-    p.add_argument("--since", metavar="YYYY-MM-DD", help="runs started on or after this day")
-    p.add_argument("--until", metavar="YYYY-MM-DD", help="runs started before this day ends")
+    p.add_argument("--since", metavar="WHEN", help="runs started on or after this day "
+                   "(YYYY-MM-DD) or ISO 8601 time (no offset: UTC)")
+    p.add_argument("--until", metavar="WHEN", help="runs started before this day ends, or "
+                   "at or before this ISO 8601 time (no offset: UTC)")
     p.add_argument("--min-cost", metavar="USD", help="runs that cost at least this")
     p.add_argument("--max-cost", metavar="USD", help="runs that cost at most this")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (20)")
@@ -47,13 +51,44 @@ def add_parser(sub: Any) -> None:
     add_store_flag(p)
 
 
-def _day(value: str | None, flag: str) -> datetime | None:
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _when_flag(value: str | None, flag: str) -> tuple[datetime, bool] | None:
+    """`--since`/`--until` as theirs reads them: ten characters are a YYYY-MM-DD date,
+    anything else what `datetime.fromisoformat` takes (`2026-05-01T10:00`, `...Z`,
+    `...+02:00`, `20260501`). The instant, and whether the value was a whole day (no
+    time of day given). A time without an offset is UTC, as the records' times are."""
     if value is None:
         return None
     try:
-        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+        if len(value) == 10:
+            if not _DAY.fullmatch(value):
+                raise ValueError(value)
+            return datetime.combine(date.fromisoformat(value), time(), UTC), True
+        when = datetime.fromisoformat(value)
     except ValueError:
-        raise UsageError(f"{flag} {value!r}: expected a date as YYYY-MM-DD") from None
+        raise UsageError(f"{flag} {printable(_cut(value))}: expected a date (YYYY-MM-DD) or an ISO "
+                         "8601 time (2026-05-01T10:00:00+02:00)") from None
+    try:
+        date.fromisoformat(value)
+        whole_day = True  # a date in another ISO form (20260501, 2026-W18)
+    except ValueError:
+        whole_day = False
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)), whole_day
+
+
+def _bounds(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """The first instant kept and the first one past the window. A `--until` date keeps
+    its whole day; a `--until` time keeps runs that started at or before it."""
+    start = _when_flag(since, "--since")
+    end = _when_flag(until, "--until")
+    step = timedelta(days=1) if end is not None and end[1] else timedelta(microseconds=1)
+    try:  # the last day (time) a datetime holds has no instant after it: no bound then
+        before = None if end is None else end[0] + step
+    except OverflowError:
+        before = None
+    return (None if start is None else start[0]), before
 
 
 async def _store_records(store_url: str | None, limit: int) -> list[dict[str, Any]]:
@@ -201,10 +236,7 @@ def run(args: argparse.Namespace) -> int:
         args.min_cost = usd(args.min_cost, "--min-cost")
     if args.max_cost is not None:
         args.max_cost = usd(args.max_cost, "--max-cost")
-    since, until = _day(args.since, "--since"), _day(args.until, "--until")
-    # The end of the --until day; 9999-12-31 has none a datetime holds: no bound then.
-    before = (None if until is None or until.date() == date.max
-              else until + timedelta(days=1))
+    since, before = _bounds(args.since, args.until)
     if args.runs_dir and not Path(args.runs_dir).is_dir():
         raise UsageError(f"--runs-dir {printable(args.runs_dir)}: not a folder; give the "
                          "folder of their run records (agentloom_runs)")

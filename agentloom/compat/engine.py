@@ -7,8 +7,11 @@
 The workflow runs on `agentloom.workflow.arun_workflow`: our scheduler, steps, templates,
 retries and tools. Models come from the gateway's providers (our Runtime over them); with
 no gateway, from the environment-free default Runtime (the embedded model when nothing
-else is configured). Tools come from the registry (`agentloom.tools.ToolRegistry`, which
-takes their `@tool` functions and `BaseTool` subclasses); with none, the built-ins.
+else is configured). A workflow on `provider: mock` replays its `config.responses_file`
+as `agentloom run` does, with or without a gateway (the gateway's providers serve the
+steps that name another provider). Tools come from the registry
+(`agentloom.tools.ToolRegistry`, which takes their `@tool` functions and `BaseTool`
+subclasses); with none, the built-ins.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from agentloom.compat.state import StateManager
 from agentloom.routing.runtime import Runtime
 from agentloom.tools import default_registry
 from agentloom.workflow import arun_workflow
+from agentloom.workflow.engine.mock_clients import mock_clients, uses_mock
 
 
 class WorkflowEngine:
@@ -79,8 +83,11 @@ class WorkflowEngine:
                     if event.kind == "text_delta":
                         callback(step_id, event.text)
 
+            clients: Any = runtime
+            if uses_mock(wf):  # as `agentloom run`: the mock serves `mock`, the rest go on
+                clients = mock_clients(wf, inner=runtime)
             result = await arun_workflow(
-                wf, clients=runtime, state=await self.state.get_state_snapshot(),
+                wf, clients=clients, state=await self.state.get_state_snapshot(),
                 tools=tools, on_event=on_event, run_id=self.run_id,
                 transport=runtime.transport)
         finally:

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from agentloom.errors import kind_of
 from agentloom.providers import vendor_endpoint
 from agentloom.routing.runtime import Runtime
 
@@ -31,7 +32,12 @@ class _CompatProvider:
     strip_suffixes: tuple[str, ...] = ()
     """Path suffixes their base URLs carry and our presets add themselves."""
 
-    def __init__(self, api_key: str = "", base_url: str = "", **_: Any) -> None:
+    def __init__(self, api_key: str | None = "", base_url: str | None = "",
+                 **_: Any) -> None:
+        for arg, value in (("api_key", api_key), ("base_url", base_url)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{type(self).__name__}: {arg} must be text (or None for "
+                                f"the default), got {kind_of(value)}")
         self.name = self.vendor
         self.api_key = api_key or (os.environ.get(self.key_env, "") if self.key_env else "")
         url = (base_url or os.environ.get(f"{self.vendor.upper()}_BASE_URL", "")
@@ -58,7 +64,8 @@ class OpenAIProvider(_CompatProvider):
     key_env = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
 
-    def __init__(self, api_key: str = "", base_url: str = "", **kw: Any) -> None:
+    def __init__(self, api_key: str | None = "", base_url: str | None = "",
+                 **kw: Any) -> None:
         super().__init__(api_key, base_url, **kw)
         if not self.base_url.endswith("/v1"):
             self.base_url += "/v1"  # as theirs: an SDK-style URL gets the suffix
@@ -86,7 +93,7 @@ class OllamaProvider(_CompatProvider):
 @dataclass(slots=True)
 class _Entry:
     provider: Any
-    priority: int
+    priority: float
     is_fallback: bool
     models: list[str]
 
@@ -98,12 +105,25 @@ class ProviderGateway:
         self._entries: list[_Entry] = []
         self._runtime: Any = None
 
-    def register(self, provider: Any, priority: int = 0, is_fallback: bool = False,
+    def register(self, provider: Any, priority: float = 0, is_fallback: bool = False,
                  models: list[str] | None = None, **_limits: Any) -> None:
         """Add a provider. Their per-provider RPM/TPM and breaker arguments are accepted;
         our runtime's own limits and breaker apply (docs/compat-examples.md)."""
+        if isinstance(provider, type):
+            raise TypeError(f"register: {provider.__name__} is a class; register a provider "
+                            f"built from it, e.g. gateway.register({provider.__name__}())")
         if not hasattr(provider, "endpoint"):
             raise TypeError(f"not a provider: {provider!r} (use agentloom.providers.*Provider)")
+        if type(priority) not in (int, float) or priority != priority:
+            raise TypeError(f"register: priority must be a number (lower is tried first), "
+                            f"got {kind_of(priority)} {priority!r}")
+        if type(is_fallback) is not bool:
+            raise TypeError(f"register: is_fallback must be True or False, got "
+                            f"{kind_of(is_fallback)}")
+        if models is not None and (not isinstance(models, list | tuple)
+                                   or not all(isinstance(m, str) and m for m in models)):
+            raise TypeError(f"register: models must be a list of model names (e.g. "
+                            f"['gpt-4o']), got {kind_of(models)} {models!r}")
         self._entries.append(_Entry(provider, priority, is_fallback, list(models or [])))
         self._entries.sort(key=lambda e: e.priority)
         self._runtime = None

@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
+def _segments(key: Any) -> list[str]:
+    """A dotted state path's segments. As theirs, an empty path or an empty segment
+    (`"a..b"`, `".a"`) is a ValueError; a key that is no text is a TypeError."""
+    if not isinstance(key, str):
+        raise TypeError(f"state key must be text (a dotted path such as 'user.name'), "
+                        f"got {type(key).__name__}")
+    if not key:
+        raise ValueError("state path must not be empty")
+    pieces = key.split(".")
+    if not all(pieces):
+        raise ValueError(f"empty segment in state path {key!r}")
+    return pieces
+
+
 def _path(key: str) -> list[str | int]:
-    parts: list[str | int] = []
-    for piece in key.split("."):
-        parts.append(int(piece) if piece.isdigit() else piece)
-    return parts
+    return [int(piece) if piece.isdigit() else piece for piece in _segments(key)]
 
 
 def _lookup(data: Any, key: str, default: Any) -> Any:
@@ -33,7 +44,7 @@ def _lookup(data: Any, key: str, default: Any) -> Any:
 
 
 def _assign(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
+    parts = _segments(key)
     node: Any = data
     for part in parts[:-1]:
         nxt = node.get(part) if isinstance(node, dict) else None
@@ -48,7 +59,10 @@ def _assign(data: dict[str, Any], key: str, value: Any) -> None:
 class StateManager:
     """The run's state: `initial_state` in, the final state out after a run."""
 
-    def __init__(self, initial_state: dict[str, Any] | None = None) -> None:
+    def __init__(self, initial_state: Mapping[str, Any] | None = None) -> None:
+        if initial_state is not None and not isinstance(initial_state, Mapping):
+            raise TypeError(f"initial_state must be a mapping of state keys to values "
+                            f"(a dict), got {type(initial_state).__name__}")
         self._state: dict[str, Any] = copy.deepcopy(dict(initial_state or {}))
         self._lock = asyncio.Lock()
 
