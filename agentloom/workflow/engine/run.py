@@ -9,11 +9,14 @@ are the agent loop's `Deadline` on the run's injectable clock, and retries wait 
 that clock too. A failed step's dependents are skipped with the reason;
 a router's branches not taken are skipped, and so is what depends only on them.
 
-The engine runs steps through the workflow's `StepLibrary` and never imports a step
-module; a durable run plugs in through `engine.hooks.DurableHooks`. Nested runs
-(subworkflows, map items, on_error blocks, function bodies) come back here through
-`RunContext.run_child`, implemented by `start.Engine`; `start.py` also holds the
-entry points (`arun_workflow`, `run_workflow`).
+Each step runs as `step_task.step_task` (its attempts, retries and outcome), which
+hands the finished step back here (`finished`, or `complete` for a durable run); the
+spending caps are read through `spending.py`, and the run's final status and outputs
+are settled by `run_end.py`. The engine runs steps through the workflow's `StepLibrary`
+and never imports a step module; a durable run plugs in through
+`engine.hooks.DurableHooks`. Nested runs (subworkflows, map items, on_error blocks,
+function bodies) come back here through `RunContext.run_child`, implemented by
+`start.Engine`; `start.py` also holds the entry points (`arun_workflow`, `run_workflow`).
 """
 
 from __future__ import annotations
@@ -25,40 +28,29 @@ from collections import deque
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentloom.errors import BudgetExceeded, DeadlineExceeded, LoopBudgetExceeded, WorkflowError
-from agentloom.providers.model_names import same_model
+from agentloom.errors import LoopBudgetExceeded, WorkflowError
+from agentloom.providers.model_names import same_model as same_model  # tests import it here
 from agentloom.workflow.engine.awaiting import InContext, deadline_passed, step_deadline
-from agentloom.workflow.engine.context import (
-    RunContext,
-)
-from agentloom.workflow.engine.on_error import run_handler
+from agentloom.workflow.engine.context import RunContext
 from agentloom.workflow.engine.pause import PauseRun
-from agentloom.workflow.engine.result import (
-    RunResult,
-    RunStatus,
-    StepOutcome,
-    StepResult,
-    StepStatus,
+from agentloom.workflow.engine.result import RunResult, RunStatus, StepResult, StepStatus
+from agentloom.workflow.engine.run_end import (
+    cancel_running,
+    end_status,
+    final_outputs,
+    summarize_run,
 )
-from agentloom.workflow.engine.retry import step_policy
 from agentloom.workflow.engine.run_setup import (
     StepCount,
     configure_runtime,
     needs_configure,
     run_budget,
 )
-from agentloom.workflow.engine.secrets import (
-    learn_outcome,
-    mark_secret_steps,
-    run_redactor,
-    secret_step_redactor,
-)
-from agentloom.workflow.engine.summaries import loops_usage, step_summary, with_earlier
-from agentloom.workflow.lang.paths import assign
-from agentloom.workflow.lang.templates import to_text
+from agentloom.workflow.engine.secrets import mark_secret_steps, run_redactor
+from agentloom.workflow.engine.spending import refused
+from agentloom.workflow.engine.step_task import step_task
 
 if TYPE_CHECKING:
-    from agentloom.routing import RetryPolicy
     from agentloom.workflow.engine.hooks import DurableHooks
     from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
 
@@ -94,9 +86,9 @@ class _Run:
         """Failed steps whose on_error block handled the failure: their dependents run."""
         self.ready: deque[str] = deque(n for n, c in self.waiting.items() if c == 0)
         self.done_lock: asyncio.Lock | None = None
-        """A durable run's: one finished step is checkpointed at a time (`_complete`)."""
+        """A durable run's: one finished step is checkpointed at a time (`complete`)."""
         self.restored: list[str] = []
-        """Steps restored from the checkpoint resumed, for `_complete` to finish."""
+        """Steps restored from the checkpoint resumed, for `complete` to finish."""
         self.restorable: dict[str, StepResult] = {}
         """A resumed run's steps that finished before it stopped, until each is restored."""
         self.idle: asyncio.Future[None] | None = None
@@ -153,29 +145,20 @@ class _Run:
         except TimeoutError:
             self.status = RunStatus.DEADLINE_EXCEEDED
             self.error = f"run deadline of {self.config.timeout}s exceeded"
-            for r in self.results.values():
-                if r.status is StepStatus.RUNNING:
-                    r.status = StepStatus.CANCELLED
-                    r.reason = "cancelled: run deadline exceeded"
-                    r.error, r.error_type = self.error, "DeadlineExceeded"
+            cancel_running(self.results, self.error)
         if self.paused is not None:
             self._wait_all()  # nothing was skipped: the rest runs when the run is resumed
         else:
             self._stop_all(self.error or "run ended")
-        failed = [r for r in self.results.values()
-                  if r.status is StepStatus.FAILED and r.id not in self.handled]
-        if self.status is RunStatus.SUCCESS and failed:
-            self.status = RunStatus.FAILED
-            self.error = f"step {failed[0].id!r} failed: {failed[0].error}"
-        refused = self._refused()
-        if refused is not None and self.status in (RunStatus.SUCCESS, RunStatus.FAILED):
-            self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(refused)
+        self.status, self.error = end_status(self.ctx, self.results, self.handled,
+                                             self.status, self.error)
         result = RunResult(
             workflow=self.wf.name, run_id=self.ctx.run_id, status=self.status,
             steps=self.results, state=self.ctx.state, duration_seconds=clock.now() - t0,
-            error=self.error, final_outputs=self._final_outputs(), pause=self.paused,
+            error=self.error, final_outputs=final_outputs(self.wf, self.results),
+            pause=self.paused,
         )
-        self._summarize_run(result)
+        summarize_run(self.ctx, result)
         if self.durable is not None:
             await self.durable.finish(result, self.paused)
         return result
@@ -203,13 +186,13 @@ class _Run:
         self.running = 1
         self.results[node_id].status = StepStatus.RUNNING
         try:
-            await InContext(self._step_task(self.wf.nodes[node_id]),
+            await InContext(step_task(self, self.wf.nodes[node_id]),
                              contextvars.copy_context())
         except Exception as exc:  # as the task group would have reported it
             raise BaseExceptionGroup("unhandled errors in a TaskGroup", [exc]) from None
 
     async def _schedule_inline(self) -> None:
-        # A finishing step releases and starts its dependents itself (`_finished`), so
+        # A finishing step releases and starts its dependents itself (`finished`), so
         # a step costs no round trip through this task; it waits until nothing runs.
         self.idle = asyncio.get_running_loop().create_future()
         self._launch()
@@ -218,15 +201,15 @@ class _Run:
 
     async def _schedule_durable(self) -> None:
         # Each finished step is checkpointed before its dependents start (write-ahead),
-        # one at a time, by the step's own task (`_complete`): no trip through this
+        # one at a time, by the step's own task (`complete`): no trip through this
         # task, which waits until nothing runs.
         self.done_lock = asyncio.Lock()
         self.idle = asyncio.get_running_loop().create_future()
-        await self._complete(None)
+        await self.complete(None)
         if self.running:
             await self.idle
 
-    async def _complete(self, finished: str | None) -> None:
+    async def complete(self, finished: str | None) -> None:
         """Checkpoint `finished` (and the steps restored meanwhile), then start what they
         released; under `done_lock`, so steps are written one at a time, in the order
         they finished, and no dependent starts before its step's write is stored."""
@@ -261,7 +244,7 @@ class _Run:
             if self._over_budget():
                 self._stop_all("run budget exceeded")
                 break
-            step = self._step_task(nodes[node_id])
+            step = step_task(self, nodes[node_id])
             try:
                 tg.create_task(step, context=base.copy())
             except RuntimeError:  # the group is shutting down: nothing more starts
@@ -271,133 +254,13 @@ class _Run:
             self.running += 1
             self.results[node_id].status = StepStatus.RUNNING
 
-    def _finished(self, node_id: str) -> None:
+    def finished(self, node_id: str) -> None:
         self.running -= 1
         if node_id not in self.paused_nodes:  # a paused step has not finished
             self._after(node_id)
         self._launch()
         if not self.running and self.idle is not None and not self.idle.done():
             self.idle.set_result(None)  # nothing in flight and nothing may start
-
-    # -- one step ---------------------------------------------------------------------------
-
-    async def _step_task(self, node: StepNode) -> None:
-        result = self.results[node.id]
-        clock = self.ctx.clock
-        result.started_at = start = clock.now()
-        try:
-            self.ctx.steps.take(node.id)
-            outcome = await self._attempts(node, result)
-            self._commit(node, result, outcome)
-        except asyncio.CancelledError:
-            result.duration_seconds = clock.now() - start
-            self._summarize_step(node, result)
-            raise
-        except PauseRun as exc:
-            self._pause(node, result, exc)
-        except Exception as exc:  # a step's failure is its result, never the run's crash
-            result.status = StepStatus.FAILED
-            result.error = str(exc) or type(exc).__name__
-            result.error_type = type(exc).__name__
-            usage = getattr(exc, "usage", None)
-            if usage is not None:
-                result.usage = with_earlier(usage, loops_usage(
-                    self.ctx, node.id, self.earlier_loops.get(node.id)))
-            elif node.id in self.ctx.summaries:
-                result.usage = loops_usage(self.ctx, node.id)  # every attempt's calls
-            if isinstance(exc, BudgetExceeded) and self.status is RunStatus.SUCCESS:
-                # The run's cap would be crossed: nothing else starts (spec 004).
-                self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(exc)
-            if node.handler is not None:
-                try:
-                    if await run_handler(node, self.ctx, result):
-                        self.handled.add(node.id)
-                except PauseRun as pause:  # a gate in the on_error block: the step waits
-                    self._pause(node, result, pause)
-        result.duration_seconds = clock.now() - start
-        self._summarize_step(node, result)
-        if self.durable is not None and self.done_lock is not None:
-            await self._complete(node.id)
-        else:
-            self._finished(node.id)
-
-    async def _attempts(self, node: StepNode, result: StepResult) -> StepOutcome:
-        execute = self.library.execute
-        policy = self._policy(node)
-        timeout = node.step.timeout
-        while True:
-            result.attempts += 1
-            # The loops before this attempt's: their usage counts in the step's total.
-            self.earlier_loops[node.id] = len(self.ctx.summaries.get(node.id) or ())
-            try:
-                outcome: StepOutcome
-                if timeout is None:
-                    outcome = await execute(node, self.ctx)
-                    return outcome
-                deadline = step_deadline(self.ctx.clock, timeout)
-                try:
-                    async with deadline.scope():
-                        outcome = await execute(node, self.ctx)
-                        return outcome
-                except LoopBudgetExceeded as exc:
-                    if not deadline_passed(exc, deadline):
-                        raise
-                    raise DeadlineExceeded(
-                        f"step {node.id!r} attempt {result.attempts} took over {timeout}s",
-                        scope="step") from None
-            except Exception as exc:
-                if not policy.should_retry(exc, result.attempts):
-                    raise
-                await self.ctx.clock.sleep(policy.delay(result.attempts, exc, self.rng))
-
-    def _summarize_step(self, node: StepNode, result: StepResult) -> None:
-        result.summary = step_summary(self.ctx, node.id)
-        primary = self.ctx.primaries.get(node.id)
-        if primary is not None and result.provider is not None:
-            result.fallback_used = result.provider != primary[0] or not same_model(
-                result.model or "", primary[1])
-
-    def _summarize_run(self, result: RunResult) -> None:
-        snapshot = getattr(self.ctx.clients, "breaker_snapshot", None)
-        result.breakers = snapshot() if callable(snapshot) else None
-        budget = self.ctx.budget
-        result.budget = None if budget is None else budget.snapshot()
-
-    def _commit(self, node: StepNode, result: StepResult, out: StepOutcome) -> None:
-        # The state write goes first: if the output path can't be written, the step
-        # fails and nothing of it is visible.
-        redactor = secret_step_redactor(node.id, self.ctx)
-        if redactor is not None:  # before any checkpoint or report holds the output
-            learn_outcome(redactor, out.value, out.text, out.reasoning_content)
-        if node.output_path is not None:
-            assign(self.ctx.state, node.output_path, out.value)
-        result.status = StepStatus.SUCCESS
-        result.output = out.value
-        result.text = out.text if out.text is not None else (
-            None if out.value is None else to_text(out.value))
-        earlier = (loops_usage(self.ctx, node.id, self.earlier_loops[node.id])
-                   if self.earlier_loops.get(node.id) else None)
-        result.usage = with_earlier(out.usage, earlier)
-        result.model, result.provider = out.model, out.provider
-        result.finish_reason = out.finish_reason
-        result.time_to_first_token = out.time_to_first_token
-        result.reasoning_content = out.reasoning_content
-        result.iterations = out.iterations
-        result.structured_output = out.structured_output
-        if result.text is not None:
-            self.ctx.step_text[node.id] = result.text
-        for target in out.not_taken:
-            self.not_taken[target] = node.id
-        if out.usage is not None and self.config.budget_usd is not None:
-            if result.usage is not None and result.usage.cost_usd is not None:
-                self.spent += result.usage.cost_usd
-            else:
-                self.status = RunStatus.BUDGET_EXCEEDED
-                self.error = str(BudgetExceeded(
-                    f"the cost of step {node.id!r} (model {out.model}) is unknown, so "
-                    f"budget_usd={self.config.budget_usd} can't be enforced; give the model "
-                    "a price or drop the budget", kind="cost", limit=self.config.budget_usd,
-                    actual=None))
 
     # -- scheduling ---------------------------------------------------------------------
 
@@ -438,17 +301,10 @@ class _Run:
                 return None
         return ("skipped: every dependency was skipped", False) if deps else None
 
-    def _policy(self, node: StepNode) -> RetryPolicy:
-        policy: RetryPolicy | None = node.policy
-        if policy is None:
-            policy = node.policy = step_policy(node.step.retry, self.config.max_retries,
-                                               retries=node.type != "router")
-        return policy
-
     def _over_budget(self) -> bool:
-        refused = self._refused()
-        if refused is not None:
-            self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(refused)
+        refusal = refused(self.ctx)
+        if refusal is not None:
+            self.status, self.error = RunStatus.BUDGET_EXCEEDED, str(refusal)
             return True
         budget = self.config.budget_usd
         if budget is None or self.spent < Decimal(str(budget)):
@@ -456,17 +312,6 @@ class _Run:
         self.status = RunStatus.BUDGET_EXCEEDED
         self.error = f"budget_usd={budget} reached (spent ${self.spent})"
         return True
-
-    def _refused(self) -> BudgetExceeded | None:
-        """The call the run's budget refused, or the step `config.max_steps` did, here or in
-        a run nested in it (a map item's refusal fails the item, not the map's own call):
-        the run ends budget_exceeded."""
-        budget = self.ctx.budget
-        refused: BudgetExceeded | None = budget.exhausted if budget is not None else None
-        if refused is None:
-            steps: StepCount = self.ctx.steps
-            refused = steps.refusal
-        return refused
 
     def _count_restorable(self, durable: DurableHooks) -> None:
         """Find the steps that finished before a resume, and count what they spent
@@ -495,22 +340,8 @@ class _Run:
         if restored.text is not None:
             self.ctx.step_text[node_id] = restored.text
         self.running += 1
-        self.restored.append(node_id)  # finished by `_complete`, as if it had run
+        self.restored.append(node_id)  # finished by `complete`, as if it had run
         return True
-
-    def _pause(self, node: StepNode, result: StepResult, exc: PauseRun) -> None:
-        # The innermost step keeps its id (a gate inside a subworkflow is resumed by
-        # its own id); this run only needs to know which of its steps is waiting.
-        if exc.step_id is None:  # namespaced in a nested durable run: `sub/gate`
-            exc.step_id = self.durable.key(node.id) if self.durable is not None else node.id
-        self.paused_nodes.add(node.id)
-        result.status, result.reason = StepStatus.PAUSED, str(exc)
-        if self.paused is None:
-            self.paused = exc
-            decision = exc.waiting_for == "decision"
-            self.status = RunStatus.NEEDS_DECISION if decision else RunStatus.PAUSED
-            self.error = (f"step {node.id!r} {'needs a decision' if decision else 'paused'}"
-                          f": {exc.prompt or exc.waiting_for}")
 
     def _wait_all(self) -> None:
         for r in self.results.values():
@@ -523,12 +354,3 @@ class _Run:
             if r.status in (StepStatus.PENDING, StepStatus.RUNNING) and r.started_at is None:
                 r.status, r.reason = StepStatus.SKIPPED, f"skipped: {why}"
         self.ready.clear()
-
-    def _final_outputs(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for node in self.wf.nodes.values():
-            r = self.results[node.id]
-            if node.dependents or r.status is not StepStatus.SUCCESS:
-                continue
-            out[node.step.output or node.id] = r.output if node.step.output else r.text
-        return out
