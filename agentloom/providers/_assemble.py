@@ -1,8 +1,10 @@
 """Turn a stream of events into a `ModelResponse`: one place, used by every provider, so
 streamed and non-streamed calls end in the same shape. A tool call's index that is not a
-whole number, or arguments, text or reasoning that are not text, are a ValueError (the
+whole number, a name, arguments, text or reasoning that are not text, are a ValueError (the
 client's body error), never a call silently lost or a TypeError out of `build`; argument
-pieces are joined once, so thousands of them cost their length, not its square."""
+pieces are joined once, so thousands of them cost their length, not its square. An id, a
+model or a finish reason that is not text reads as unreported; calls that share an id get
+distinct ones (`distinct_call_ids`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from agentloom.messages import (
     UsageEvent,
     VendorEvent,
 )
+from agentloom.providers._common import distinct_call_ids
 
 
 class ResponseBuilder:
@@ -110,15 +113,19 @@ class ResponseBuilder:
             if type(arguments) is not str:
                 raise ValueError(f"a streamed tool call's arguments are {kind_of(arguments)}, "
                                  "not text")
+            name, call_id = event.name, event.id
+            if name is not None and type(name) is not str:
+                # A name that is not text can't be dispatched (nor sent back).
+                raise ValueError(f"a streamed tool call's name is {kind_of(name)}, not text")
             self._flush_text()
             self._flush_reasoning()
             if index not in self._calls:
                 self._parts.append(index)
             slot, pieces = self._calls.setdefault(index, ([None, None], []))
-            if event.id:
-                slot[0] = event.id
-            if event.name:
-                slot[1] = event.name
+            if call_id and type(call_id) is str:  # an id that is not text: none sent
+                slot[0] = call_id
+            if name:
+                slot[1] = name
             if arguments:
                 pieces.append(arguments)
         elif isinstance(event, VendorEvent):
@@ -133,23 +140,29 @@ class ResponseBuilder:
             }
             self._usage = dataclasses.replace(self._usage, **merged)
         elif isinstance(event, FinishEvent):
-            if event.finish_reason is not None:
-                self.finish_reason = event.finish_reason
-            if event.model:
-                self.model = event.model
-            if event.response_id:
-                self.response_id = event.response_id
+            # Metadata that is not text reads as unreported: the call's answer stands.
+            reason, model, response_id = event.finish_reason, event.model, event.response_id
+            if type(reason) is str:
+                self.finish_reason = reason
+            if model and type(model) is str:
+                self.model = model
+            if response_id and type(response_id) is str:
+                self.response_id = response_id
 
     def build(self, *, provider: str, time_to_first_token: float | None = None) -> ModelResponse:
         self._flush_text()
         self._flush_reasoning()
         parts: list[Part] = []
+        ids: set[str] = set()
         for part in self._parts:
             if isinstance(part, int):
                 (call_id, name), pieces = self._calls[part]
-                part = ToolCallPart(id=call_id or f"call_{part}", name=name or "",
-                                    arguments="".join(pieces))
+                call_id = call_id or f"call_{part}"
+                ids.add(call_id)
+                part = ToolCallPart(id=call_id, name=name or "", arguments="".join(pieces))
             parts.append(part)
+        if len(ids) < len(self._calls):  # two calls share an id
+            distinct_call_ids(parts, ids)
         return ModelResponse(
             parts=tuple(parts),
             usage=self._usage,

@@ -14,10 +14,13 @@ import json
 from typing import Any
 
 from agentloom import _jsontext
+from agentloom.errors import kind_of
 from agentloom.messages import (
     Message,
     ModelRequest,
+    Part,
     TextPart,
+    ToolCallPart,
 )
 from agentloom.providers._base import Endpoint
 from agentloom.providers._json import dump_body
@@ -131,6 +134,51 @@ def stable_call_id(index: int, name: str, arguments: str) -> str:
     gives the same id, so recordings and replays agree."""
     digest = hashlib.sha1(f"{name}\x00{arguments}".encode()).hexdigest()[:10]
     return f"call_{index}_{digest}"
+
+
+def distinct_call_ids(parts: list[Part], taken: set[str]) -> None:
+    """Give each call of `parts` that repeats an earlier call's id one of its own, in place:
+    `c1`, `c1` become `c1`, `c1_2`. `taken` holds every id of the reply; a new id is none of
+    them, so an id sent once stays as it came. The loop answers each call under its id,
+    and a provider refuses the next request when two calls or two results share one
+    (`tool_use ids must be unique`); some servers reuse one id across parallel calls.
+
+    Called only for a reply that repeats an id. Linear: each base id's counter only grows,
+    so each id of the reply is stepped over at most once."""
+    seen: set[str] = set()
+    counters: dict[str, int] = {}
+    for i, part in enumerate(parts):
+        if not isinstance(part, ToolCallPart):
+            continue
+        call_id = part.id
+        if call_id in seen:
+            n = counters.get(call_id, 1) + 1
+            while f"{call_id}_{n}" in taken:
+                n += 1
+            counters[call_id] = n
+            new_id = f"{call_id}_{n}"
+            taken.add(new_id)
+            parts[i] = ToolCallPart(id=new_id, name=part.name, arguments=part.arguments)
+            call_id = new_id
+        seen.add(call_id)
+
+
+def whole_arguments(value: Any) -> str:
+    """A non-streamed call's arguments that are not text: a JSON object is read as its JSON
+    text (as the protocols whose arguments are objects send them), null as none; anything
+    else (a list, a number, true/false) is no arguments object, a ValueError (the client's
+    body error), as a streamed piece that is not text is."""
+    if value is None:
+        return ""
+    if type(value) is dict:
+        return json.dumps(value, ensure_ascii=False)
+    raise ValueError(f"a tool call's arguments are {kind_of(value)}, not text")
+
+
+def not_text(what: str, value: Any) -> ValueError:
+    """A field that must be text and is not (a tool call's name, a text part): the
+    client's body error."""
+    return ValueError(f"{what} is {kind_of(value)}, not text")
 
 
 def loads_object(text: str) -> dict[str, Any]:

@@ -58,10 +58,12 @@ from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
     bad_shape,
     build_http_request,
+    distinct_call_ids,
     first_text_with_name,
     join_url,
     key_headers,
     loads_object,
+    not_text,
     schema_instruction,
     system_text,
     token_count,
@@ -347,25 +349,49 @@ def _error(provider: str, model: str, payload: dict[str, Any]) -> ProviderError:
 
 
 def decode_parts(content: list[dict[str, Any]], prefill: str | None) -> tuple[Part, ...]:
+    """The content blocks as parts. Text, reasoning or a signature that is not text, or a
+    tool call's name that is not, is a ValueError (the client's body error); a call's id
+    that is not text reads as a missing one (`call_<block index>`, as a stream's)."""
     parts: list[Part] = []
     pending_prefill = prefill
-    for block in content:
+    ids: set[str] = set()
+    repeated = False
+    for index, block in enumerate(content):
         kind = block.get("type")
         if kind == "text":
             text = block.get("text", "")
+            if type(text) is not str:
+                raise not_text("a text block", text)
             if pending_prefill:
                 text, pending_prefill = pending_prefill + text, None
             parts.append(TextPart(text=text))
         elif kind == "tool_use":
-            parts.append(ToolCallPart(id=block["id"], name=block["name"],
+            name, call_id = block["name"], block.get("id")
+            if type(name) is not str:
+                raise not_text("a tool call's name", name)
+            if not call_id or type(call_id) is not str:
+                call_id = f"call_{index}"
+            if call_id in ids:
+                repeated = True
+            ids.add(call_id)
+            parts.append(ToolCallPart(id=call_id, name=name,
                                       arguments=json.dumps(block.get("input", {}))))
         elif kind == "thinking":
-            parts.append(ReasoningPart(text=block.get("thinking", ""),
-                                       signature=block.get("signature")))
+            text, signature = block.get("thinking", ""), block.get("signature")
+            if type(text) is not str:
+                raise not_text("a thinking block", text)
+            if signature is not None and type(signature) is not str:
+                raise not_text("a thinking block's signature", signature)
+            parts.append(ReasoningPart(text=text, signature=signature))
         elif kind == "redacted_thinking":
-            parts.append(ReasoningPart(text="", redacted=block.get("data", "")))
+            data = block.get("data", "")
+            if type(data) is not str:
+                raise not_text("a redacted thinking block", data)
+            parts.append(ReasoningPart(text="", redacted=data))
         elif isinstance(kind, str):
             parts.append(VendorPart(provider="anthropic", data=block))
+    if repeated:
+        distinct_call_ids(parts, ids)
     return tuple(parts)
 
 
@@ -375,13 +401,15 @@ def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelRespo
         raise _error(endpoint.name, request.model, data)
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise bad_shape(endpoint.name, request.model, "no content list")
+    finish, model, response_id = data.get("stop_reason"), data.get("model"), data.get("id")
     return ModelResponse(
         parts=decode_parts(data["content"], effective_prefill(request)),
         usage=decode_usage(data.get("usage")),
-        finish_reason=data.get("stop_reason"),
-        model=data.get("model") or request.model,
+        # Metadata that is not text reads as unknown: the reply itself stands.
+        finish_reason=finish if type(finish) is str else None,
+        model=model if model and type(model) is str else request.model,
         provider=endpoint.name,
-        response_id=data.get("id"),
+        response_id=response_id if type(response_id) is str else None,
     )
 
 

@@ -55,10 +55,12 @@ from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
     bad_shape,
     build_http_request,
+    distinct_call_ids,
     first_text_with_name,
     join_url,
     key_headers,
     loads_object,
+    not_text,
     stable_call_id,
     system_text,
     token_count,
@@ -273,8 +275,12 @@ class _Chunks:
         if "functionCall" in part:
             call = part["functionCall"]
             name = call.get("name", "")
+            if type(name) is not str:
+                raise not_text("a tool call's name", name)
             args = json.dumps(call.get("args") or {}, ensure_ascii=False, sort_keys=True)
-            call_id = call.get("id") or stable_call_id(self.calls, name, args)
+            call_id = call.get("id")
+            if not call_id or type(call_id) is not str:  # missing, or not text: made up
+                call_id = stable_call_id(self.calls, name, args)
             out.append(ToolCallDelta(index=self.calls, id=call_id, name=name, arguments=args))
             self.calls += 1
         elif part.get("text"):
@@ -282,18 +288,35 @@ class _Chunks:
 
 
 def _parts_from_events(events: list[StreamEvent]) -> tuple[Part, ...]:
-    """Non-streamed replies keep part order exactly (a signature stays by its part)."""
+    """Non-streamed replies keep part order exactly (a signature stays by its part). Text
+    or reasoning that is not text is a ValueError, as the stream's assembler makes it;
+    calls that share an id get distinct ones, as there."""
     parts: list[Part] = []
+    ids: set[str] = set()
+    repeated = False
     for event in events:
         if isinstance(event, TextDelta):
+            if type(event.text) is not str:
+                raise not_text("a text part", event.text)
             parts.append(TextPart(text=event.text))
         elif isinstance(event, ReasoningDelta):
-            parts.append(ReasoningPart(text=event.text, signature=event.signature))
+            text, signature = event.text, event.signature
+            if type(text) is not str:
+                raise not_text("a thought", text)
+            if signature is not None and type(signature) is not str:
+                raise not_text("a thought signature", signature)
+            parts.append(ReasoningPart(text=text, signature=signature))
         elif isinstance(event, ToolCallDelta):
-            parts.append(ToolCallPart(id=event.id or "", name=event.name or "",
+            call_id = event.id or ""
+            if call_id in ids:
+                repeated = True
+            ids.add(call_id)
+            parts.append(ToolCallPart(id=call_id, name=event.name or "",
                                       arguments=event.arguments))
         elif isinstance(event, VendorEvent):
             parts.append(event.part)
+    if repeated:
+        distinct_call_ids(parts, ids)
     return tuple(parts)
 
 
@@ -302,13 +325,15 @@ def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelRespo
     events = _Chunks(endpoint.name, request.model).events(data)
     finish = next(e for e in events if isinstance(e, FinishEvent))
     usage = next((e.usage for e in events if isinstance(e, UsageEvent)), Usage())
+    reason, model, response_id = finish.finish_reason, finish.model, finish.response_id
     return ModelResponse(
         parts=_parts_from_events(events),
         usage=usage,
-        finish_reason=finish.finish_reason,
-        model=finish.model or request.model,
+        # Metadata that is not text reads as unknown: the reply itself stands.
+        finish_reason=reason if type(reason) is str else None,
+        model=model if model and type(model) is str else request.model,
         provider=endpoint.name,
-        response_id=finish.response_id,
+        response_id=response_id if type(response_id) is str else None,
     )
 
 

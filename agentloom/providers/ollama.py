@@ -177,7 +177,9 @@ class _Chunks:
             name = function.get("name", "")
             raw = function.get("arguments")
             args = raw if isinstance(raw, str) else json.dumps(raw or {}, ensure_ascii=False)
-            call_id = call.get("id") or stable_call_id(self.calls, name, args)
+            call_id = call.get("id")
+            if not call_id or type(call_id) is not str:  # missing, or not text: made up
+                call_id = stable_call_id(self.calls, name, args)
             out.append(ToolCallDelta(index=self.calls, id=call_id, name=name, arguments=args))
             self.calls += 1
         if chunk.get("done"):

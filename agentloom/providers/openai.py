@@ -38,7 +38,13 @@ from agentloom.messages import (
     text_part,
 )
 from agentloom.providers._base import Capabilities, Endpoint, StreamDecoder, WireProtocol
-from agentloom.providers._common import prompt_cache_key, token_count
+from agentloom.providers._common import (
+    distinct_call_ids,
+    not_text,
+    prompt_cache_key,
+    token_count,
+    whole_arguments,
+)
 from agentloom.providers._json import dump_body, load_body
 from agentloom.providers._sse import SSEParser
 from agentloom.providers.openai_responses import PROTOCOL as RESPONSES
@@ -367,13 +373,29 @@ class OpenAIProtocol:
             parts.append(ReasoningPart(text=reasoning))
         if content:
             parts.append(text_part(content))
-        for i, call in enumerate(message.get("tool_calls") or ()):
-            fn = call["function"]
-            parts.append(ToolCallPart(id=call.get("id") or f"call_{i}", name=fn["name"],
-                                      arguments=fn.get("arguments") or ""))
+        calls = message.get("tool_calls")
+        if calls:
+            ids: set[str] = set()
+            for i, call in enumerate(calls):
+                fn = call["function"]
+                name, call_id, arguments = fn["name"], call.get("id"), fn.get("arguments")
+                if type(name) is not str:
+                    raise not_text("a tool call's name", name)
+                if not call_id or type(call_id) is not str:
+                    call_id = f"call_{i}"  # missing, or not text: made up
+                if type(arguments) is not str:
+                    arguments = whole_arguments(arguments)
+                ids.add(call_id)
+                parts.append(ToolCallPart(id=call_id, name=name, arguments=arguments))
+            if len(ids) < len(calls):  # two calls share an id
+                distinct_call_ids(parts, ids)
+        # Metadata that is not text reads as unknown: the reply itself stands.
+        finish, model, response_id = choice.get("finish_reason"), obj.get("model"), obj.get("id")
         return new_response(
-            tuple(parts), chunk_usage(obj) or Usage(), choice.get("finish_reason"),
-            obj.get("model") or request.model, endpoint.name, obj.get("id"), None,
+            tuple(parts), chunk_usage(obj) or Usage(),
+            finish if type(finish) is str else None,
+            model if model and type(model) is str else request.model, endpoint.name,
+            response_id if type(response_id) is str else None, None,
         )
 
     def stream_decoder(self, request: ModelRequest, endpoint: Endpoint) -> StreamDecoder:

@@ -53,10 +53,13 @@ from agentloom.providers._base import Capabilities, Endpoint
 from agentloom.providers._common import (
     bad_shape,
     build_http_request,
+    distinct_call_ids,
     key_headers,
+    not_text,
     prompt_cache_key,
     system_text,
     token_count,
+    whole_arguments,
 )
 from agentloom.providers._json import load_body
 from agentloom.providers._sse import SSEParser
@@ -228,15 +231,19 @@ def decode_usage(raw: Any) -> Usage:
 
 
 def finish_reason(response: dict[str, Any]) -> str | None:
+    """`incomplete_details.reason`, else the status (`completed` as `stop` or
+    `tool_calls`); one that is not text reads as unknown."""
     details = response.get("incomplete_details")
-    if isinstance(details, dict) and details.get("reason"):
-        return str(details["reason"])
+    if isinstance(details, dict):
+        reason = details.get("reason")
+        if reason and type(reason) is str:
+            return reason
     status = response.get("status")
     if status == "completed":
         calls = any(isinstance(i, dict) and i.get("type") == "function_call"
                     for i in response.get("output") or ())
         return "tool_calls" if calls else "stop"
-    return str(status) if status is not None else None
+    return status if type(status) is str else None
 
 
 def _error(provider: str, model: str, error: Any) -> ProviderError:
@@ -261,9 +268,20 @@ def _message_text(item: dict[str, Any]) -> str:
                    if isinstance(c, dict) and c.get("type") == "output_text")
 
 
+def _call_id(item: dict[str, Any]) -> str | None:
+    """A call's `call_id`, else its item `id`; one that is not text is none."""
+    call_id = item.get("call_id")
+    if call_id and type(call_id) is str:
+        return call_id
+    call_id = item.get("id")
+    return call_id if call_id and type(call_id) is str else None
+
+
 def decode_output(output: list[Any], keep_reasoning: bool) -> tuple[Part, ...]:
     parts: list[Part] = []
-    for item in output:
+    ids: set[str] = set()
+    repeated = False
+    for index, item in enumerate(output):
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
@@ -272,13 +290,23 @@ def decode_output(output: list[Any], keep_reasoning: bool) -> tuple[Part, ...]:
             if text:
                 parts.append(TextPart(text=text))
         elif kind == "function_call":
-            parts.append(ToolCallPart(id=item.get("call_id") or item.get("id") or "",
-                                      name=item.get("name", ""),
-                                      arguments=item.get("arguments") or ""))
+            name, arguments = item.get("name", ""), item.get("arguments")
+            if type(name) is not str:
+                raise not_text("a tool call's name", name)
+            if type(arguments) is not str:
+                arguments = whole_arguments(arguments)
+            # No id: the one a stream's assembler gives (its output index).
+            call_id = _call_id(item) or f"call_{index}"
+            if call_id in ids:
+                repeated = True
+            ids.add(call_id)
+            parts.append(ToolCallPart(id=call_id, name=name, arguments=arguments))
         else:
             if kind == "reasoning" and keep_reasoning and _summary_text(item):
                 parts.append(ReasoningPart(text=_summary_text(item)))
             parts.append(VendorPart(provider=VENDOR, data=item))
+    if repeated:
+        distinct_call_ids(parts, ids)
     return tuple(parts)
 
 
@@ -294,13 +322,15 @@ def decode(body: bytes, request: ModelRequest, endpoint: Endpoint) -> ModelRespo
         raise _error(endpoint.name, request.model, data["error"])
     if not isinstance(data.get("output"), list):
         raise bad_shape(endpoint.name, request.model, "no output list")
+    model, response_id = data.get("model"), data.get("id")
     return ModelResponse(
         parts=decode_output(data["output"], _keep_reasoning(request)),
         usage=decode_usage(data.get("usage")),
         finish_reason=finish_reason(data),
-        model=data.get("model") or request.model,
+        # Metadata that is not text reads as unknown: the reply itself stands.
+        model=model if model and type(model) is str else request.model,
         provider=endpoint.name,
-        response_id=data.get("id"),
+        response_id=response_id if type(response_id) is str else None,
     )
 
 
@@ -353,7 +383,7 @@ class ResponsesStreamDecoder:
         elif kind == "response.output_item.added":
             item = p.get("item") or {}
             if item.get("type") == "function_call":
-                out.append(ToolCallDelta(index=index, id=item.get("call_id") or item.get("id"),
+                out.append(ToolCallDelta(index=index, id=_call_id(item),
                                          name=item.get("name"),
                                          arguments=item.get("arguments") or ""))
         elif kind == "response.function_call_arguments.delta":
