@@ -158,6 +158,9 @@ class _Run:
             so = self.opts.summary_options or NO_EXTRAS
             stall = self.stall = StallDetector(so.stall_threshold,
                                                partial(self.dispatch.emit, "on_stall"))
+            # The run's first tool call: the summary counts the names its tools declare
+            # by name, however many others the model makes up.
+            self.collector.toolbox = self.tools
         for c in calls:
             stall.record(c.name, c.arguments)
 

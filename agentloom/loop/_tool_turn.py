@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from agentloom.loop._options import LoopOptions
 from agentloom.loop.observer import Dispatch
+from agentloom.loop.tool_names import bounded_name
 from agentloom.messages import ToolCallPart, ToolResultPart
 from agentloom.tools.contracts import MAX_RESULT_BYTES, ToolBox, ToolContext, bounded_text
 
@@ -74,7 +75,7 @@ async def run_tools(run: ToolRun, calls: tuple[ToolCallPart, ...]) -> list[ToolR
         t0 = run.now()
         if tools is None:
             result = ToolResultPart(call_id=call.id, name=call.name,
-                                    content=f"unknown tool {call.name!r}",
+                                    content=f"unknown tool {bounded_name(call.name)!r}",
                                     is_error=True)
         else:
             try:

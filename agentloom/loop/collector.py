@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from agentloom._record import FACTORY, Record, record
-from agentloom.errors import AgentLoopError, ProviderError, provider_error_class
+from agentloom.loop.error_facts import attr, error_fields, error_type_name, kind_name
 from agentloom.loop.observer import ConversationInfo, NullObserver, RunInfo
 from agentloom.loop.status import (
     ConversationStatus,
@@ -24,8 +24,19 @@ from agentloom.loop.status import (
     normalized_stop_reason,
     usage_fields,
 )
+from agentloom.loop.tool_names import (
+    MAX_NAME,
+    MAX_NAMES,
+    OTHER,
+    bounded_name,
+    declared_names,
+    redacted_counts,
+    redacted_names,
+    redacted_summary,
+)
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
 from agentloom.providers import AttemptRecord
+from agentloom.redact import Redactor
 
 if TYPE_CHECKING:
     from agentloom.loop.summary import ConversationSummary, FailedAttempt, TurnRecord
@@ -76,7 +87,20 @@ class _Turn(Record):
 
 
 class SummaryCollector(NullObserver):
-    """Gathers one conversation's counters; `build()` turns them into the summary."""
+    """Gathers one conversation's counters; `build()` turns them into the summary.
+
+    Tool names are counted as the loop reports them, bounded: a name `toolbox` declares
+    by its own name; any other (the model's invention) cut at `MAX_NAME` characters, and
+    past `MAX_NAMES` distinct names summed under `OTHER`."""
+
+    toolbox: object | None = None
+    """The run's tools (the loop sets it at the run's first tool call)."""
+    name_redactor: Redactor | None = None
+    """Redacts the tool names of the summary when it is built (`SummaryRecord.redact_names`)."""
+    _named: set[str] | None = None
+    """The names counted by name so far (or about to be: a timeline's started call)."""
+    _declared: frozenset[str] | None = None
+    """`declared_names(toolbox)`, found when first needed."""
 
     def __init__(self, *, timeline: bool = False) -> None:
         self._timeline = timeline
@@ -123,7 +147,7 @@ class SummaryCollector(NullObserver):
                 self.failed_attempts = []
             self.failed_attempts.append(summary_models().FailedAttempt(
                 provider=record.provider, model=record.model, attempt=record.attempt,
-                error_type=_kind_name(record.error_type, record.status, record.phase),
+                error_type=kind_name(record.error_type, record.status, record.phase),
                 status_code=record.status,
                 phase=record.phase, request_sent=record.request_sent,
                 duration_seconds=record.duration_seconds,
@@ -176,25 +200,62 @@ class SummaryCollector(NullObserver):
     def on_tool_start(self, call: ToolCallPart) -> None:
         # Tools start in call order (they finish in any order).
         if self._turns:
-            self._turns[-1].tools.append(call.name)
+            name = call.name
+            self._turns[-1].tools.append(name if name in self.tool_calls else self._key(name))
 
     def on_tool_end(
         self, call: ToolCallPart, result: ToolResultPart, duration_seconds: float
     ) -> None:
-        self.tool_calls[call.name] = self.tool_calls.get(call.name, 0) + 1
+        name = call.name
+        calls = self.tool_calls
+        count = calls.get(name)
+        if count is None:  # a name not counted yet: the one lookup more is here
+            name = self._key(name)
+            count = calls.get(name, 0)
+        calls[name] = count + 1
         self.tool_duration_seconds += duration_seconds
         if result.is_error:
-            self.tool_errors[call.name] = self.tool_errors.get(call.name, 0) + 1
-        if self._turns and result.is_error:
-            self._turns[-1].tool_errors.append(call.name)
+            self.tool_errors[name] = self.tool_errors.get(name, 0) + 1
+            if self._turns:
+                self._turns[-1].tool_errors.append(name)
+
+    def _key(self, name: str) -> str:
+        """The name `name` is counted under, the first time it is seen (and each time for
+        a name cut or summed): itself while fewer than `MAX_NAMES` names are counted, or
+        when the run's tools declare it; else cut, or `OTHER` past `MAX_NAMES`."""
+        if type(name) is not str:  # not from a provider's reply: counted as it is
+            return name
+        named = self._named
+        if named is None:
+            named = self._named = set()
+        if len(name) <= MAX_NAME and (len(named) < MAX_NAMES or name in named):
+            named.add(name)
+            return name
+        declared = self._declared
+        if declared is None:
+            declared = self._declared = declared_names(self.toolbox)
+        if name in declared:
+            return name
+        key = bounded_name(name)
+        if key in named:
+            return key
+        if len(named) < MAX_NAMES:
+            named.add(key)
+            return key
+        return OTHER
 
     # --- the summary -----------------------------------------------------------------
     def timeline(self) -> tuple[TurnRecord, ...]:
         """The `TurnRecord`s, one per model call."""
         turn_record = summary_models().TurnRecord
+        redactor = self.name_redactor
         out = []
         for t in self._turns:
             u = t.usage
+            tools, errors = tuple(t.tools), tuple(t.tool_errors)
+            if redactor is not None:
+                tools = redacted_names(tools, redactor)
+                errors = redacted_names(errors, redactor)
             out.append(turn_record(
                 index=t.index, duration_seconds=t.duration, stop_reason=t.stop_reason,
                 input_tokens=u.input_tokens if u else None,
@@ -203,7 +264,7 @@ class SummaryCollector(NullObserver):
                 reasoning_tokens=u.reasoning_tokens if u else None,
                 cost_usd=(float(u.cost_usd) if u and u.cost_usd is not None
                           and not u.cost_estimated else None),
-                attempts=t.attempts, tools=tuple(t.tools), tool_errors=tuple(t.tool_errors),
+                attempts=t.attempts, tools=tools, tool_errors=errors,
                 discarded=t.discarded, error_type=t.error_type,
             ))
         return tuple(out)
@@ -243,14 +304,13 @@ class SummaryCollector(NullObserver):
         """The summary's facts, with the pydantic model built when first read: a
         workflow step keeps one per conversation, and most are never looked at. The
         collector must get no more events afterwards (the loop calls it at the end)."""
-        error_fields = None
+        facts = None
         if error is not None:
             # Facts about the error now, so the record keeps no exception (nor frames).
-            error_fields = _error_fields(
-                error, self._call_attempts if self._call_failed else [])
+            facts = error_fields(error, self._call_attempts if self._call_failed else [])
         return SummaryRecord(self, info, status, iterations, elapsed_seconds, tool_seconds,
-                             finish_reason, max_repeated_tool_calls, stalled, error_fields,
-                             _attr(error, "provider"))
+                             finish_reason, max_repeated_tool_calls, stalled, facts,
+                             attr(error, "provider"))
 
     def build_summary(self, r: SummaryRecord) -> ConversationSummary:
         models = summary_models()
@@ -266,6 +326,10 @@ class SummaryCollector(NullObserver):
         iteration_limit, deadline_seconds = info.iteration_limit, info.deadline_seconds
         elapsed = r.elapsed_seconds
         usage_values = usage_fields(usage, self.provider_cost)
+        tool_calls, tool_errors = self.tool_calls, self.tool_errors
+        if self.name_redactor is not None and tool_calls:
+            tool_calls = redacted_counts(tool_calls, self.name_redactor)
+            tool_errors = redacted_counts(tool_errors, self.name_redactor)
         # Every field in field order (the copy), those without an error filled in; the
         # six error fields stay None, as their defaults.
         values = models.NO_VALUES.copy()
@@ -281,8 +345,8 @@ class SummaryCollector(NullObserver):
         values["deadline_seconds"] = deadline_seconds
         values["elapsed_seconds"] = elapsed
         values["started_at"] = started_at
-        values["tool_calls"] = self.tool_calls
-        values["tool_errors"] = self.tool_errors
+        values["tool_calls"] = tool_calls
+        values["tool_errors"] = tool_errors
         values["provider_retries"] = self.provider_retries
         values["usage"] = usage_values
         values["estimated_cost_usd"] = (float(self.estimated_cost)
@@ -313,9 +377,9 @@ class SummaryCollector(NullObserver):
                 and type(usage.cache_write_tokens) in _COUNT
                 and type(usage.reasoning_tokens) in _COUNT
                 and type(usage.input_includes_cached) in _FLAG
-                and (not self.tool_calls or _names(self.tool_calls))):
-            values["tool_calls"] = dict(self.tool_calls)  # copied, as validation does
-            values["tool_errors"] = dict(self.tool_errors)
+                and (not tool_calls or _names(tool_calls))):
+            values["tool_calls"] = dict(tool_calls)  # copied, as validation does
+            values["tool_errors"] = dict(tool_errors)
             values["usage"] = models.as_validated(models.UsageSummary, usage_values,
                                                   set(usage_values))
             built: ConversationSummary = models.as_validated(
@@ -387,6 +451,16 @@ class SummaryRecord:
             self._collector = None  # its counters are in the summary now
         return built
 
+    def redact_names(self, redactor: Redactor) -> None:
+        """The summary's tool names (counts and timeline) redacted by `redactor` (a
+        workflow run's): the model names the tools it calls, and may name one after a
+        secret it was shown. A summary not built yet is built so; one already built (an
+        observer read it) is replaced by its redacted copy."""
+        if self._collector is not None:
+            self._collector.name_redactor = redactor
+        elif self._built is not None:
+            self._built = redacted_summary(self._built, redactor)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled (a batch worker's result) or copied as the summary it stands for.
         return (_identity, (self.summary,))
@@ -401,51 +475,3 @@ class SummaryRecord:
 
 def _identity(value: Any) -> Any:
     return value
-
-
-def _attr(obj: object, name: str) -> Any:
-    return getattr(obj, name, None) if obj is not None else None
-
-
-def _error_fields(error: BaseException, attempts: list[AttemptRecord]) -> dict[str, Any]:
-    """Facts about the error, never its text. The cause of a wrapped error is what failed."""
-
-    root: BaseException = error
-    # A plain AgentLoopError wraps what failed; its subclasses (budget ends, typed
-    # provider failures) are what failed.
-    if type(error) is AgentLoopError and error.__cause__ is not None:
-        root = error.__cause__
-    status = _attr(root, "status")
-    sent_flags = [a.request_sent for a in attempts]
-    attempts_sent: int | None
-    if not attempts or all(s is None for s in sent_flags):
-        attempts_sent = None
-    else:
-        attempts_sent = sum(1 for s in sent_flags if s is True)
-    request_sent = _attr(root, "request_sent")
-    return {
-        "error_type": type(root).__name__,
-        "provider_status_code": status if isinstance(status, int) else None,
-        "error_phase": _attr(root, "phase"),
-        "error_request_sent": request_sent if isinstance(request_sent, bool) else None,
-        "error_request_id": _attr(root, "request_id"),
-        "error_attempts_sent": attempts_sent,
-    }
-
-
-_GENERIC = frozenset({"ProviderError", "CallFailed", "TransportError"})
-
-
-def _kind_name(error_type: str | None, status: int | None, phase: str | None) -> str | None:
-    """A failed attempt's error named by its kind (ProviderUnavailable, AuthError, ...)
-    when the record only says it was a provider or transport error."""
-    if error_type is None or error_type in _GENERIC:
-        return provider_error_class(status, phase).__name__
-    return error_type
-
-
-def error_type_name(error: BaseException) -> str:
-    """The type name a summary gives an error: a provider failure by its kind."""
-    if isinstance(error, ProviderError):
-        return _kind_name(type(error).__name__, error.status, error.phase) or "ProviderError"
-    return type(error).__name__

@@ -8,9 +8,11 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentloom.loop.collector import SummaryRecord
+from agentloom.loop.tool_names import redacted_summary
 from agentloom.messages import Usage
 
 if TYPE_CHECKING:
+    from agentloom.redact import Redactor
     from agentloom.workflow.engine.context import RunContext
 
 
@@ -45,6 +47,12 @@ def step_summary(ctx: RunContext, step_id: str) -> Any:
     runs = ctx.summaries.get(step_id)
     if not runs:
         return None
+    redactor = ctx.redactor
+    if redactor is not None:
+        # The model names the tools it calls: a name made of a secret it was shown must
+        # not reach `--json`, a results line or a report (the run's redactor walks
+        # values, and tool names are the keys of the summary's counts).
+        runs = [_redacted(s, redactor) for s in runs]
     if len(runs) == 1:
         return runs[0]
     runs = [s.summary if isinstance(s, SummaryRecord) else s for s in runs]
@@ -54,6 +62,14 @@ def step_summary(ctx: RunContext, step_id: str) -> Any:
         "failed_attempts": _numbered_across(runs),
         "provider_retries": last.provider_retries + retries,
     })
+
+
+def _redacted(summary: Any, redactor: Redactor) -> Any:
+    """A loop's summary (or its record) with its tool names redacted by `redactor`."""
+    if isinstance(summary, SummaryRecord):
+        summary.redact_names(redactor)  # applied when built, if it isn't yet
+        return summary
+    return redacted_summary(summary, redactor)
 
 
 def _numbered_across(runs: list[Any]) -> tuple[Any, ...]:
