@@ -198,9 +198,13 @@ def test_a_tool_named_after_a_redacted_state_value_stays_out_of_json_and_checkpo
     # The checkpoint (whole and deltas) holds neither the secret nor a summary of it.
     con = sqlite3.connect(db)
     try:
-        for table in ("checkpoints", "checkpoint_deltas"):
+        for table in ("checkpoints", "checkpoint_deltas", "tool_calls"):
             rows = con.execute(f"SELECT * FROM {table}").fetchall()
             assert rows or table == "checkpoint_deltas"
             assert SECRET[:8] not in repr(rows), table
+        # The tool-call journal keeps each name cut as the summary cuts it (it kept
+        # 2,000 names of 1,000 characters, the secret among them).
+        names = [n for (n,) in con.execute("SELECT name FROM tool_calls")]
+        assert names and max(map(len, names)) <= 128
     finally:
         con.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentloom.loop.tool_names import bounded_name, redacted_name
 from agentloom.messages import ToolCallPart, ToolResultPart, Usage
 from agentloom.recording import current_call_context, model_request_hash
 from agentloom.store import tool_call_resume_action
@@ -161,13 +162,14 @@ class _JournaledBox:
             action = "rerun"
         if action == "needs_decision":
             raise PauseRun(
-                "decision", f"tool call {call.name} ({call.id}) was in flight when the run "
-                "stopped and the tool is not idempotent: it may or may not have run",
-                data={"tool": call.name, "arguments": call.arguments},
+                "decision", f"tool call {_stored_name(d, call.name)} ({call.id}) was in "
+                "flight when the run stopped and the tool is not idempotent: it may or may "
+                "not have run",
+                data={"tool": _stored_name(d, call.name), "arguments": call.arguments},
                 step_id=step, call_id=key)
         await d.store.record_tool_call(
             d.run_id, step, ctx.turn, key, status="in_flight",
-            idempotent=self._idempotent(call.name), name=call.name,
+            idempotent=self._idempotent(call.name), name=_stored_name(d, call.name),
             arguments=d.redact(call.arguments))
         token = call_answer.set(answer)
         scope_token = call_hooks.set(d.child(f"{step}/{key}"))
@@ -181,7 +183,7 @@ class _JournaledBox:
             # Journalled as waiting, not as interrupted: a resume runs it again.
             await d.store.record_tool_call(
                 d.run_id, step, ctx.turn, key, status="in_flight",
-                idempotent=self._idempotent(call.name), name=call.name,
+                idempotent=self._idempotent(call.name), name=_stored_name(d, call.name),
                 arguments=d.redact(call.arguments), result=_ASKED)
             raise
         finally:
@@ -201,9 +203,16 @@ class _JournaledBox:
             stored["usage"] = usage
         await d.store.record_tool_call(
             d.run_id, step, turn, key, status="done",
-            idempotent=self._idempotent(call.name), name=call.name,
+            idempotent=self._idempotent(call.name), name=_stored_name(d, call.name),
             arguments=d.redact(call.arguments), result=stored)
         return result
+
+
+def _stored_name(d: Any, name: str) -> str:
+    """A tool call's name as the journal keeps it: the model chose it, so it is cut as a
+    summary cuts it and redacted (a tool named after a secret the model was shown)."""
+    cut = bounded_name(name) if type(name) is str else str(name)
+    return redacted_name(cut, d.redactor) if d.redactor is not None else cut
 
 
 _ASKED = {"asked": True}
