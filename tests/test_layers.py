@@ -4,7 +4,7 @@ The rules are written down here and in docs/architecture.md, and nowhere else. E
 may import only the layers below it (a package may import itself):
 
     types:  _version, messages, _parts, _events, errors, _clock, redact, transport, _lazy, _record,
-            _jsontext, _files, _yaml
+            _jsontext, _files, _yaml, _printable
     http < providers < pricing < routing < recording < structured, conversation < tools
     < loop < store < observe < workflow < testing < scale < ui < compat, core < cli < __main__
 
@@ -24,7 +24,8 @@ from tests._import_graph import Import, collect, cycles
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_version", "messages", "errors", "_clock", "redact", "transport", "_lazy",
-               "_record", "_parts", "_events", "_jsontext", "_files", "_yaml"}),
+               "_record", "_parts", "_events", "_jsontext", "_files", "_yaml",
+               "_printable"}),
     frozenset({"http"}),
     frozenset({"providers"}),
     frozenset({"pricing"}),

@@ -22,9 +22,9 @@ from typing import Any
 
 from agentloom import _jsontext
 from agentloom._files import read_regular
+from agentloom._printable import printable
 from agentloom.cli import EXIT_FAILED, EXIT_OK, UsageError
 from agentloom.cli._common import check_limit, usd
-from agentloom.cli.runs import printable
 from agentloom.errors import kind_of
 
 _STATUS = {"succeeded": "success"}

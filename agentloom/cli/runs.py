@@ -16,6 +16,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from agentloom._printable import printable
 from agentloom.cli._common import check_limit, print_error_json
 from agentloom.cli._exit import EXIT_FAILED, EXIT_OK, UsageError
 
@@ -155,14 +156,6 @@ def _no_run(args: argparse.Namespace, message: str) -> int:
         print_error_json(message)
     sys.stderr.write(f"agentloom runs: {message}\n")
     return EXIT_FAILED
-
-
-def printable(text: str) -> str:
-    """A stored value as one table cell: every control character (a newline, a carriage
-    return, an escape sequence's ESC, even the colours and cursor moves a terminal guard
-    lets through) shown escaped, so a run's id or workflow name can't move the cursor
-    over, erase or recolour other rows."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _row(r: Any) -> dict[str, Any]:

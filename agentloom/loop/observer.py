@@ -21,8 +21,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
+from agentloom._printable import printable
 from agentloom._record import FrozenRecord, frozen_record, set_field
-from agentloom.loop._printable import printable
 from agentloom.messages import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart
 from agentloom.providers import AttemptRecord
 
@@ -331,10 +331,15 @@ class ListObserver(NullObserver):
         return [kind for kind, _ in self.events]
 
 
+MAX_SHOWN = 100
+"""Characters of a name `ConsoleObserver` shows; a provider's tool names hold at most 64."""
+
+
 class ConsoleObserver(NullObserver):
     """One line per model call, tool call, retry and end of run on `stream` (stderr by
     default): names, counts and statuses only, never content. A name is printed with its
-    control characters escaped and cut (`_printable`): the model chooses tool names."""
+    control characters escaped and cut at `MAX_SHOWN` (`agentloom._printable`): the model
+    chooses tool names."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -343,18 +348,19 @@ class ConsoleObserver(NullObserver):
         print(text, file=self._stream or sys.stderr)
 
     def on_request(self, request: ModelRequest, iteration: int) -> None:
-        self._say(f"[agentloom] turn {iteration}: calling {printable(request.model)}")
+        self._say(f"[agentloom] turn {iteration}: calling {printable(request.model, MAX_SHOWN)}")
 
     def on_retry(self, attempt: int, error: BaseException) -> None:
         self._say(f"[agentloom] attempt {attempt} failed ({type(error).__name__}); retrying")
 
     def on_tool_start(self, call: ToolCallPart) -> None:
-        self._say(f"[agentloom] tool {printable(call.name)} started")
+        self._say(f"[agentloom] tool {printable(call.name, MAX_SHOWN)} started")
 
     def on_tool_end(self, call: ToolCallPart, result: ToolResultPart,
                     duration_seconds: float) -> None:
         outcome = "failed" if result.is_error else "done"
-        self._say(f"[agentloom] tool {printable(call.name)} {outcome} in {duration_seconds:.3f}s")
+        self._say(f"[agentloom] tool {printable(call.name, MAX_SHOWN)} {outcome} in "
+                  f"{duration_seconds:.3f}s")
 
     def on_conversation_end(self, summary: ConversationSummary) -> None:
         self._say(f"[agentloom] {summary.status.value} after {summary.iterations} "

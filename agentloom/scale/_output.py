@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from agentloom._files import make_private_dir, open_private
+from agentloom._printable import printable as shown
 from agentloom.errors import ConfigError
 from agentloom.scale._types import BatchItemResult
 
@@ -112,26 +113,6 @@ MAX_SHOWN_ERROR = 1000
 """Characters of a failure's reason shown on the terminal."""
 MAX_SHOWN_FAILURES = 100
 """Failures listed under the summary table; the output file has every one."""
-
-
-def shown(text: str, limit: int) -> str:
-    """`text` as it may be printed on a terminal: every character that is not printable
-    (controls, escape, C1, line breaks, bidi and other format characters) as its escape,
-    cut at `limit` characters with a note of how many more there were."""
-    head = text[:limit]
-    if not head.isprintable():
-        head = "".join(ch if ch.isprintable() else _escape(ch) for ch in head)
-    rest = len(text) - limit
-    return f"{head}...[+{rest} chars]" if rest > 0 else head
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
 
 
 def json_line(value: Any) -> str:

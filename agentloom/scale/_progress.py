@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, Protocol
 
+from agentloom._printable import printable as shown
 from agentloom.scale._output import (
     MAX_SHOWN_ERROR,
     MAX_SHOWN_ID,
     json_line,
     render_summary,
-    shown,
 )
 from agentloom.scale._summary import BatchStats
 from agentloom.scale._types import BatchItemResult

@@ -30,7 +30,7 @@ def test_a_tool_name_with_escape_sequences_is_printed_as_text(
     assert not any(ch in shown for ch in "\x1b\x07\x9b\u202e")
     # One line per callback: the name's newline can't forge a line of its own.
     assert shown.count("\n") == 5 and "\n[agentloom] fake" not in shown
-    assert "tool get\\x1b]0;PWNED\\x07\\x1b[2J" in shown and "\\u202e\\x0a[agentloom] fake" in shown
+    assert "tool get\\x1b]0;PWNED\\x07\\x1b[2J" in shown and "\\u202e\\n[agentloom] fake" in shown
 
 
 def test_a_10_kb_tool_name_is_cut(openai_server: FakeOpenAIServer) -> None:
