@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from agentloom.errors import ConfigError, ToolError
+from agentloom.tools._mcp_http import bounded_http_client
 from agentloom.tools._mcp_stdio import bounded_stdio_client
 from agentloom.tools._tool import BaseTool
 from agentloom.tools.contracts import ToolContext, bounded_text
@@ -42,8 +43,9 @@ STDERR_QUOTED_CHARS = 4000
 """The end of a server's stderr quoted when it fails to start."""
 STDERR_QUOTED_BYTES = 4 * STDERR_QUOTED_CHARS  # enough UTF-8 for that many characters
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-"""A stdio server's message (one JSON-RPC line) may be this long, or 8 times its
-`max_output_bytes` if that is more; a longer one ends the connection (`_mcp_stdio`)."""
+"""A server's message (one JSON-RPC line over stdio; a JSON reply, or one SSE event, over
+HTTP) may be this long, or 8 times its `max_output_bytes` if that is more; a longer one
+ends the connection (`_mcp_stdio`, `_mcp_http`)."""
 
 
 def require_mcp() -> None:
@@ -274,10 +276,14 @@ class _Connection:
                 params, errlog=self._stderr, on_fault=self._set_fault,
                 max_message_bytes=max(MAX_MESSAGE_BYTES, 8 * c.max_output_bytes))
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        client = create_mcp_http_client(headers=dict(c.headers) if c.headers else None)
-        return _with_client(client, streamable_http_client(str(c.url), http_client=client))
+        bound = max(MAX_MESSAGE_BYTES, 8 * c.max_output_bytes)
+        client = bounded_http_client(c.headers, max_message_bytes=bound,
+                                     on_fault=self._set_fault)
+        # The SDK's own SSE bound (1 MiB by default) is raised to ours, which the client
+        # enforces first (it counts each event's bytes at least as the SDK does).
+        return _with_client(client, streamable_http_client(
+            str(c.url), http_client=client, max_sse_event_size=bound))
 
     async def _list_tools(self, session: Any) -> list[MCPTool]:
         from mcp.types import PaginatedRequestParams

@@ -1,4 +1,4 @@
-"""A hostile MCP server over stdio: replies too long to keep, or that never end.
+"""A hostile MCP server over stdio or HTTP: replies too long to keep, or that never end.
 
 The server is a real process speaking raw newline-delimited JSON-RPC (so it can send what
 the SDK's own server never would): its `flood` tool answers with `size` bytes of text in
@@ -7,12 +7,16 @@ one line, or, with size -1, a line that never ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tracemalloc
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiohttp import web
 
 from agentloom.errors import ConfigError
 from agentloom.messages import ToolCallPart
@@ -129,3 +133,104 @@ async def test_a_server_that_floods_stderr_and_fails_is_quoted_from_its_end() ->
     assert message.endswith("last words")
     assert len(message) < 6000
     assert peak < 8_000_000, peak  # the old read held the 20 MB text (and a copy)
+
+
+# The same over streamable HTTP: an aiohttp app on 127.0.0.1 that answers the handshake
+# and `tools/list` properly, then answers `flood` with `size` bytes of text in one JSON
+# body, or (mode "sse") in one SSE event; size -1 never ends.
+
+
+async def _http_flood(request: web.Request) -> web.StreamResponse:
+    if request.method == "GET":  # no stream of server-initiated messages
+        return web.Response(status=405)
+    if request.method == "DELETE":
+        return web.Response()
+    msg = await request.json()
+    mid, method = msg.get("id"), msg.get("method")
+    if mid is None:
+        return web.Response(status=202)
+    if method != "tools/call":
+        result: dict[str, Any] = {}
+        if method == "initialize":
+            result = {"protocolVersion": msg["params"]["protocolVersion"],
+                      "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "flood", "inputSchema": {"type": "object"}}]}
+        return web.json_response({"jsonrpc": "2.0", "id": mid, "result": result},
+                                 headers={"mcp-session-id": "s1"})
+    size, sse = msg["params"]["arguments"]["size"], msg["params"]["arguments"]["mode"] == "sse"
+    response = web.StreamResponse(
+        headers={"content-type": "text/event-stream" if sse else "application/json"})
+    await response.prepare(request)
+    with contextlib.suppress(ConnectionError):
+        await response.write((b"event: message\ndata: " if sse else b"")
+                             + b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":'
+                               b'"text","text":"' % mid)
+        chunk, sent = b"x" * 65536, 0
+        while size < 0 or sent < size:
+            await response.write(chunk[: 65536 if size < 0 else min(65536, size - sent)])
+            sent += 65536
+        await response.write(b'"}]}}' + (b"\n\n" if sse else b""))
+    return response
+
+
+@contextlib.asynccontextmanager
+async def _http_source() -> AsyncIterator[MCPToolSource]:
+    app = web.Application()
+    app.router.add_route("*", "/mcp", _http_flood)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        config = MCPServerConfig(name="f", url=f"http://127.0.0.1:{port}/mcp", timeout=15)
+        async with MCPToolSource([config]) as src:
+            yield src
+    finally:
+        await runner.cleanup()
+
+
+def _http_call(size: int, mode: str) -> ToolCallPart:
+    return ToolCallPart(id="1", name="f_flood", arguments={"size": size, "mode": mode})
+
+
+@pytest.mark.parametrize("mode", ["json", "sse"])
+async def test_an_http_reply_over_the_bound_is_refused_not_read_whole(mode: str) -> None:
+    async with _http_source() as src:
+        box = ToolRegistry(src.tools).toolbox(["f"])
+        tracemalloc.start()
+        try:
+            result = await box.call(_http_call(64 * 1024 * 1024, mode), CTX)
+            _now, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert result.is_error
+        assert f"larger than {MAX_MESSAGE_BYTES} bytes" in result.content
+        assert "connection was closed" in result.content
+        again = await box.call(_http_call(10, mode), CTX)
+    assert again.is_error
+    assert "is not connected: the server sent a message larger than" in again.content
+    # The SDK read the whole 64 MB JSON body (about 136 MB at peak) before cutting it.
+    assert peak < 48_000_000, peak
+
+
+async def test_an_http_reply_that_never_ends_fails_the_call_at_the_bound() -> None:
+    async with _http_source() as src:
+        box = ToolRegistry(src.tools).toolbox(["f"])
+        result = await box.call(_http_call(-1, "sse"), CTX)
+    assert result.is_error
+    assert f"larger than {MAX_MESSAGE_BYTES} bytes" in result.content
+
+
+@pytest.mark.parametrize("mode", ["json", "sse"])
+async def test_an_http_reply_under_the_bound_comes_back_cut_at_max_output_bytes(
+        mode: str) -> None:
+    async with _http_source() as src:
+        box = ToolRegistry(src.tools).toolbox(["f"])
+        big = await box.call(_http_call(3 * 1024 * 1024, mode), CTX)
+        small = await box.call(_http_call(5, mode), CTX)
+    # Over SSE the SDK's own 1 MiB event limit failed this 3 MB reply.
+    assert not big.is_error, big.content
+    assert big.content == "x" * 1_000_000 + "\n[output truncated at 1000000 bytes]"
+    assert (small.content, small.is_error) == ("xxxxx", False)
