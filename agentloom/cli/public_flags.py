@@ -81,13 +81,18 @@ def is_mock_responses_file(path: str) -> bool:
 
 
 def translate(argv: Sequence[str]) -> list[str]:
-    """Their command line as ours (unchanged when it uses none of their forms)."""
+    """Their command line as ours (unchanged when it uses none of their forms). Only what
+    comes before a `--` is read as flags: after it every word is a positional (a run id, a
+    file) and is passed on as typed, even one spelt `--lite` or `--checkpoint-dir`. Each
+    word is one argument as the shell split it, so a flag's value (`-s x=--lite`,
+    `--state=--lite`) is never taken for a flag."""
     out = list(argv)
-    command_at = next((i for i, a in enumerate(out) if not a.startswith("-")), None)
+    end = out.index("--") if "--" in out else len(out)
+    command_at = next((i for i, a in enumerate(out[:end]) if not a.startswith("-")), None)
     if command_at is None:
         return out
     command = out[command_at]
-    head, rest = out[:command_at + 1], out[command_at + 1:]
+    head, rest, tail = out[:command_at + 1], out[command_at + 1:end], out[end:]
     if command in _STORE_COMMANDS:
         directory = _take(rest, "--checkpoint-dir")
         if directory is not None:
@@ -98,16 +103,24 @@ def translate(argv: Sequence[str]) -> list[str]:
     if command == "replay":
         recording = _take(rest, "--recording", "-r")
         _drop(rest, "--observability")
-        positional = _positionals(rest)
+        positional = _positionals(rest) + tail[1:]
         if recording is None and len(positional) >= 2 and is_mock_responses_file(positional[0]):
             recording = positional[0]
-            rest.remove(recording)
+            _remove(rest, tail, recording)
             positional = positional[1:]
         if recording is not None:
             if is_mock_responses_file(recording) and positional:
                 workflow = positional[0]
-                rest.remove(workflow)
+                _remove(rest, tail, workflow)
                 return [*out[:command_at], "run", workflow, "--mock-responses", recording,
-                        "--no-checkpoint", *rest]
-            return [*head, recording, *rest]
-    return [*head, *rest]
+                        "--no-checkpoint", *rest, *tail]
+            return [*head, recording, *rest, *tail]
+    return [*head, *rest, *tail]
+
+
+def _remove(rest: list[str], tail: list[str], word: str) -> None:
+    """Take a positional out of the flags before `--` or, failing that, the words after."""
+    if word in rest:
+        rest.remove(word)
+    else:
+        tail.remove(word)

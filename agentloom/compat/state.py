@@ -2,7 +2,8 @@
 
 Our engine keeps a run's state itself; this object only carries the initial state in
 and, after `WorkflowEngine.run()`, the final state out, with the async accessors their
-scripts call (`get`, `set`, `update`, `get_state_snapshot`) and dotted paths.
+scripts call (`get`, `set`, `update`, `get_state_snapshot`). Their keys are the engine's
+state paths (`user.name`, `items[0].name`, `items[-1]`), read by the same parser.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import asyncio
 import copy
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from agentloom.workflow.lang.paths import MISSING, Path, PathError, assign, lookup, parse_path
 
 
 def _segments(key: Any) -> list[str]:
@@ -27,33 +30,60 @@ def _segments(key: Any) -> list[str]:
     return pieces
 
 
-def _path(key: str) -> list[str | int]:
-    return [int(piece) if piece.isdigit() else piece for piece in _segments(key)]
+def _path(key: Any) -> Path:
+    """`key` as the workflow engine reads a state path (`items[0].name` -> items, 0,
+    name), so a script and a workflow name the same places. A segment our grammar has no
+    words for (`"my key"`, `"0"`, `"café"`) is, as in theirs, a mapping's key as written."""
+    segments = _segments(key)
+    try:
+        return parse_path(key)
+    except PathError:
+        pass
+    out: list[str | int] = []
+    for segment in segments:
+        try:
+            out.extend(parse_path(segment))
+        except PathError:
+            out.append(segment)
+    return tuple(out)
 
 
 def _lookup(data: Any, key: str, default: Any) -> Any:
-    node = data
-    for part in _path(key):
-        if isinstance(part, int) and isinstance(node, list) and -len(node) <= part < len(node):
-            node = node[part]
-        elif isinstance(node, dict) and str(part) in node:
-            node = node[str(part)]
-        else:
-            return default
-    return node
+    """The value at `key`, or `default` (a missing key, a list index out of range)."""
+    value = lookup(data, _path(key))
+    return default if value is MISSING else value
 
 
 def _assign(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = _segments(key)
+    """Set `value` at `key`, changing nothing when the state can't hold it. As theirs, an
+    index with no list item there is an IndexError (lists never grow); a name below a
+    text, a number or a list is a TypeError. Both say the path and why."""
+    path = _path(key)
+    try:
+        assign(data, path, value)
+    except PathError as exc:
+        kind = IndexError if _refused_at_index(data, path) else TypeError
+        raise kind(str(exc)) from None
+
+
+def _refused_at_index(data: Any, path: Path) -> bool:
+    """Whether the first step of `path` that `assign` cannot take is a list index (rather
+    than a name below something that is no mapping)."""
     node: Any = data
-    for part in parts[:-1]:
-        nxt = node.get(part) if isinstance(node, dict) else None
-        if nxt is None:
-            nxt = node[part] = {}
-        elif not isinstance(nxt, dict):
-            raise TypeError(f"cannot set {key!r}: {part!r} holds a {type(nxt).__name__}")
-        node = nxt
-    node[parts[-1]] = value
+    for i, part in enumerate(path):
+        if isinstance(part, int):
+            if not (isinstance(node, list) and -len(node) <= part < len(node)):
+                return True
+            node = node[part]
+        elif not isinstance(node, dict) or i == len(path) - 1:
+            return False
+        else:
+            node = node.get(part)
+            if node is None:  # assign makes it, as a mapping
+                node = {}
+            elif not isinstance(node, dict | list):
+                return False
+    return False
 
 
 class StateManager:
@@ -72,8 +102,10 @@ class StateManager:
         return copy.deepcopy(self._state)
 
     async def get(self, key: str, default: Any = None) -> Any:
+        """A copy of the value at `key`; `default` itself (as theirs) when there is none."""
         async with self._lock:
-            return copy.deepcopy(_lookup(self._state, key, default))
+            value = _lookup(self._state, key, MISSING)
+            return default if value is MISSING else copy.deepcopy(value)
 
     async def set(self, key: str, value: Any) -> None:
         async with self._lock:
