@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentloom.errors import ConfigError
-from agentloom.http import BufferedResponse, HttpRequest, MockTransport
+from agentloom.http import AiohttpTransport
 from agentloom.http.netguard import AddressPolicy, AddressRefused, check_url, parse_host
 from agentloom.tools.attachments import AttachmentSpec, load_attachment
 
@@ -32,13 +32,14 @@ async def test_an_unreadable_url_is_refused_with_a_reason(url: str) -> None:
         await check_url(url, AddressPolicy())
 
 
-def _never(request: HttpRequest) -> BufferedResponse:
-    raise AssertionError(f"nothing may be fetched, got {request.url}")
-
-
 @pytest.mark.parametrize("fetch", ["provider", "local"])
 @pytest.mark.parametrize("url", UNREADABLE)
 async def test_an_attachment_at_such_a_url_is_a_config_error(url: str, fetch: str) -> None:
+    # The real transport: a fetch would end as a TransportError, not this refusal.
     spec = AttachmentSpec(type="image", source=url, fetch=fetch)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="attachment URL refused"):
-        await load_attachment(spec, base_dir=Path("."), transport=MockTransport(_never))
+    transport = AiohttpTransport()
+    try:
+        with pytest.raises(ConfigError, match="attachment URL refused"):
+            await load_attachment(spec, base_dir=Path("."), transport=transport)
+    finally:
+        await transport.aclose()
