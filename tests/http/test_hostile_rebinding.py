@@ -25,6 +25,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+# The TLS test's self-signed certificate (a test dependency, in the `test` extra).
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
 from agentloom.errors import ConfigError, ToolError
 from agentloom.http import AiohttpTransport, HttpRequest
 from agentloom.http.netguard import AddressRefused, current_pin, pinned
@@ -33,14 +39,6 @@ from agentloom.recording import Recorder, RecordTransport
 from agentloom.tools import SandboxPolicy, SandboxViolation
 from agentloom.tools.attachments import AttachmentPolicy, AttachmentSpec, load_attachment
 from agentloom.tools.builtins import HttpRequestTool
-
-try:  # only for the TLS test's self-signed certificate; not a dependency of ours
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-except ImportError:  # pragma: no cover
-    x509 = None  # type: ignore[assignment]
 
 NAME = "rebind.test"  # `.test` is reserved: it never resolves for real
 PUBLIC = "93.184.216.34"
@@ -299,8 +297,6 @@ def test_a_pin_inside_a_pin_narrows_it() -> None:
 
 
 def _self_signed(where: Path) -> tuple[str, str]:
-    if x509 is None:
-        pytest.skip("needs the cryptography package for a self-signed certificate")
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAME)])
     now = datetime.datetime.now(datetime.UTC)
