@@ -223,9 +223,11 @@ def limit_overrides(args: Any, config: Any) -> dict[str, Any]:
                 value = float(raw)
             except ValueError:
                 value = -1.0
-            if not sep or not provider.strip() or not 0 < value < float("inf"):
-                raise UsageError(f"--{flag} {_shown(pair)}: expected PROVIDER=N with N > 0, "
-                                 f"e.g. --{flag} openai=500")
+            # At least one a minute, as `RateLimit` takes it (a bucket holding less than one
+            # request never lets a call through).
+            if not sep or not provider.strip() or not 1 <= value < float("inf"):
+                raise UsageError(f"--{flag} {_shown(pair)}: expected PROVIDER=N with N >= 1 "
+                                 f"per minute, e.g. --{flag} openai=500")
             limits.setdefault(provider.strip(), {})[key] = value
     if getattr(args, "rpm", None) or getattr(args, "tpm", None):
         out["rate_limits"] = limits

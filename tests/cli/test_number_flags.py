@@ -150,3 +150,14 @@ def test_a_pool_too_big_to_build_is_a_usage_error(
         here: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
     assert _usage_error(capsys, ["batch", "flow.yaml", "in.jsonl", *argv]) == (
         f"agentloom: error: {said}")
+
+
+@pytest.mark.parametrize("flag", ["--rpm", "--tpm"])
+@pytest.mark.parametrize("value", ["0.5", "0", "nan", "inf"])
+def test_a_rate_flag_below_one_a_minute_names_the_flag(
+        here: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    # 0.5 passed the flag's own check (> 0) and was then refused by the rate limit's,
+    # in words that named the config field, not the flag.
+    said = _usage_error(capsys, ["run", "flow.yaml", flag, f"openai={value}"])
+    assert said == (f"agentloom: error: {flag} 'openai={value}': expected PROVIDER=N with "
+                    f"N >= 1 per minute, e.g. {flag} openai=500")
