@@ -1,4 +1,5 @@
-"""Bounds on what a reporter writes of text it did not choose.
+"""Bounds on what a reporter writes of text it did not choose (names as the loop's
+summary bounds them: `agentloom.loop.tool_names`).
 
 The model names the tools it calls (any name, of any length: an unknown tool is still
 reported), the provider's reply names its model and its id, and a reply or a tool result
@@ -13,16 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-MAX_NAME = 128
-"""Characters of a name (a tool, a model, a response id) written; a provider's tool
-names hold at most 64."""
-
-MAX_NAMES = 128
-"""Names listed per record (one reply's tool calls, a summary's per-tool counts); one
-more entry says how many were left out."""
-
-OTHER = "[other]"
-"""The per-tool count that sums the names past `MAX_NAMES`."""
+from agentloom.loop.tool_names import MAX_NAME as MAX_NAME
+from agentloom.loop.tool_names import MAX_NAMES as MAX_NAMES
+from agentloom.loop.tool_names import OTHER as OTHER
+from agentloom.loop.tool_names import bounded_name
 
 Redact = Callable[[str], str]
 
@@ -38,8 +33,10 @@ def bounded(text: str, limit: int, redact: Redact | None = None) -> str:
 
 
 def name(text: str, redact: Redact | None = None) -> str:
-    """A name from outside (model-chosen or provider-sent), as it may be written."""
-    return bounded(text, MAX_NAME, redact)
+    """A name from outside (model-chosen or provider-sent), as it may be written: redacted
+    (first: a cut secret would no longer be recognised), then cut as a summary cuts it
+    (`loop.tool_names`), so a name reads the same in a summary, a trace and a span."""
+    return bounded_name(redact(text) if redact is not None else text)
 
 
 def counts(by_name: Mapping[str, int], redact: Redact | None = None) -> dict[str, int]:
