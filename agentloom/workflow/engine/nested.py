@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom.errors import WorkflowError
 from agentloom.workflow.load.includes import MAX_EXPANDED_STEPS, include_scope
@@ -162,9 +162,17 @@ def sum_usage(usages: list[Usage]) -> Usage | None:
     return total
 
 
-def raise_if_paused(result: RunResult) -> None:
+class HoldsPause(Protocol):
+    """A child run's result, or what a map keeps of one: its pause signal, if any."""
+
+    @property
+    def pause(self) -> Any: ...
+
+
+def raise_if_paused(result: HoldsPause) -> None:
     """A pause inside a child surfaces unchanged: the child run keeps its pause signal
-    on its result, and the step that ran the child raises that same signal."""
+    on its result (or on what a map keeps of it), and the step that ran the child raises
+    that same signal."""
     pause = result.pause
     if isinstance(pause, BaseException):
         raise pause

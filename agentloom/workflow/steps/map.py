@@ -37,6 +37,7 @@ from agentloom.workflow.engine.nested import (
     first_failure,
     load_block,
     problems_text,
+    raise_if_paused,
     rolled_usage,
     sum_usage,
 )
@@ -144,8 +145,7 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
             tg.create_task(worker())
     results = [r for r in done if r is not None]
     for r in results:
-        if isinstance(r.pause, BaseException):  # a pause inside an item surfaces unchanged
-            raise r.pause
+        raise_if_paused(r)
     entries = [r.entry for r in results]
     usage = sum_usage([r.usage for r in results if r.usage is not None])
     failed = [i for i, e in enumerate(entries) if e["status"] != "success"]
