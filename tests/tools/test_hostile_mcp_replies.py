@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from agentloom.errors import ConfigError
 from agentloom.messages import ToolCallPart
@@ -178,17 +179,10 @@ async def _http_flood(request: web.Request) -> web.StreamResponse:
 async def _http_source() -> AsyncIterator[MCPToolSource]:
     app = web.Application()
     app.router.add_route("*", "/mcp", _http_flood)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        config = MCPServerConfig(name="f", url=f"http://127.0.0.1:{port}/mcp", timeout=15)
+    async with TestServer(app, host="127.0.0.1") as server:
+        config = MCPServerConfig(name="f", url=str(server.make_url("/mcp")), timeout=15)
         async with MCPToolSource([config]) as src:
             yield src
-    finally:
-        await runner.cleanup()
 
 
 def _http_call(size: int, mode: str) -> ToolCallPart:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from agentloom.errors import ConfigError, ToolError
 from agentloom.http import AiohttpTransport
@@ -64,15 +65,8 @@ async def redirector() -> AsyncIterator[tuple[str, list[str], list[str]]]:
 
     app = web.Application()
     app.router.add_get("/{name}", hop)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"127.0.0.1:{port}", hits, location
-    finally:
-        await runner.cleanup()
+    async with TestServer(app, host="127.0.0.1") as server:
+        yield f"127.0.0.1:{server.port}", hits, location
 
 
 @pytest.mark.parametrize("location", ["http://[::1/", "//[::1/x"])
