@@ -5,9 +5,10 @@
     result = await engine.run()      # their WorkflowResult shape
 
 The workflow runs on `agentloom.workflow.arun_workflow`: our scheduler, steps, templates,
-retries and tools. Models come from the gateway's providers (our Runtime over them); with
-no gateway, from the environment-free default Runtime (the embedded model when nothing
-else is configured). A workflow on `provider: mock` replays its `config.responses_file`
+retries and tools. Models come from the gateway's providers (our Runtime over them, each
+call sent to the registrations their gateway would pick for its model); with no gateway,
+from the environment-free default Runtime (the embedded model when nothing else is
+configured). A workflow on `provider: mock` replays its `config.responses_file`
 as `agentloom run` does, with or without a gateway (the gateway's providers serve the
 steps that name another provider). Tools come from the registry
 (`agentloom.tools.ToolRegistry`, which takes their `@tool` functions and `BaseTool`
@@ -69,8 +70,12 @@ class WorkflowEngine:
         own_runtime = gateway is None
         if gateway is None:
             runtime: Any = Runtime(default_provider=wf.config.provider)
+            routed: Any = runtime
         else:
             runtime = gateway.runtime(default_provider=wf.config.provider)
+            # Each call goes to the registrations their gateway would pick for its model.
+            clients_of = getattr(gateway, "clients", None)
+            routed = clients_of(runtime) if callable(clients_of) else runtime
         try:
             tools = self.tool_registry
             if tools is None:
@@ -83,9 +88,9 @@ class WorkflowEngine:
                     if event.kind == "text_delta":
                         callback(step_id, event.text)
 
-            clients: Any = runtime
+            clients: Any = routed
             if uses_mock(wf):  # as `agentloom run`: the mock serves `mock`, the rest go on
-                clients = mock_clients(wf, inner=runtime)
+                clients = mock_clients(wf, inner=routed)
             result = await arun_workflow(
                 wf, clients=clients, state=await self.state.get_state_snapshot(),
                 tools=tools, on_event=on_event, run_id=self.run_id,
