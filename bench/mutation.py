@@ -61,7 +61,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "openai": ("agentloom/providers/openai.py", ["tests/providers"]),
     "openai_responses": ("agentloom/providers/openai_responses.py", ["tests/providers"]),
     "anthropic": ("agentloom/providers/anthropic.py", ["tests/providers"]),
+    "anthropic_encode": ("agentloom/providers/_anthropic_encode.py", ["tests/providers"]),
+    "anthropic_decode": ("agentloom/providers/_anthropic_decode.py", ["tests/providers"]),
     "gemini": ("agentloom/providers/gemini.py", ["tests/providers"]),
+    "gemini_encode": ("agentloom/providers/_gemini_encode.py", ["tests/providers"]),
+    "gemini_decode": ("agentloom/providers/_gemini_decode.py", ["tests/providers"]),
     "ollama": ("agentloom/providers/ollama.py", ["tests/providers"]),
     "redact": ("agentloom/redact.py", ["tests/observe", "tests/providers"]),
 }
@@ -72,7 +76,11 @@ HINTS: dict[str, tuple[str, ...]] = {
     "safefs": ("safefs", "file"),
     "openai": ("openai", "wire_mutants"),
     "openai_responses": ("responses", "wire_mutants"),
+    "anthropic_encode": ("anthropic",),
+    "anthropic_decode": ("anthropic",),
     "gemini": ("gemini", "wire_mutants"),
+    "gemini_encode": ("gemini", "wire_mutants"),
+    "gemini_decode": ("gemini", "wire_mutants"),
     "ollama": ("ollama", "wire_mutants"),
 }
 # Per mutant, the fastest covering tests up to this many seconds (as the coverage run

@@ -4,19 +4,9 @@ It owns what must be shared by every call of a process: one HTTP transport (crea
 first use), one embedded local model server (started on first use of `local`), and the
 circuit breakers and rate limiters, so a batch of many runs sees one breaker per endpoint.
 
-Resolution, in order:
-- A pinned provider (the call's, else `default_provider`) is used as is: an unknown name
-  is a ConfigError listing the configured ones; a known vendor without its key names the
-  environment variable to set.
-- Otherwise the model goes to every configured endpoint that serves it, in the order
-  given: an endpoint with `models:` serves exactly those; a vendor endpoint serves its
-  family (`gpt-*`/`o*`, `claude-*`, `gemini-*`, Ollama's `name:tag`); `generic_openai` and
-  custom-named endpoints serve only models they list, or any model when pinned.
-- With no configured endpoint at all (no key set), the call goes to `local`, the embedded
-  model. It answers to one name, `smollm2` (whatever GGUF file it runs); any other model
-  name is replaced by `smollm2`, so workflows written for a hosted model run offline.
-  The same holds when `local` is pinned.
-- The model defaults to `default_model` (AGENTLOOM_MODEL), else the provider's default.
+Which providers a model name goes to (pinned, by family, the embedded model as the offline
+stand-in) is decided in `_resolve`, over the tables the runtime keeps; its rules are
+written down there.
 
 The library never reads `os.environ`: `Runtime.from_env(os.environ)` is the CLI's door.
 """
@@ -24,19 +14,17 @@ The library never reads `os.environ`: `Runtime.from_env(os.environ)` is the CLI'
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloom._clock import SYSTEM_CLOCK, Clock
-from agentloom.errors import ConfigError, MissingKeyError
+from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
 from agentloom.providers import (
     Endpoint,
     ModelClient,
     endpoints_from_env,
     get_protocol,
-    vendor_endpoint,
 )
 from agentloom.routing import (
     Breakers,
@@ -50,29 +38,22 @@ from agentloom.routing import (
     Router,
     RunBudget,
 )
-from agentloom.routing._client import ProviderClient
+from agentloom.routing._client_table import ProviderClients
 from agentloom.routing._lazy_client import LazyClient, UnusableClient
 from agentloom.routing._providers import endpoint_from_config
+from agentloom.routing._resolve import (
+    ALIASES,
+    VENDOR_FAMILIES,
+    pinned_endpoint,
+    provider_default_model,
+    resolve_model,
+)
+from agentloom.routing._resolve import DEFAULT_MODELS as DEFAULT_MODELS
+from agentloom.routing._resolve import LOCAL as LOCAL
+from agentloom.routing._resolve import LOCAL_MODEL as LOCAL_MODEL
+from agentloom.routing._resolve import LOCAL_PROTOCOL as LOCAL_PROTOCOL
 from agentloom.routing.local import LocalModelServer
 from agentloom.transport import HttpTimeout, Transport
-
-LOCAL = "local"
-LOCAL_MODEL = "smollm2"
-LOCAL_PROTOCOL = "llamacpp"
-DEFAULT_MODELS: dict[str, str] = {
-    "openai": "gpt-4o-mini",
-    "anthropic": "claude-haiku-4-5",
-    "gemini": "gemini-2.5-flash",
-    "ollama": "llama3.2",
-    LOCAL: LOCAL_MODEL,
-}
-_KEY_HINTS: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY (or GOOGLE_API_KEY)",
-}
-_ALIASES = {"google": "gemini"}
-_VENDOR_FAMILIES = frozenset({"openai", "anthropic", "gemini", "ollama"})
 
 
 class Runtime:
@@ -129,7 +110,7 @@ class Runtime:
             self._endpoints[endpoint.name] = endpoint
         self._default_model = default_model or None
         self._default_provider = (
-            _ALIASES.get(default_provider, default_provider) if default_provider else None
+            ALIASES.get(default_provider, default_provider) if default_provider else None
         )
         self._transport = transport
         self._owns_transport = transport is None if owns_transport is None else owns_transport
@@ -143,11 +124,7 @@ class Runtime:
         self._env: dict[str, str] = dict(env or {})
         self._local: LocalModelServer | None = None
         self._local_lock: asyncio.Lock | None = None
-        # Provider clients are stateless over the shared transport: one per endpoint and
-        # timeout serves every run, instead of a new one per step of every run.
-        self._provider_clients: dict[
-            tuple[str | None, HttpTimeout | None], tuple[Endpoint, Any, ModelClient]
-        ] = {}
+        self._provider_clients = ProviderClients()
         self._closed = False
         self.revision = 0
 
@@ -203,7 +180,7 @@ class Runtime:
         """AGENTLOOM_MODEL, else the default provider's default model."""
         if self._default_model:
             return self._default_model
-        return self._provider_default_model(self.default_provider)
+        return provider_default_model(self._endpoints, self.default_provider)
 
     @property
     def known_providers(self) -> frozenset[str]:
@@ -211,7 +188,7 @@ class Runtime:
         return (
             frozenset(self._endpoints)
             | frozenset(DEFAULT_MODELS)
-            | frozenset(_ALIASES)
+            | frozenset(ALIASES)
             | {"generic_openai"}
         )
 
@@ -282,76 +259,11 @@ class Runtime:
         """`(provider, model)` pairs a call would try, in order (no fallback entries).
         A fallback entry without a provider passes `use_default_provider=False`: it goes
         to whoever serves its model, not to the primary's default provider."""
-        if provider:
-            provider = _ALIASES.get(provider, provider)
-        elif use_default_provider:
-            provider = self._default_provider
-        if provider == LOCAL:
-            return [(LOCAL, LOCAL_MODEL)]  # the embedded server answers to one name
-        if provider:
-            self._pinned(provider)
-            return [
-                (provider, model or self._default_model or self._provider_default_model(provider))
-            ]
-        model = model or self.default_model
-        serving = [name for name, ep in self._endpoints.items() if self._serves(ep, model)]
-        if serving:
-            return [(name, model) for name in serving]
-        if model == LOCAL_MODEL or not self._endpoints:
-            return [(LOCAL, LOCAL_MODEL)]
-        raise ConfigError(
-            f"no configured provider serves model {model!r} (configured: "
-            f"{', '.join(self._endpoints)}); pin one with `provider:`, list the model "
-            f"under that provider's `models:`, or set the key of the provider that serves it"
+        return resolve_model(
+            self._endpoints, self._implicit, model, provider,
+            default_provider=self._default_provider, default_model=self._default_model,
+            use_default_provider=use_default_provider,
         )
-
-    def _pinned(self, name: str) -> Endpoint | None:
-        """The endpoint for a pinned provider (None for `local`, started on use)."""
-        found = self._endpoints.get(name)
-        if found is not None:
-            return found
-        if name == LOCAL:
-            return None
-        if name in _KEY_HINTS:
-            raise MissingKeyError(f"provider {name!r} is not configured: set {_KEY_HINTS[name]}",
-                                  provider=name, phase="local", request_sent=False)
-        if name == "ollama":
-            return self._implicit.setdefault("ollama", vendor_endpoint("ollama"))
-        configured = ", ".join(self._endpoints) or "none"
-        hint = (
-            " (generic_openai needs a base_url: add it under `providers:`)"
-            if name == "generic_openai"
-            else ""
-        )
-        raise ConfigError(
-            f"unknown provider {name!r}{hint}; configured providers: "
-            f"{configured}; built in: {', '.join(sorted(DEFAULT_MODELS))}"
-        )
-
-    def _serves(self, endpoint: Endpoint, model: str) -> bool:
-        if endpoint.models is not None:
-            return model in endpoint.models
-        if endpoint.name not in _VENDOR_FAMILIES or endpoint.protocol != endpoint.name:
-            return False  # generic/custom endpoints serve only models they list
-
-        return get_protocol(endpoint.protocol).serves(model)
-
-    def _provider_default_model(self, provider: str) -> str:
-        endpoint = self._endpoints.get(provider)
-        if endpoint is not None and endpoint.models:
-            return endpoint.models[0]
-        key = (
-            provider
-            if endpoint is None
-            else (provider if provider in DEFAULT_MODELS else endpoint.protocol)
-        )
-        model = DEFAULT_MODELS.get(key)
-        if model is None:
-            raise ConfigError(
-                f"provider {provider!r} has no default model: name a model "
-                f"(or list `models:` under the provider)"
-            )
-        return model
 
     # --- clients -----------------------------------------------------------------------
 
@@ -432,7 +344,7 @@ class Runtime:
             }
             if profile.api_key_env:
                 config["api_key_env"] = profile.api_key_env
-            if profile.provider in _VENDOR_FAMILIES:
+            if profile.provider in VENDOR_FAMILIES:
                 config["type"] = profile.provider
             self.add_provider(name, config)
         return self._endpoints[name]
@@ -449,7 +361,7 @@ class Runtime:
         max_tokens: int | None,
         price: Any,
     ) -> Candidate:
-        endpoint = self._pinned(provider)
+        endpoint = pinned_endpoint(self._endpoints, self._implicit, provider)
         protocol = endpoint.protocol if endpoint is not None else LOCAL_PROTOCOL
         return Candidate(
             provider=provider,
@@ -494,20 +406,11 @@ class Runtime:
     ) -> ModelClient:
         """The one `ProviderClient` of an endpoint (None: the embedded model) and timeout,
         over the runtime's transport. Clients are stateless, so one serves every run;
-        one is rebuilt only when what it was built from changed (a provider re-added
-        under the same name, a transport swapped for recording or replay)."""
-        resolved = endpoint or await self.local_endpoint()
-        transport = self.transport
-        key = (endpoint.name if endpoint is not None else None, timeout)
-        cached = self._provider_clients.get(key)
-        if cached is not None and cached[0] is resolved and cached[1] is transport:
-            return cached[2]
-        configured = resolved
-        if timeout is not None:
-            resolved = dataclasses.replace(resolved, timeout=timeout)
-        client = ProviderClient(resolved, get_protocol(resolved.protocol), transport)
-        self._provider_clients[key] = (configured, transport, client)
-        return client
+        one is rebuilt only when what it was built from changed (`ProviderClients`)."""
+        configured = endpoint or await self.local_endpoint()
+        return self._provider_clients.get(
+            endpoint.name if endpoint is not None else None, configured, timeout, self.transport
+        )
 
     async def aclose(self) -> None:
         self._closed = True
