@@ -12,6 +12,18 @@ The last component is opened with `O_NONBLOCK` and checked with `fstat` before a
 read: a FIFO, socket or device is refused (`NotRegularFile`) without blocking, so a FIFO
 planted in an allowed directory can't hang a run. `run_detached` runs such blocking work
 in a daemon thread, so a call that outlives its timeout never keeps the process alive.
+
+Beneath roots, an append refuses a regular file with more than one hard link
+(`LinkedFile`), judged on the `fstat` of the opened descriptor (so no link made between a
+check and the open slips by): writing in place would change the file under every one of
+its names, some of which may be outside the roots. A read follows it: a hard link can't be
+made from inside the sandbox to a file outside it (bind mounts refuse links across them),
+so one beneath the roots was made by someone who could read the file anyway, and stores
+that share files by hard link (pnpm, `git clone --local`, backups) stay readable. A
+replacing write never opens the target (it renames a new file over the name, leaving the
+other names' content as it was). Its temporary file has a short name of its own
+(`.agentloom-<random>.tmp`), never the target's name with more around it, so any name the
+file system takes, up to NAME_MAX (255 bytes), can be written.
 """
 
 from __future__ import annotations
@@ -41,6 +53,15 @@ class UnsafePath(OSError):
 
 class NotRegularFile(OSError):
     """The path is a FIFO, socket, device or directory: only regular files are opened."""
+
+
+class LinkedFile(OSError):
+    """A regular file beneath the roots with more than one hard link, opened to append:
+    another of its names may be outside them (`filename` is the name opened)."""
+
+    def __init__(self, links: int, name: str) -> None:
+        super().__init__(errno.EMLINK, f"the file has {links} hard links", name)
+        self.links = links
 
 
 class OutsideRoots(OSError):
@@ -112,7 +133,10 @@ def _split(path: Path, roots: Sequence[Path] | None) -> tuple[Path, list[str], s
     return root, list(rel[:-1]), rel[-1]
 
 
-def _open_final(dir_fd: int, name: str, flags: int, mode: int = 0o666) -> int:
+def _open_final(dir_fd: int, name: str, flags: int, *, one_link: bool = False,
+                mode: int = 0o666) -> int:
+    """A descriptor of the regular file `name` in `dir_fd`, no symlink followed, opened
+    without blocking; with `one_link`, one with a single hard link only."""
     try:
         fd = os.open(name, flags | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as exc:
@@ -127,7 +151,16 @@ def _open_final(dir_fd: int, name: str, flags: int, mode: int = 0o666) -> int:
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise NotRegularFile(errno.EISDIR if stat.S_ISDIR(info.st_mode) else errno.EINVAL,
                              kind, name)
+    if one_link and info.st_nlink > 1:  # the opened file's own count: no window
+        os.close(fd)
+        raise LinkedFile(info.st_nlink, name)
     return fd
+
+
+def _temp_name() -> str:
+    """A name for a replacing write's temporary file: 31 bytes whatever the target's
+    name, so a target at NAME_MAX still has room beside it."""
+    return f".agentloom-{secrets.token_hex(8)}.tmp"
 
 
 def read_file(path: Path, roots: Sequence[Path] | None, limit: int) -> bytes:
@@ -149,15 +182,17 @@ def write_file(path: Path, roots: Sequence[Path] | None, data: bytes, *,
     """Write `data` to `path` (resolved) beneath one of `roots`, creating missing
     directories on the way, following no symlink. Replacing writes a temporary file in
     the same directory and renames it over the target (a reader never sees half a file,
-    and a symlink at the target is replaced, not followed); appending opens the regular
-    file itself. `roots=None` allows any path."""
+    and a symlink or hard link at the target is replaced, not written through); appending
+    opens the regular file itself, refused (`LinkedFile`) beneath roots when it has more
+    than one hard link. `roots=None` allows any path."""
     root, dirs, name = _split(path, roots)
     if roots is None:
         root.mkdir(parents=True, exist_ok=True)
     dir_fd = _walk_dirs(root, dirs, create=True)
     try:
         if append:
-            fd = _open_final(dir_fd, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            fd = _open_final(dir_fd, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                             one_link=roots is not None)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             return
@@ -166,7 +201,7 @@ def write_file(path: Path, roots: Sequence[Path] | None, data: bytes, *,
                 raise NotRegularFile(errno.EISDIR, "a directory", name)
         except FileNotFoundError:
             pass
-        tmp = f".{name}.{secrets.token_hex(6)}"
+        tmp = _temp_name()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666,
                      dir_fd=dir_fd)
         try:

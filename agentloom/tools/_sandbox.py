@@ -386,7 +386,8 @@ class SandboxPolicy:
         When enabled: the program must be in allowed_commands, the working directory
         under the readable or writable paths, and every argument that looks like a
         path outside the working directory (absolute, `~`, `..`, `--flag=/path`) must
-        be under them as well."""
+        be under them as well. Blocking (it resolves paths, so a hung mount blocks it):
+        `shell_command` calls it in a worker thread."""
         if not argv:
             raise SandboxViolation("refused: empty command")
         resolved_cwd = self.resolve_path(cwd) if cwd else None

@@ -8,7 +8,13 @@ from collections.abc import Callable
 from typing import Any, Self
 
 from agentloom.errors import ToolError
-from agentloom.tools._safefs import NotRegularFile, OutsideRoots, UnsafePath, run_detached
+from agentloom.tools._safefs import (
+    LinkedFile,
+    NotRegularFile,
+    OutsideRoots,
+    UnsafePath,
+    run_detached,
+)
 from agentloom.tools._sandbox import SandboxPolicy, SandboxViolation
 from agentloom.tools._tool import BaseTool
 
@@ -86,6 +92,12 @@ async def bounded_file_op(tool: SandboxedTool, doing: str, path: str,
     except UnsafePath:
         raise SandboxViolation(f"{name}: refused {path!r}: a symlink appeared on the way "
                                "to it (links are not followed while opening)") from None
+    except LinkedFile as exc:
+        raise SandboxViolation(
+            f"{name}: refused {path!r}: the file has {exc.links} hard links, and another "
+            "of its names may be outside the allowed paths, so it is not appended to (a "
+            "replacing write, which leaves the other names' content alone, is allowed)"
+        ) from None
     except OutsideRoots:
         raise SandboxViolation(f"{name}: refused {path!r}: not under an allowed path") from None
     except NotRegularFile as exc:

@@ -3,7 +3,9 @@
 The path is resolved (`~`, `..`, symlinks) and checked, then opened beneath its allowed
 root one component at a time with no symlink followed (`agentloom.tools._safefs`), so a link
 swapped in after the check can't lead outside. Only regular files are read, and a FIFO
-is refused without blocking. The work runs in a daemon thread under the tool's timeout.
+is refused without blocking. A hard link is read (one can't be made from inside the
+sandbox to an outside file; see `_safefs`). The work runs in a daemon thread under the
+tool's timeout.
 """
 
 from __future__ import annotations

@@ -3,7 +3,10 @@
 The path is resolved and checked (see `file_read`), then written beneath its allowed root
 with no symlink followed, missing directories created on the way. A replacing write goes
 to a temporary file in the same directory and is renamed into place, so a reader never
-sees half a file; an append opens the regular file itself (a FIFO or a link is refused).
+sees half a file, and a symlink or hard link at the target is replaced, not written
+through; the temporary name is short and fixed in length, so a name of up to 255 bytes
+can be written. An append opens the regular file itself: a FIFO, a symlink or a file with
+more than one hard link is refused.
 """
 
 from __future__ import annotations

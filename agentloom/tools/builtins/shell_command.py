@@ -10,7 +10,9 @@ on timeout the whole group is killed, and bubblewrap's namespace with it. Output
 read as it comes and kept up to `max_output_bytes`; past that the program is stopped
 and the output ends with a truncation note, so a flood can't hang or bloat a run. With
 the sandbox enabled, a command without `cwd` runs in the first allowed directory, or in
-an empty scratch directory, never in the process's own working directory.
+an empty scratch directory, never in the process's own working directory. The checks
+before it starts resolve paths, so they run in a daemon thread under the call's timeout:
+a path on a hung network mount stops this call, not every other run on the event loop.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ import shlex
 import shutil
 import signal
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentloom.errors import ToolError
 from agentloom.tools._isolation import BWRAP_LOCATIONS, bwrap_argv, child_env, detect_bwrap
+from agentloom.tools._safefs import run_detached
 from agentloom.tools.builtins._base import SandboxedTool, arg, truncate
 from agentloom.tools.contracts import ToolContext
 
+T = TypeVar("T")
 log = logging.getLogger("agentloom.tools")
 _warned: set[int] = set()
 
@@ -70,34 +75,63 @@ class ShellCommandTool(SandboxedTool):
             raise ToolError("shell_command: an argument contains a NUL byte, which no "
                             "program can receive")
         cwd = arg(arguments, "cwd", str, required=False, tool=self.name)
-        if cwd is None and self.policy.enabled:
-            workdir = await asyncio.to_thread(self.policy.default_workdir)
-            cwd = str(workdir) if workdir is not None else None
-        resolved_cwd = self.policy.check_command(argv, cwd)
-        executable = self.policy.executable(argv[0])
-        if executable is None:
-            raise ToolError(f"shell_command: program not found: {argv[0]!r}")
+        limit = self.call_timeout(arguments)
+        resolved_cwd, cwd, executable = await self._off_loop(
+            limit, self._check, argv, cwd)
         program, argv = argv[0], [executable, *argv[1:]]
         bwrap = await self._isolation()
-        if resolved_cwd is not None and not await asyncio.to_thread(resolved_cwd.is_dir):
-            raise ToolError(f"shell_command: working directory {cwd!r} does not exist")
+        mounts = await self._off_loop(limit, self._mounts, resolved_cwd, cwd,
+                                      bwrap is not None)
         scratch = None
         if resolved_cwd is None and self.policy.enabled:
             scratch = await asyncio.to_thread(tempfile.mkdtemp, prefix="agentloom-shell-")
         try:
             run_cwd = str(resolved_cwd) if resolved_cwd is not None else scratch
             env = child_env(run_cwd or "/tmp", self.policy.env, os.environ)
-            if bwrap is not None:  # only when enabled, so run_cwd is set (scratch at least)
-                readable, writable = self.policy.roots()
-                argv = bwrap_argv(bwrap, argv, cwd=run_cwd or "/tmp", readable=readable,
-                                  writable=[*writable, *(
-                                      [Path(scratch)] if scratch is not None else [])],
-                                  network=self.policy.network_allowed)
-            return await self._run(argv, run_cwd, env, self.call_timeout(arguments),
-                                   program)
+            if bwrap is not None and mounts is not None:  # enabled: run_cwd is set
+                readable, writable = mounts
+                # bwrap_argv looks at the system directories (/usr, /lib...): a thread too.
+                argv = await asyncio.to_thread(
+                    bwrap_argv, bwrap, argv, cwd=run_cwd or "/tmp", readable=readable,
+                    writable=[*writable, *([Path(scratch)] if scratch is not None else [])],
+                    network=self.policy.network_allowed)
+            return await self._run(argv, run_cwd, env, limit, program)
         finally:
             if scratch is not None:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+    def _check(self, argv: list[str], cwd: str | None) -> tuple[Path | None, str | None, str]:
+        """The word checks, in a worker thread: they resolve paths (the cwd, the roots,
+        path-like arguments), and a stat on a hung mount must not stop the event loop.
+        (resolved cwd, cwd as used, the absolute executable)."""
+        if cwd is None and self.policy.enabled:
+            workdir = self.policy.default_workdir()
+            cwd = str(workdir) if workdir is not None else None
+        resolved_cwd = self.policy.check_command(argv, cwd)
+        executable = self.policy.executable(argv[0])
+        if executable is None:
+            raise ToolError(f"shell_command: program not found: {argv[0]!r}")
+        return resolved_cwd, cwd, executable
+
+    def _mounts(self, resolved_cwd: Path | None, cwd: str | None,
+                boxed: bool) -> tuple[list[Path], list[Path]] | None:
+        """In a worker thread: the working directory must exist; with a box, the
+        (readable, writable) paths it mounts, resolved."""
+        if resolved_cwd is not None and not resolved_cwd.is_dir():
+            raise ToolError(f"shell_command: working directory {cwd!r} does not exist")
+        return self.policy.roots() if boxed else None
+
+    async def _off_loop(self, limit: float, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` in a daemon thread (`run_detached`), bounded by the call's
+        timeout: a stat stuck on a hung mount neither blocks other runs nor holds the
+        process at exit, and the call fails in words with nothing run."""
+        try:
+            async with asyncio.timeout(limit):
+                return await run_detached(fn, *args)
+        except TimeoutError:
+            raise ToolError(f"shell_command: checking the command's paths took over "
+                            f"{limit:g} s (a path on a hung mount?); nothing was run"
+                            ) from None
 
     async def _isolation(self) -> str | None:
         """The bwrap executable to run under, None for no isolation; refuses a command
