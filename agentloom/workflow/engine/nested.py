@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom.errors import WorkflowError
+from agentloom.workflow.lang.frozen import is_frozen
 from agentloom.workflow.load.includes import MAX_EXPANDED_STEPS, include_scope
 from agentloom.workflow.load.loader import load_workflow, load_workflow_data
 from agentloom.workflow.schema.workflow import BLOCK_DEFAULTS
@@ -186,6 +187,11 @@ def first_failure(result: RunResult) -> str:
 
 
 def deep_copy(value: Any) -> Any:
+    """A copy of `value` that the caller may change: new dicts and lists all the way
+    down, but for frozen ones (`lang.frozen`, the state a `map` item shares with its
+    siblings), which nothing changes in place and are shared as they are."""
+    if is_frozen(value):
+        return value
     if isinstance(value, dict):
         return {k: deep_copy(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentloom import structured
 from agentloom.errors import kind_of
+from agentloom.workflow.lang.frozen import is_frozen, thawed
 
 Path = tuple[str | int, ...]
 
@@ -112,7 +113,11 @@ def assign(root: dict[str, Any], path: Path, value: Any) -> None:
     A path the state can't hold raises PathError saying why, and changes nothing: an
     index past a list's end (`items[9]` of two items; lists never grow here), an index
     where there is no list (`items[0]` of an empty state would be a mapping's key 0,
-    which a checkpoint's JSON turns into "0"), or a name below text or a list."""
+    which a checkpoint's JSON turns into "0"), or a name below text or a list.
+
+    A frozen container on the way (state a `map` item shares with its siblings:
+    `lang.frozen`) is replaced by a plain copy of it before anything is written below
+    it, so the write changes this state alone."""
     cur: Any = root
     for i, seg in enumerate(path):
         if isinstance(cur, dict):
@@ -129,6 +134,8 @@ def assign(root: dict[str, Any], path: Path, value: Any) -> None:
                         raise PathError(f"cannot write {format_path(path)!r}: there is no "
                                         f"list {format_path(path[:j])!r}")
                 nxt = cur[seg] = {}
+            elif is_frozen(nxt):
+                nxt = cur[seg] = thawed(nxt)
         elif isinstance(cur, list) and isinstance(seg, int):
             if not -len(cur) <= seg < len(cur):
                 raise PathError(f"cannot write {format_path(path)!r}: {_at(path[:i])} is a "
@@ -137,6 +144,8 @@ def assign(root: dict[str, Any], path: Path, value: Any) -> None:
                 cur[seg] = value
                 return
             nxt = cur[seg]
+            if is_frozen(nxt):
+                nxt = cur[seg] = thawed(nxt)
         else:
             raise PathError(f"cannot write {format_path(path)!r}: {_at(path[:i])} holds "
                             f"{kind_of(cur)}, not a mapping")
