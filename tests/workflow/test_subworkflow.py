@@ -99,6 +99,31 @@ steps:
     assert result.state["got"] == {"seen": "echo: topic=tides", "n": 3}
 
 
+async def test_a_childs_write_below_an_input_never_changes_the_parents_state() -> None:
+    # `input: {cfg: "{state.config}"}` hands over the parent's own dict as a value; the
+    # child writing below it (`output: cfg.mode`) wrote into the parent's state.
+    wf = load_workflow_text("""\
+name: parent
+state: {config: {mode: "parent", deep: {n: 1}}}
+steps:
+  - id: sub
+    type: subworkflow
+    isolated_state: true
+    input: {cfg: "{state.config}"}
+    return_keys: [cfg]
+    workflow_inline:
+      name: inner
+      steps:
+        - {id: a, type: llm_call, prompt: "x", output: cfg.mode}
+        - {id: b, type: llm_call, prompt: "y", output: cfg.deep.n, depends_on: [a]}
+    output: got
+""")
+    result = await arun_workflow(wf, clients=Factory(echo_model()))
+    assert result.status is RunStatus.SUCCESS, result.error
+    assert result.state["config"] == {"mode": "parent", "deep": {"n": 1}}
+    assert result.state["got"]["cfg"] == {"mode": "echo: x", "deep": {"n": "echo: y"}}
+
+
 async def test_isolated_child_reading_parent_state_fails_naming_the_key() -> None:
     wf = load_workflow_text("""\
 name: parent

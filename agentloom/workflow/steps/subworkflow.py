@@ -109,7 +109,11 @@ async def execute(node: StepNode, ctx: RunContext) -> StepOutcome:
         raise WorkflowError(f"step {node.id!r}: subworkflow {prep.source} is not loaded")
     state: dict[str, Any] = {} if step.isolated_state else deep_copy(ctx.state)
     for key, given in prep.inputs:
-        state[key] = given.value(ctx.scope) if isinstance(given, Template) else deep_copy(given)
+        # A whole-value template hands over the parent's own object: the child gets a
+        # copy, so its writes below it stay its own (the parent's state is never changed
+        # through `input`).
+        state[key] = deep_copy(given.value(ctx.scope) if isinstance(given, Template)
+                               else given)
     child = prep.child
     if ctx.workflow.config.stream and not child.config.stream:
         # A streamed run shows every step's text as it comes, its subworkflows' too; the
