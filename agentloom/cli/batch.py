@@ -177,17 +177,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refused_for_keys(factory: Any) -> int | None:
-    """As `run` does: a named model without its provider's key stops the batch before
-    any run (exit 1, with the variable to set)."""
+    """As `run` does: a `providers:` entry the runtime refuses, or a named model without
+    its provider's key, stops the batch before any run (exit 1, with the file's line or
+    the variable to set)."""
     from agentloom.cli._exit import RunRefused
     from agentloom.cli._keys import check_keys
     from agentloom.cli._style import error_line, hint_line
+    from agentloom.errors import WorkflowError
     from agentloom.routing.runtime import Runtime
     from agentloom.workflow.engine.mock_clients import uses_mock
 
     wf = factory.load()
     runtime = Runtime.from_env(factory.env)  # configuration only: nothing is opened
-    runtime.use_providers(wf.provider_configs())
+    try:
+        wf.add_providers_to(runtime)  # a refused entry: file:line, as at load
+    except WorkflowError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_FAILED
     try:
         if not uses_mock(wf):
             check_keys(wf, runtime)

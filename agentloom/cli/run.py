@@ -160,7 +160,7 @@ async def _run(wf: Workflow, state: dict[str, Any], args: argparse.Namespace,
     resumed = session.resumed
     printer = None
     try:
-        runtime.use_providers(wf.provider_configs())
+        wf.add_providers_to(runtime)  # a refused entry: file:line, as at load
         served = session.recording is not None or getattr(args, "mock_responses", None)
         if not served and not uses_mock(wf):
             check_keys(wf, runtime)  # before the store records a run that can't start

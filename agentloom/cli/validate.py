@@ -25,7 +25,7 @@ def command_validate(args: argparse.Namespace) -> int:
     wf = load_or_report(args.file)
     if wf is None:
         return EXIT_FAILED
-    problems = _tool_problems(wf, getattr(args, "tools", None) or [])
+    problems = _problems(wf, getattr(args, "tools", None) or [])
     if problems is not None:
         for err in problems:
             sys.stderr.write(f"{err}\n")
@@ -67,7 +67,7 @@ def _validate_json(args: argparse.Namespace) -> int:
         out["problems"] = problems_of(exc)
         print_json(out)
         return EXIT_FAILED
-    problems = _tool_problems(wf, getattr(args, "tools", None) or [])
+    problems = _problems(wf, getattr(args, "tools", None) or [])
     out["warnings"] = list(wf.warnings)
     if problems is not None:
         out["problems"] = [diagnostic(e) for e in problems]
@@ -81,6 +81,14 @@ def _validate_json(args: argparse.Namespace) -> int:
                plan=[list(layer) for layer in wf.layers()])
     print_json(out)
     return EXIT_OK
+
+
+def _problems(wf: Any, tool_files: list[str]) -> list[Any] | None:
+    """What `run` would refuse of a loaded file before its first step: a `providers:`
+    entry without the base_url only a run's runtime could supply (`agentloom run`'s
+    can't), and tool names that resolve to no tool; None when there is nothing."""
+    problems = [*wf.provider_problems(), *(_tool_problems(wf, tool_files) or [])]
+    return problems or None
 
 
 def _tool_problems(wf: Any, tool_files: list[str]) -> list[Any] | None:

@@ -66,8 +66,9 @@ def endpoint_from_config(
                           "model or as a mapping of model -> api")
     preset = name if name in VENDORS else ("generic_openai" if kind in _GENERIC else kind)
     if preset not in VENDORS:
+        named = "type" if config.get("type") else "protocol"  # the field the entry wrote
         raise ConfigError(
-            f"{where}.type: unknown protocol {kind!r}; expected one of "
+            f"{where}.{named}: unknown protocol {kind!r}; expected one of "
             f"openai, anthropic, gemini, ollama, llamacpp"
         )
     base_url = config.get("base_url") or (existing.base_url if existing else None)
@@ -76,6 +77,10 @@ def endpoint_from_config(
             preset, base_url=base_url, api_key=api_key, headers=headers, models=models
         )
     except ConfigError as exc:
+        if not base_url:  # the one thing a preset refuses: it has no URL of its own
+            raise ConfigError(
+                f"{where}.base_url: missing; only openai, anthropic, gemini and ollama have "
+                "one of their own (e.g. http://host:8000/v1)") from None
         raise ConfigError(f"{where}: {exc}") from None
     if api_key is None and existing is not None:
         endpoint = dataclasses.replace(endpoint, api_key=existing.api_key)

@@ -135,7 +135,7 @@ async def _open(factory: WorkflowRunnerFactory) -> AsyncIterator[RunOne]:
     wf = factory.load()
     runtime = Runtime.from_env(factory.env)
     try:
-        runtime.use_providers(wf.provider_configs())
+        wf.add_providers_to(runtime)  # a refused entry: file:line and field
 
         if factory.store is not None:
             async with _durable_runner(factory, wf, runtime) as durable_one:

@@ -85,7 +85,8 @@ async def _arun(workflow: Workflow, state: dict[str, Any], clients: ClientFactor
     parent = CURRENT_RUN.get()  # the run this one is nested in, if any
     if workflow.definition.providers and hasattr(clients, "use_providers"):
         # As `agentloom run` does; a nested file may add providers, not change the run's.
-        clients.use_providers(workflow.provider_configs(), replace=parent is None)
+        # A refused entry is a WorkflowProblems naming the file's line and the field.
+        workflow.add_providers_to(clients, replace=parent is None)
     ctx = RunContext(workflow=workflow, run_id=run_id or new_id(), state=state,
                      clients=clients, tools=tools, clock=clock, on_event=on_event,
                      transport=transport, observers=observers, runner=ENGINE,

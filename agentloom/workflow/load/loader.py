@@ -37,6 +37,7 @@ from agentloom.workflow.schema.workflow import (
     WorkflowConfig,
     WorkflowDefinition,
     plain_definition,
+    valid_providers,
 )
 
 
@@ -138,7 +139,9 @@ class PrepareContext:
     def block(self, name: str, steps: Any) -> dict[str, Any]:
         """A block of this file's steps (a `map` body, an `on_error` block) as a workflow
         of its own: it asks for the file's models and provider by default
-        (`BLOCK_DEFAULTS`), and its steps may name the file's agents and profiles."""
+        (`BLOCK_DEFAULTS`), and its steps may name the file's agents, profiles and
+        providers (a profile or a fallback entry naming one of them is checked against
+        them)."""
         data: dict[str, Any] = {"name": name, "steps": steps}
         if self.config is not None:
             data["config"] = self.config.block_defaults()
@@ -147,6 +150,8 @@ class PrepareContext:
         profiles = self.document.get("profiles")
         if isinstance(profiles, dict) and profiles:
             data["profiles"] = profiles
+        if self._checker.providers:
+            data["providers"] = dict(self._checker.providers)  # the ones that validated
         return data
 
     def depends_on(self, step_id: str, ancestor: str) -> bool:
@@ -193,6 +198,8 @@ class Checker:
         self.problems: list[WorkflowError] = []
         self.definition_config: Any = None
         self.agents: dict[str, Any] = {}
+        self.providers: dict[str, Any] = {}
+        """The file's `providers:` entries that validated, for its blocks."""
         self.agent_plans: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.base_dir: FsPath = FsPath.cwd()
@@ -250,6 +257,7 @@ class Checker:
                           ) or WorkflowDefinition.model_validate(top)
             self.definition_config = definition.config
             self.agents = dict(definition.agents)
+            self.providers = dict(definition.providers)
         except ValidationError as exc:
             for e in exc.errors():
                 if e["loc"][:1] == ("steps",) and len(e["loc"]) > 1:
@@ -260,6 +268,7 @@ class Checker:
             except ValidationError:
                 pass
             self.agents = valid_agents(data.get("agents"))
+            self.providers = valid_providers(data.get("providers"))
         nodes = self._graph(raw_steps if isinstance(raw_steps, list) else [], models)
         self.agent_plans = self.library.prepare_agents(self)
         self._prepare(nodes, raw_steps if isinstance(raw_steps, list) else [])
@@ -278,8 +287,11 @@ class Checker:
             raise WorkflowProblems(self.problems or [WorkflowError(
                 "invalid workflow", file=self.filename, line=1)])
         definition = definition.model_copy(update={"steps": [n.step for n in nodes.values()]})
+        providers = data.get("providers")
         wf = Workflow(definition=definition, nodes=nodes, file=self.filename,
-                      base_dir=base_dir, warnings=self.warnings, library=self.library)
+                      base_dir=base_dir, warnings=self.warnings, library=self.library,
+                      provider_lines={str(name): self.marks.line_of(providers, name)
+                                      for name in (providers or {})})
         if tooling is not None:
             wf.functions, wf.tool_refs = tooling.functions, tooling.refs
         return wf

@@ -20,7 +20,10 @@ from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloom._record import FACTORY, Record, record
+from agentloom.errors import ConfigError, WorkflowError
+from agentloom.routing import endpoint_from_config
 from agentloom.workflow.lang.paths import Path
+from agentloom.workflow.load.problems import WorkflowProblems
 
 if TYPE_CHECKING:
     from agentloom.workflow.schema.steps import StepBase
@@ -124,6 +127,9 @@ class Workflow(Record):
     against the run's registry before anything runs."""
     library: StepLibrary | None = None
     """The step types it was loaded with: the engine runs its steps with them."""
+    provider_lines: dict[str, int | None] = field(default_factory=dict)
+    """Each `providers:` entry's line in the file, for what only a run can refuse of it
+    (`add_providers_to`)."""
     models: dict[str, str | None] = field(init=False)
     """Step id -> the model name it asks for (`choose_model`), chosen once here (and
     again for the copy `with_overrides` makes): steps read it, they don't choose."""
@@ -132,7 +138,7 @@ class Workflow(Record):
         self, definition: WorkflowDefinition, nodes: dict[str, StepNode], file: str | None = None,
         base_dir: FsPath = FACTORY, warnings: list[str] = FACTORY,
         functions: dict[str, Any] = FACTORY, tool_refs: list[Any] = FACTORY,
-        library: StepLibrary | None = None,
+        library: StepLibrary | None = None, provider_lines: dict[str, int | None] = FACTORY,
     ) -> None:
         self.definition = definition
         self.nodes = nodes
@@ -142,6 +148,7 @@ class Workflow(Record):
         self.functions = {} if functions is FACTORY else functions
         self.tool_refs = [] if tool_refs is FACTORY else tool_refs
         self.library = library
+        self.provider_lines = {} if provider_lines is FACTORY else provider_lines
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -168,8 +175,39 @@ class Workflow(Record):
 
     def provider_configs(self) -> dict[str, dict[str, Any]]:
         """The file's `providers:` entries as a runtime takes them (`Runtime.use_providers`)."""
-        return {name: p.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
-                for name, p in self.definition.providers.items()}
+        return {name: p.as_config() for name, p in self.definition.providers.items()}
+
+    def add_providers_to(self, clients: Any, *, replace: bool = True) -> None:
+        """`clients.use_providers(self.provider_configs(), replace=replace)`, an entry
+        the runtime refuses raised as a `WorkflowProblems` naming the file, the entry's
+        line and its field. The load checked every entry but for one thing a runtime
+        decides: an entry without a `base_url` takes the one of the endpoint of its name
+        that the runtime holds, if any (a nested file's entry that would change the
+        run's is refused here too)."""
+        for name, config in self.provider_configs().items():
+            try:
+                clients.use_providers({name: config}, replace=replace)
+            except ConfigError as exc:
+                raise WorkflowProblems([self._provider_error(name, exc)]) from None
+
+    def provider_problems(self) -> list[WorkflowError]:
+        """What `add_providers_to` would refuse of the entries on a runtime holding no
+        endpoint of their names, as `agentloom run`'s (it holds the vendors' alone, each
+        with its own base_url): for `validate`, which has no runtime."""
+        out: list[WorkflowError] = []
+        for name, config in self.provider_configs().items():
+            try:
+                endpoint_from_config(name, config, env={})
+            except ConfigError as exc:
+                out.append(self._provider_error(name, exc))
+        return out
+
+    def _provider_error(self, name: str, exc: ConfigError) -> WorkflowError:
+        message = str(exc)
+        place = message.partition(": ")[0]
+        field = place if place.startswith(f"providers.{name}") else f"providers.{name}"
+        return WorkflowError(message, file=self.file, line=self.provider_lines.get(name),
+                             field=field)
 
     def with_overrides(self, **config_changes: Any) -> Workflow:
         """A copy whose `config` has these fields changed; None values are ignored.

@@ -15,7 +15,13 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from agentloom import tools
 from agentloom.errors import ConfigError
 from agentloom.pricing import PriceTable
-from agentloom.routing import parse_breaker, parse_profiles, parse_rate_limits
+from agentloom.routing import (
+    Profile,
+    endpoint_from_config,
+    parse_breaker,
+    parse_profiles,
+    parse_rate_limits,
+)
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.step_types import step_union
 from agentloom.workflow.schema.steps import (
@@ -29,7 +35,7 @@ from agentloom.workflow.schema.steps import (
 from agentloom.workflow.schema.tools import FunctionDecl, MCPServerDecl
 
 __all__ = ["ProviderConfig", "RetryConfig", "SandboxConfig", "WorkflowConfig",
-           "WorkflowDefinition", "plain_definition"]
+           "WorkflowDefinition", "plain_definition", "valid_providers"]
 
 
 class SandboxConfig(Strict):
@@ -173,6 +179,10 @@ class ProviderConfig(Strict):
     """OpenAI protocol only: `responses` or `chat_completions`, for every model or as a
     mapping of model -> api."""
 
+    def as_config(self) -> dict[str, Any]:
+        """The entry as a runtime takes it (`Runtime.add_provider`): the fields written."""
+        return self.model_dump(exclude_none=True, exclude_defaults=True, by_alias=True)
+
 
 class StateKeyRule(Strict):
     redact: bool = Field(default=False, strict=True)
@@ -218,6 +228,17 @@ class WorkflowDefinition(Strict):
     description: str | None = None
     config: WorkflowConfig = Field(default_factory=WorkflowConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=empty_dict)
+    """Endpoints by name; each is built here as the runtime will build it when a run
+    adds it (`endpoint_from_config`), so what that refuses (an unknown `type`, a bad
+    `api`, an empty `api_key_env`) is a load error at its line, not the run's."""
+
+    @field_validator("providers")
+    @classmethod
+    def _providers(cls, v: dict[str, ProviderConfig]) -> Any:
+        for name, entry in v.items():
+            _provider_checked(name, entry)
+        return v
+
     profiles: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Named model setups (spec 004) a step uses with `profile: name`; checked here, read
     by `agentloom.workflow.steps.profiles`."""
@@ -225,8 +246,11 @@ class WorkflowDefinition(Strict):
     @field_validator("profiles")
     @classmethod
     def _profiles(cls, v: dict[str, dict[str, Any]], info: ValidationInfo) -> Any:
-        known = known_providers(info.data.get("providers") or {})
-        _config_checked(lambda d: parse_profiles(d, known_providers=known), v)
+        declared = info.data.get("providers")
+        # `providers` failed (and is reported): its names are not held against profiles.
+        known = None if declared is None else known_providers(declared)
+        _config_checked(lambda d: _profile_endpoints(parse_profiles(d, known_providers=known)),
+                        v)
         return v
 
     state: dict[str, Any] = Field(default_factory=empty_dict)
@@ -293,6 +317,60 @@ BUILTIN_PROVIDERS = frozenset(
 def known_providers(declared: Any) -> frozenset[str]:
     """Provider names a workflow may use: the built-in ones and its `providers:` keys."""
     return BUILTIN_PROVIDERS | frozenset(str(k) for k in declared)
+
+
+def _provider_checked(name: str, entry: ProviderConfig) -> None:
+    """`providers.<name>` built as a run will build it; what that refuses is a ValueError
+    (the loader adds file:line)."""
+    config = entry.as_config()
+    if not config.get("base_url"):
+        # The run's runtime may hold an endpoint of this name to take it from
+        # (`Workflow.add_providers_to` names the entry if it doesn't).
+        config["base_url"] = "http://base-url.invalid"
+    # No environment here: a key named by api_key_env is looked up by the run.
+    _config_checked(lambda c: endpoint_from_config(name, c, env={}), config)
+
+
+def valid_providers(raw: Any) -> dict[str, ProviderConfig]:
+    """The entries of a raw `providers:` map that validate on their own (the others are
+    reported by the file's validation), for the blocks of a file that didn't."""
+    out: dict[str, ProviderConfig] = {}
+    if not isinstance(raw, dict):
+        return out
+    for name, body in raw.items():
+        try:
+            entry = ProviderConfig.model_validate(body)
+            _provider_checked(str(name), entry)
+        except (ValidationError, ValueError):
+            continue
+        out[str(name)] = entry
+    return out
+
+
+def _profile_endpoints(profiles: dict[str, Profile]) -> None:
+    """A profile with a `base_url` is an endpoint of its own, which the runtime builds at
+    its first call (`Runtime._profile_endpoint`: the profile's provider as the wire
+    protocol, openai by default); what that would refuse is refused here, under the
+    profile's own field names (`provider`, not the endpoint's `type`)."""
+    for profile in profiles.values():
+        if profile.base_url:
+            _profile_endpoint(profile)
+
+
+def _profile_endpoint(profile: Profile) -> None:
+    config: dict[str, Any] = {"base_url": profile.base_url, "type": profile.provider or "openai"}
+    if profile.api_key_env:
+        config["api_key_env"] = profile.api_key_env
+    name = f"profile:{profile.name}"
+    try:
+        endpoint_from_config(name, config, env={})
+    except ConfigError as exc:
+        place, _, detail = str(exc).partition(": ")  # `providers.<name>[.<field>]: ...`
+        field = place.removeprefix(f"providers.{name}")
+        if field == ".type":
+            field, detail = ".provider", f"{detail} (with a base_url, the provider names the " \
+                "wire protocol)"
+        raise ConfigError(f"profiles.{profile.name}{field}: {detail}") from None
 
 
 def _config_checked(parse: Any, value: Any) -> None:
