@@ -87,6 +87,24 @@ steps:
     assert "did you mean 'anthropic'?" in message
 
 
+def test_a_steps_unknown_provider_is_a_load_error_with_line_and_hint() -> None:
+    # It failed only at the step's call, after the steps before it had run (and billed).
+    text = """\
+name: f
+providers: {corp: {base_url: "http://127.0.0.1:9/v1", models: [m]}}
+steps:
+  - {id: a, type: llm_call, prompt: hi, provider: corp}
+  - id: b
+    type: llm_call
+    prompt: hi
+    provider: opena
+"""
+    message = _problems(text)
+    assert "wf.yaml:8" in message and "step 'b', provider" in message
+    assert "unknown provider 'opena'" in message and "did you mean 'openai'?" in message
+    assert "'corp'" not in message  # a declared one is known
+
+
 def test_fallback_entry_without_a_model_is_a_load_error() -> None:
     text = """\
 name: f

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 
 def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
-    """Report a `profile:` that names no profile and fallback entries naming an unknown
-    provider, each at its own line."""
+    """Report a `profile:` that names no profile, and a `provider:` or fallback entries
+    naming an unknown provider, each at its own line."""
     # The whole file's mapping: a step's model sees only its own fields.
     raw: dict[str, Any] = pc.document
     profiles: dict[str, Any] = _dict(raw.get("profiles"))
@@ -47,14 +47,20 @@ def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         pc.report(f"unknown profile {step.profile!r} (profiles: "
                   f"{', '.join(names) or 'none defined'}){hint}", "profile")
+    if step.provider is not None and step.provider not in known:
+        # As a fallback entry's: a typo (`opena`) would otherwise fail only at the call.
+        pc.report(_unknown_provider(step.provider, known), "provider")
     for i, entry in enumerate(step.fallback or ()):
         provider = entry.get("provider") if isinstance(entry, dict) else None
         if isinstance(provider, str) and provider not in known:
-            import difflib  # on an error only (its import is ~2 M instructions)
-            close = difflib.get_close_matches(provider, sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            pc.report(f"unknown provider {provider!r}{hint} (declare it under `providers:`)",
-                      "fallback", i, "provider")
+            pc.report(_unknown_provider(provider, known), "fallback", i, "provider")
+
+
+def _unknown_provider(provider: str, known: frozenset[str]) -> str:
+    import difflib  # on an error only (its import is ~2 M instructions)
+    close = difflib.get_close_matches(provider, sorted(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown provider {provider!r}{hint} (declare it under `providers:`)"
 
 
 # --- run time ----------------------------------------------------------------------------
