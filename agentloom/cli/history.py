@@ -92,24 +92,26 @@ def _bounds(since: str | None, until: str | None) -> tuple[datetime | None, date
 
 
 async def _store_records(store_url: str | None, limit: int) -> list[dict[str, Any]]:
+    """The store's newest `limit` runs as the public AgentLoom's records. Providers and
+    tokens come from each step result's few fields, read by the database
+    (`load_step_facts`), not from decoding each run's whole state."""
     from agentloom.store import open_store
 
     store = open_store(store_url) if store_url else open_store(None)
     out: list[dict[str, Any]] = []
     try:
-        for r in await store.list_runs(limit=limit):
-            cp = await store.load_latest(r.run_id)
+        runs = await store.list_runs(limit=limit)
+        facts = await store.load_step_facts(  # type: ignore[attr-defined]
+            [r.run_id for r in runs])
+        for r in runs:
             used: list[str] = []
             tokens = 0
-            for raw in (cp.step_results.values() if cp is not None else ()):
-                if isinstance(raw, dict) and raw.get("provider"):
-                    pair = f"{raw['provider']}/{raw.get('model') or ''}"
+            for step in facts.get(r.run_id, {}).values():
+                if step.provider:
+                    pair = f"{step.provider}/{step.model or ''}"
                     if pair not in used:
                         used.append(pair)
-                usage = raw.get("usage") if isinstance(raw, dict) else None
-                if isinstance(usage, dict):
-                    tokens += _count(usage.get("input_tokens")) + _count(
-                        usage.get("output_tokens"))
+                tokens += (step.input_tokens or 0) + (step.output_tokens or 0)
             out.append({
                 "run_id": r.run_id,
                 "timestamp": r.started_at.astimezone(UTC).isoformat(),
@@ -124,11 +126,6 @@ async def _store_records(store_url: str | None, limit: int) -> list[dict[str, An
     finally:
         await store.close()
     return out
-
-
-def _count(value: Any) -> int:
-    """A stored token count; one that is no count (text, NaN, -5, true) is unreported."""
-    return value if type(value) is int and value >= 0 else 0
 
 
 _MAX_RECORD_BYTES = 16 * 1024 * 1024

@@ -27,6 +27,7 @@ from agentloom.store._base import (
     StoreConfigError,
     StoreCorrupt,
     StoreError,
+    lease_holds,
     tool_call_resume_action,
 )
 from agentloom.store._claims import holder_is_gone, new_worker_id, take_claim
@@ -42,6 +43,7 @@ from agentloom.store._records import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StepFacts,
     StoredWrite,
     ToolCallRecord,
     ToolLoopProgress,
@@ -74,6 +76,7 @@ __all__ = [
     "RunStatus",
     "Serializer",
     "SqliteStore",
+    "StepFacts",
     "StoreConfigError",
     "StoreCorrupt",
     "StoreError",
@@ -82,6 +85,7 @@ __all__ = [
     "ToolLoopProgress",
     "apply_delta",
     "holder_is_gone",
+    "lease_holds",
     "new_worker_id",
     "open_store",
     "query_matches",

@@ -14,7 +14,7 @@ only at the end of a turn. Every backend passes
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloom.errors import AgentLoomError, ConfigError
@@ -59,7 +59,7 @@ class StoreCorrupt(StoreConfigError):
 class CheckpointStore(Protocol):
     """Durable runs. Every write is one transaction: it lands whole or not at all.
 
-    Optional capabilities (`claim_run`, `find_runs`, `load_writes`,
+    Optional capabilities (`claim_run`, `find_runs`, `load_writes`, `load_step_facts`,
     `queue_model_exchange`) are detected with `hasattr`.
     """
 
@@ -150,6 +150,52 @@ def check_lease(lease_seconds: float) -> None:
             and 0 < lease_seconds <= MAX_LEASE_SECONDS):
         raise StoreError(f"a claim's lease must be more than 0 and at most "
                          f"{MAX_LEASE_SECONDS:.0f} seconds (30 days), got {lease_seconds!r}")
+
+
+MAX_STORED_BYTES = 256 * 1024 * 1024
+"""The most JSON text one stored value holds (a checkpoint's or delta's payload, a run's
+meta, a tool call's result or arguments, a model reply): eight times a model reply
+(32 MiB) or a rendered template (32 Mi characters), and about what PostgreSQL's JSONB
+holds at all. A write past it is refused before anything is written; a stored value
+past it (a damaged or hostile database) is a `StoreCorrupt`, found before it is read
+or decoded."""
+
+
+def check_stored_size(text: str, what: str, *names: Any) -> str:
+    """`text` (JSON a store is about to write) if it is at most `MAX_STORED_BYTES`
+    long in UTF-8, else a `StoreError` naming `what` (a `str.format` template, filled
+    with the reprs of `names` only then); nothing has been written yet."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_STORED_BYTES:
+        what = what.format(*(repr(n)[:80] for n in names))
+        raise StoreError(f"{what} is {size} bytes of JSON, more than the "
+                         f"{MAX_STORED_BYTES} (256 MiB) a run store keeps in one value; "
+                         "nothing was written")
+    return text
+
+
+LEASE_CLOCK_SLACK_SECONDS = 86400.0
+"""How far ahead of ours another host's clock may run: a lease it wrote may end this
+much past the longest one we take and still hold."""
+
+_FARTHEST_LEASE = timedelta(seconds=MAX_LEASE_SECONDS + LEASE_CLOCK_SLACK_SECONDS)
+
+
+def farthest_lease_end(now: datetime) -> datetime:
+    """The latest end a lease taken by now can have: `MAX_LEASE_SECONDS` from now, plus
+    `LEASE_CLOCK_SLACK_SECONDS` for a claimer whose clock runs ahead."""
+    try:
+        return now + _FARTHEST_LEASE
+    except OverflowError:  # a clock at the end of time: no lease reads as too far
+        return datetime.max.replace(tzinfo=now.tzinfo or UTC)
+
+
+def lease_holds(lease_until: datetime | None, now: datetime) -> bool:
+    """Whether a stored lease still keeps other claimers out at `now`: it ends after
+    now, and no later than `farthest_lease_end(now)`. A lease further out (year 9999,
+    from a damaged or hostile worker, or a clock years ahead) is one no claim could
+    have taken; it counts as lapsed, so the run can be claimed again, not never."""
+    return lease_until is not None and now <= lease_until <= farthest_lease_end(now)
 
 
 def check_tool_status(status: str) -> None:

@@ -22,8 +22,11 @@ from agentloom.store._base import (
     StoreError,
     check_lease,
     check_status,
+    check_stored_size,
     check_tool_status,
+    lease_holds,
 )
+from agentloom.store._facts import facts_of
 from agentloom.store._payload import (
     checkpoint_from_payload,
     checkpoint_to_payload,
@@ -39,6 +42,7 @@ from agentloom.store._records import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StepFacts,
     StoredWrite,
     ToolCallRecord,
     ToolCallStatus,
@@ -80,6 +84,10 @@ class MemoryStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _dumps(self, value: Any, what: str, *names: Any) -> str:
+        """As a SQL store writes it: refused past `MAX_STORED_BYTES`, naming `what`."""
+        return check_stored_size(self._serde.dumps(value), what, *names)
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("the store is closed")
@@ -93,8 +101,9 @@ class MemoryStore:
     async def create_run(self, run_id: str, workflow_name: str, workflow_hash: str,
                          state: dict[str, Any], meta: dict[str, Any] | None = None) -> RunRecord:
         self._check_open()
-        payload = self._serde.dumps(checkpoint_to_payload(Checkpoint(state=state)))
-        meta_copy = self._serde.loads(self._serde.dumps(meta or {}))
+        payload = self._dumps(checkpoint_to_payload(Checkpoint(state=state)),
+                              "the first checkpoint of run {}", run_id)
+        meta_copy = self._serde.loads(self._dumps(meta or {}, "the meta of run {}", run_id))
         if run_id in self._b.runs:
             raise RunExists(run_id)
         now = self._now()
@@ -108,7 +117,8 @@ class MemoryStore:
     async def save_checkpoint(self, run_id: str, checkpoint: Checkpoint) -> int:
         self._check_open()
         check_status(checkpoint.status)
-        payload = self._serde.dumps(checkpoint_to_payload(checkpoint))
+        payload = self._dumps(checkpoint_to_payload(checkpoint), "the checkpoint of run {}",
+                              run_id)
         seq, now = self._advance(run_id, checkpoint.status, checkpoint.cost_usd)
         history = self._b.checkpoints[run_id]
         history.append((seq, now, payload))
@@ -121,7 +131,7 @@ class MemoryStore:
     async def save_delta(self, run_id: str, delta: CheckpointDelta) -> int:
         self._check_open()
         check_status(delta.status)
-        payload = self._serde.dumps(delta_to_payload(delta))
+        payload = self._dumps(delta_to_payload(delta), "the write of run {}", run_id)
         seq, now = self._advance(run_id, delta.status, delta.cost_usd)
         self._b.deltas.setdefault(run_id, []).append((seq, now, payload))
         return seq
@@ -171,6 +181,16 @@ class MemoryStore:
         self._check_open()
         return self._b.runs.get(run_id)
 
+    async def load_step_facts(self, run_ids: Sequence[str]
+                              ) -> dict[str, dict[str, StepFacts]]:
+        """`SqlStore.load_step_facts`: here, of the decoded step results."""
+        out: dict[str, dict[str, StepFacts]] = {}
+        for run_id in dict.fromkeys(run_ids):
+            cp = await self.load_latest(run_id)
+            if cp is not None:
+                out[run_id] = facts_of(cp.step_results)
+        return out
+
     async def list_runs(self, *, status: str | None = None, limit: int | None = 100
                         ) -> list[RunRecord]:
         self._check_open()
@@ -198,8 +218,10 @@ class MemoryStore:
                                arguments: Any = None) -> None:
         self._check_open()
         check_tool_status(status)
-        result_json = self._serde.dumps(result)
-        args_json = self._serde.dumps(arguments) if arguments is not None else None
+        result_json = self._dumps(result, "the result of tool call {} (run {})", call_id,
+                                  run_id)
+        args_json = (self._dumps(arguments, "the arguments of tool call {} (run {})",
+                                 call_id, run_id) if arguments is not None else None)
         self._require(run_id)
         key = (run_id, step_id, call_id)
         old = self._b.tool_calls.get(key)
@@ -236,7 +258,8 @@ class MemoryStore:
                              response: Any) -> None:
         """Written at once: nothing here is worth deferring."""
         self._check_open()
-        response_json = self._serde.dumps(response)
+        response_json = self._dumps(response, "the model reply of step {} (run {})",
+                                    step_id, run_id)
         self._require(run_id)
         record = ModelExchangeRecord(run_id=run_id, step_id=step_id, turn=turn,
                                      request_hash=request_hash, response=None,
@@ -279,8 +302,7 @@ class MemoryStore:
         self._check_open()
         run = self._require(run_id)
         now = self._now()
-        free = (run.claimed_by in (None, worker_id) or run.lease_until is None
-                or run.lease_until < now)
+        free = run.claimed_by in (None, worker_id) or not lease_holds(run.lease_until, now)
         if not free:
             return False
         self._b.runs[run_id] = replace(run, claimed_by=worker_id,

@@ -244,6 +244,27 @@ class RunRecord(FrozenRecord):
 
 
 @frozen_record
+class StepFacts(FrozenRecord):
+    """What `load_step_facts` reads of one stored step result without decoding its run:
+    who answered and the tokens it used. None is unknown: not stored, or not what the
+    store writes (a name that is no text, a count that is no whole number)."""
+
+    provider: str | None = None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def __init__(self, *, provider: str | None = None, model: str | None = None,
+                 input_tokens: int | None = None, output_tokens: int | None = None) -> None:
+        this = thaw(self)
+        this.provider = provider
+        this.model = model
+        this.input_tokens = input_tokens
+        this.output_tokens = output_tokens
+        freeze(this)
+
+
+@frozen_record
 class ToolCallRecord(FrozenRecord):
     """One journalled tool call of a run: `in_flight` before it runs, `done` with its
     stored result after (what a resume reuses or re-runs)."""

@@ -19,7 +19,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from agentloom.store._base import RunExists, RunNotFound, check_lease, check_status
+from agentloom.store._base import (
+    RunExists,
+    RunNotFound,
+    check_lease,
+    check_status,
+    farthest_lease_end,
+)
+from agentloom.store._facts import CHUNK, facts_of, facts_sql, fold
 from agentloom.store._payload import (
     checkpoint_from_payload,
     checkpoint_to_payload,
@@ -34,11 +41,12 @@ from agentloom.store._records import (
     RunQuery,
     RunRecord,
     RunStatus,
+    StepFacts,
     StoredWrite,
     apply_delta,
     like_pattern,
 )
-from agentloom.store._sql_base import RUN_COLS, WROTE_ROW, Rows, SqlDb, SqlTx, utcnow
+from agentloom.store._sql_base import WROTE_ROW, Rows, SqlDb, SqlTx, utcnow
 from agentloom.store._sql_journal import SqlJournal
 from agentloom.store._stored import Damaged, shown, stored_count
 
@@ -54,8 +62,9 @@ class SqlStore(SqlJournal):
                          state: dict[str, Any], meta: dict[str, Any] | None = None) -> RunRecord:
         await self._ensure()
         now = self._now()
-        payload = self._dumps(checkpoint_to_payload(Checkpoint(state=state)))
-        meta_json = self._dumps(meta or {})
+        payload = self._dumps(checkpoint_to_payload(Checkpoint(state=state)),
+                              "the first checkpoint of run {}", run_id)
+        meta_json = self._dumps(meta or {}, "the meta of run {}", run_id)
         try:
             # One trip for both rows; a run id already taken fails the first statement
             # (its primary key), and the transaction leaves nothing written.
@@ -81,7 +90,8 @@ class SqlStore(SqlJournal):
     async def save_checkpoint(self, run_id: str, checkpoint: Checkpoint) -> int:
         check_status(checkpoint.status)
         await self._ensure()
-        payload = self._dumps(checkpoint_to_payload(checkpoint))  # fails before any write
+        payload = self._dumps(checkpoint_to_payload(checkpoint),  # fails before any write
+                              "the checkpoint of run {}", run_id)
         after: list[tuple[str, Sequence[Any]]] = []
         if self._keep is not None:
             newest = "(SELECT latest_seq FROM runs WHERE run_id = ?)"
@@ -99,7 +109,8 @@ class SqlStore(SqlJournal):
         check_status(delta.status)
         if not self._ready:
             await self._ensure()
-        payload = self._dumps(delta_to_payload(delta))  # fails before any write
+        payload = self._dumps(delta_to_payload(delta),  # fails before any write
+                              "the write of run {}", run_id)
         return await self._append("checkpoint_deltas", run_id, delta.status, delta.cost_usd,
                                   payload)
 
@@ -142,15 +153,16 @@ class SqlStore(SqlJournal):
 
     async def load_latest(self, run_id: str) -> Checkpoint | None:
         await self._ensure()
+        payload = self.bounded("payload")
         async with self._db.transaction() as tx:
             rows = await tx.execute(
-                "SELECT seq, created_at, payload FROM checkpoints WHERE run_id = ? "
+                f"SELECT seq, created_at, {payload} FROM checkpoints WHERE run_id = ? "
                 "ORDER BY seq DESC LIMIT 1", (run_id,),
             )
             if not rows:
                 return None
             deltas = await tx.execute(
-                "SELECT seq, created_at, payload FROM checkpoint_deltas WHERE run_id = ? "
+                f"SELECT seq, created_at, {payload} FROM checkpoint_deltas WHERE run_id = ? "
                 "AND seq > ? ORDER BY seq", (run_id, rows[0][0]),
             )
         cp = self._checkpoint(run_id, rows[0])
@@ -186,10 +198,11 @@ class SqlStore(SqlJournal):
         replays them for the state after each step. Both tables are keyed (run_id, seq),
         so each side is an index range."""
         await self._ensure()
+        payload = self.bounded("payload")
         async with self._db.transaction() as tx:
             rows = await tx.execute(
-                "SELECT seq, created_at, payload, 0 FROM checkpoints WHERE run_id = ? "
-                "AND seq > ? UNION ALL SELECT seq, created_at, payload, 1 FROM "
+                f"SELECT seq, created_at, {payload}, 0 FROM checkpoints WHERE run_id = ? "
+                f"AND seq > ? UNION ALL SELECT seq, created_at, {payload}, 1 FROM "
                 "checkpoint_deltas WHERE run_id = ? AND seq > ? ORDER BY 1",
                 (run_id, after_seq, run_id, after_seq))
         out: list[StoredWrite] = []
@@ -211,12 +224,13 @@ class SqlStore(SqlJournal):
             return {}
         marks = ", ".join("?" for _ in ids)
         newest = "(SELECT MAX(seq) FROM checkpoints m WHERE m.run_id = {t}.run_id)"
+        payload = self.bounded("payload")
         async with self._db.transaction() as tx:
             bases = await tx.execute(
-                f"SELECT run_id, seq, created_at, payload FROM checkpoints c WHERE run_id IN "
-                f"({marks}) AND seq = {newest.format(t='c')}", ids)
+                f"SELECT run_id, seq, created_at, {payload} FROM checkpoints c WHERE run_id "
+                f"IN ({marks}) AND seq = {newest.format(t='c')}", ids)
             deltas = await tx.execute(
-                f"SELECT run_id, seq, created_at, payload FROM checkpoint_deltas d WHERE "
+                f"SELECT run_id, seq, created_at, {payload} FROM checkpoint_deltas d WHERE "
                 f"run_id IN ({marks}) AND seq > {newest.format(t='d')} ORDER BY run_id, seq",
                 ids)
         out = {row[0]: self._checkpoint(row[0], row[1:]) for row in bases}
@@ -226,10 +240,33 @@ class SqlStore(SqlJournal):
                 apply_delta(out[row[0]], delta, seq=seq, created_at=created)
         return out
 
+    async def load_step_facts(self, run_ids: Sequence[str]
+                              ) -> dict[str, dict[str, StepFacts]]:
+        """Each run's step results (those in the store; as `load_latest` folds them) as
+        a few facts each, read by the database's JSON functions, not decoded here: what
+        `agentloom history` shows (`_facts.py`). A run with a row `load_latest` would
+        read as damaged raises its `StoreCorrupt`."""
+        await self._ensure()
+        ids = list(dict.fromkeys(run_ids))
+        out: dict[str, dict[str, StepFacts]] = {}
+        damaged: set[str] = set()
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start:start + CHUNK]
+            async with self._db.transaction() as tx:
+                rows = await tx.execute(facts_sql(self._db.dialect, len(chunk)),
+                                        chunk * 2)
+            facts, bad = fold(rows)
+            out.update(facts)
+            damaged |= bad
+        for run_id in sorted(damaged):
+            cp = await self.load_latest(run_id)  # raises the error naming what is wrong
+            out[run_id] = facts_of(cp.step_results if cp is not None else {})
+        return out
+
     async def list_runs(self, *, status: str | None = None, limit: int | None = 100
                         ) -> list[RunRecord]:
         await self._ensure()
-        sql = f"SELECT {RUN_COLS} FROM runs"
+        sql = f"SELECT {self.run_cols} FROM runs"
         params: list[Any] = []
         if status is not None:
             sql += " WHERE status = ?"
@@ -251,7 +288,7 @@ class SqlStore(SqlJournal):
         async with self._db.transaction() as tx:
             total = int((await tx.execute(f"SELECT COUNT(*) FROM runs{where}", params))[0][0])
             rows = await tx.execute(
-                f"SELECT {RUN_COLS} FROM runs{where} ORDER BY updated_at DESC, run_id "
+                f"SELECT {self.run_cols} FROM runs{where} ORDER BY updated_at DESC, run_id "
                 "LIMIT ? OFFSET ?", [*params, max(0, int(limit)), max(0, int(offset))])
         return RunPage(runs=[self._run(r) for r in rows], total=total)
 
@@ -319,12 +356,14 @@ class SqlStore(SqlJournal):
         now = self._now()
         async with self._db.transaction() as tx:
             # One conditional UPDATE: the row lock makes two claimers take turns, and the
-            # loser re-checks the WHERE against the winner's row.
+            # loser re-checks the WHERE against the winner's row. A lease ending past
+            # the farthest one a claim can take is lapsed (`lease_holds`).
             rows = await tx.execute(
                 "UPDATE runs SET claimed_by = ?, lease_until = ? WHERE run_id = ? AND "
-                "(claimed_by IS NULL OR claimed_by = ? OR lease_until IS NULL OR lease_until < ?)"
-                + WROTE_ROW,
-                (worker_id, now + timedelta(seconds=lease_seconds), run_id, worker_id, now),
+                "(claimed_by IS NULL OR claimed_by = ? OR lease_until IS NULL OR "
+                "lease_until < ? OR lease_until > ?)" + WROTE_ROW,
+                (worker_id, now + timedelta(seconds=lease_seconds), run_id, worker_id, now,
+                 farthest_lease_end(now)),
             )
             if rows:
                 return True

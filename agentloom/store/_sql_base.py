@@ -16,7 +16,12 @@ from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
-from agentloom.store._base import StoreConfigError, StoreError
+from agentloom.store._base import (
+    MAX_STORED_BYTES,
+    StoreConfigError,
+    StoreError,
+    check_stored_size,
+)
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
 from agentloom.store._pending import PendingWrites, Statement
 from agentloom.store._records import RunRecord
@@ -79,8 +84,15 @@ class StoreTooNew(StoreConfigError, StoreError):
     `StoreError`, and a `StoreConfigError` like any store that won't open."""
 
 
-RUN_COLS = ("run_id, workflow_name, workflow_hash, status, meta, started_at, updated_at, "
-             "cost_usd, latest_seq, claimed_by, lease_until")
+RUN_COLS = ("run_id, workflow_name, workflow_hash, status, {meta}, started_at, updated_at, "
+            "cost_usd, latest_seq, claimed_by, lease_until")
+"""A `runs` row as `_run` reads it, `{meta}` to be filled with `SqlBase.bounded("meta")`
+(the store's `run_cols`)."""
+
+TOO_BIG = "#too-big"
+"""What `SqlBase.bounded` selects in place of a value past `MAX_STORED_BYTES`: text that
+is no JSON, so no value the store wrote reads as it (a row a person wrote to read so,
+on SQLite, is damaged either way)."""
 
 
 
@@ -100,6 +112,20 @@ class SqlBase:
         self._ready_lock = asyncio.Lock()
         self._closed = False
         self._queued = PendingWrites(self._send)
+        self.run_cols = RUN_COLS.format(meta=self.bounded("meta"))
+        """The `runs` columns `_run` reads, meta bounded."""
+
+    def bounded(self, column: str) -> str:
+        """`column` (JSON) as a read selects it: `TOO_BIG` in its place when its text is
+        longer than `MAX_STORED_BYTES`, measured in the database, so a value that big
+        is never sent to Python, let alone decoded. SQLite counts the bytes of the
+        text as a blob (its `length()` of text stops at a NUL); PostgreSQL the bytes of
+        the JSONB's text form, which is what the client would be sent."""
+        if self._db.dialect == "postgres":
+            return (f"CASE WHEN octet_length({column}::text) > {MAX_STORED_BYTES} "
+                    f"THEN '{TOO_BIG}' ELSE {column}::text END")
+        return (f"CASE WHEN length(CAST({column} AS BLOB)) > {MAX_STORED_BYTES} "
+                f"THEN '{TOO_BIG}' ELSE {column} END")
 
     async def _send(self, statements: list[Statement]) -> list[Rows]:
         await self._ensure()
@@ -171,8 +197,11 @@ class SqlBase:
 
     # --- conversions ------------------------------------------------------------------
 
-    def _dumps(self, value: Any) -> str:
-        return self._serde.dumps(value)
+    def _dumps(self, value: Any, what: str = "a value to store", *names: Any) -> str:
+        """JSON text of `value`; one past `MAX_STORED_BYTES` is a `StoreError` naming
+        `what` (see `check_stored_size`), raised before anything is written (a row
+        past it would read as damaged)."""
+        return check_stored_size(self._serde.dumps(value), what, *names)
 
     def _loads(self, value: Any) -> Any:
         return None if value is None else self._serde.loads(value)
@@ -180,6 +209,9 @@ class SqlBase:
     def _read(self, value: Any, what: str) -> Any:
         """`_loads` of a stored column, whose failure (not JSON, a tagged value that
         doesn't revive) is `Damaged`."""
+        if value == TOO_BIG:
+            raise Damaged(f"{what} is more than {MAX_STORED_BYTES} bytes (256 MiB) of JSON, "
+                          "more than this store writes in one value; it was not read")
         try:
             return self._loads(value)
         except MemoryError:
@@ -218,7 +250,7 @@ class SqlBase:
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await self._ensure()
-        (rows,) = await self._db.batch([(f"SELECT {RUN_COLS} FROM runs WHERE run_id = ?",
+        (rows,) = await self._db.batch([(f"SELECT {self.run_cols} FROM runs WHERE run_id = ?",
                                          (run_id,))])  # one statement: one trip
         return self._run(rows[0]) if rows else None
 

@@ -29,8 +29,10 @@ class SqlJournal(SqlBase):
         check_tool_status(status)
         if not self._ready:
             await self._ensure()
-        result_json = self._dumps(result)
-        args_json = self._dumps(arguments) if arguments is not None else None
+        result_json = self._dumps(result, "the result of tool call {} (run {})", call_id,
+                                  run_id)
+        args_json = (self._dumps(arguments, "the arguments of tool call {} (run {})",
+                                 call_id, run_id) if arguments is not None else None)
         # One statement: nothing for an unknown run, and a call already done is left
         # alone when asked back to in_flight; either way no row comes back. The run's
         # queued replies go first: the reply that asked for this call is stored before
@@ -62,8 +64,9 @@ class SqlJournal(SqlBase):
     async def get_tool_calls(self, run_id: str, step_id: str | None = None
                              ) -> list[ToolCallRecord]:
         await self._ensure()
-        sql = ("SELECT run_id, step_id, turn, call_id, status, idempotent, result, name, "
-               "arguments, updated_at FROM tool_calls WHERE run_id = ?")
+        sql = (f"SELECT run_id, step_id, turn, call_id, status, idempotent, "
+               f"{self.bounded('result')}, name, {self.bounded('arguments')}, updated_at "
+               "FROM tool_calls WHERE run_id = ?")
         params: list[Any] = [run_id]
         if step_id is not None:
             sql += " AND step_id = ?"
@@ -90,7 +93,9 @@ class SqlJournal(SqlBase):
             "created_at) SELECT ?, ?, ?, ?, ?j, ? WHERE EXISTS (SELECT 1 FROM runs WHERE "
             "run_id = ?) ON CONFLICT (run_id, step_id, turn, request_hash) DO UPDATE SET "
             "response = excluded.response, created_at = excluded.created_at" + WROTE_ROW,
-            (run_id, step_id, turn, request_hash, self._dumps(response), self._now(), run_id),
+            (run_id, step_id, turn, request_hash,
+             self._dumps(response, "the model reply of step {} (run {})", step_id, run_id),
+             self._now(), run_id),
         )
 
     async def record_model_exchange(self, run_id: str, step_id: str, turn: int,
@@ -121,8 +126,8 @@ class SqlJournal(SqlBase):
                                   ) -> list[ModelExchangeRecord]:
         await self._ensure()
         await self._queued.settle(run_id)
-        sql = ("SELECT run_id, step_id, turn, request_hash, response, created_at "
-               "FROM model_exchanges WHERE run_id = ?")
+        sql = (f"SELECT run_id, step_id, turn, request_hash, {self.bounded('response')}, "
+               "created_at FROM model_exchanges WHERE run_id = ?")
         params: list[Any] = [run_id]
         if step_id is not None:
             sql += " AND step_id = ?"

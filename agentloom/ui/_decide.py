@@ -30,6 +30,7 @@ from agentloom.store import (
     RETRYABLE_STATUSES,
     CheckpointStore,
     holder_is_gone,
+    lease_holds,
 )
 
 CLAIM_WAIT_SECONDS = 30.0
@@ -158,8 +159,8 @@ class Resumer:
         going = self._children.get(run_id)
         if going is not None and going.poll() is None:
             raise DecisionRefused(f"run {run_id} is being resumed from this UI already")
-        lease = record.lease_until
-        if (record.claimed_by and lease is not None and lease > datetime.now(UTC)
+        # A lease past any a claim can take (year 9999) holds nothing, as for a claim.
+        if (record.claimed_by and lease_holds(record.lease_until, datetime.now(UTC))
                 and not holder_is_gone(record.claimed_by)):  # a killed one: its child takes over
             raise DecisionRefused(f"run {run_id} is held by another process "
                                   f"({record.claimed_by}); wait for it to end")

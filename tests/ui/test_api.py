@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,24 @@ async def test_a_run_view_and_its_event_stream(store: SqliteStore) -> None:
         assert events.headers["Content-Type"].startswith("text/event-stream")
         text = await events.text()  # a finished run: its facts, then the end
         assert text.startswith("event: run\ndata: {") and "event: end" in text
+    finally:
+        await client.close()
+
+
+async def test_a_lease_past_any_claim_holds_no_decision_back(store: SqliteStore) -> None:
+    # A lease another host wrote to end in year 9999 holds nothing, as for a claim: the
+    # decision goes on to a resume child (whose own refusal is the answer: this run has
+    # no file), not "held by another process".
+    await paused_run(store)
+    far = SqliteStore(store.path, now=lambda: datetime(9999, 11, 1, tzinfo=UTC))
+    async with far:
+        assert await far.claim_run("p1", "other-host:1:abc", 30 * 86400)
+    client = await client_for(store)
+    try:
+        r = await client.post("/api/runs/p1/decision", json={"action": "approve"},
+                              headers=WRITE)
+        error = (await r.json()).get("error", "")
+        assert r.status == 409 and "the workflow file of run p1 is gone" in error, error
     finally:
         await client.close()
 
