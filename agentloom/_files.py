@@ -85,13 +85,25 @@ def make_private_dir(path: str | os.PathLike[str]) -> None:
 
 def create_private(path: str | os.PathLike[str]) -> None:
     """Create the empty file `path` with `PRIVATE_FILE` unless it exists (for a file another
-    library then opens, as SQLite does its database: its journals take the file's mode)."""
+    library then opens, as SQLite does its database: its journals take the file's mode).
+
+    A file that exists is looked at, never opened: closing any descriptor of a database
+    drops every POSIX lock this process holds on it, the locks of a connection SQLite has
+    open on it included, and another process then takes the database for unused (its last
+    close deletes the write-ahead log the connection is still writing to: those writes
+    are lost). So a second store opened in a process beside a first lost the first's
+    later writes."""
     make_private_dir(Path(path).parent)
-    fd = _open_to_write(path, 0)
     try:
-        mode = os.fstat(fd).st_mode
-    finally:
-        os.close(fd)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        try:
+            fd = os.open(path, _WRITE | os.O_EXCL | os.O_NONBLOCK, PRIVATE_FILE)
+        except FileExistsError:  # made meanwhile by another process: looked at, as above
+            mode = os.stat(path).st_mode
+        else:
+            os.close(fd)  # new and empty: nobody holds a lock on it yet
+            return
     if not stat.S_ISREG(mode):
         raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
 
