@@ -27,6 +27,7 @@ from agentloom.workflow.load.graph import find_cycle
 from agentloom.workflow.load.includes import include_scope
 from agentloom.workflow.load.model_checks import check_conversations, valid_agents
 from agentloom.workflow.load.problems import WorkflowProblems
+from agentloom.workflow.load.provider_names import provider_name_warnings
 from agentloom.workflow.load.secret_checks import provider_key_warnings
 from agentloom.workflow.load.static_checks import check_state_reads
 from agentloom.workflow.load.workflow import StepLibrary, StepNode, Workflow
@@ -280,6 +281,8 @@ class Checker:
         self.warnings += provider_key_warnings(data, self.marks, self.filename)
         if definition is not None and definition.mcp_servers:
             self._check_extra_mcp()
+        if definition is not None:
+            self.warnings += provider_name_warnings(definition, data, self.marks, self.filename)
         tooling = None
         if definition is not None and self.function_args is None:
             tooling = self.library.check_tooling(self, definition, nodes, base_dir)

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 
 def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
-    """Report a `profile:` that names no profile, and a `provider:` or fallback entries
-    naming an unknown provider, each at its own line."""
+    """Report a `profile:` that names no profile and fallback entries naming an unknown
+    provider, each at its own line; warn of a `provider:` naming an unknown one."""
     # The whole file's mapping: a step's model sees only its own fields.
     raw: dict[str, Any] = pc.document
     profiles: dict[str, Any] = _dict(raw.get("profiles"))
@@ -48,8 +48,9 @@ def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
         pc.report(f"unknown profile {step.profile!r} (profiles: "
                   f"{', '.join(names) or 'none defined'}){hint}", "profile")
     if step.provider is not None and step.provider not in known:
-        # As a fallback entry's: a typo (`opena`) would otherwise fail only at the call.
-        pc.report(_unknown_provider(step.provider, known), "provider")
+        # A warning, not an error: from Python, a client factory of one's own may serve
+        # any name; the command line's runtime refuses a typo (`opena`) at the call.
+        pc.warn(_unknown_provider(step.provider, known), "provider")
     for i, entry in enumerate(step.fallback or ()):
         provider = entry.get("provider") if isinstance(entry, dict) else None
         if isinstance(provider, str) and provider not in known:
