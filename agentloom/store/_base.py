@@ -158,18 +158,35 @@ meta, a tool call's result or arguments, a model reply): eight times a model rep
 (32 MiB) or a rendered template (32 Mi characters), and about what PostgreSQL's JSONB
 holds at all. A write past it is refused before anything is written; a stored value
 past it (a damaged or hostile database) is a `StoreCorrupt`, found before it is read
-or decoded."""
+or decoded. The default of each store's `max_stored_bytes`."""
 
 
-def check_stored_size(text: str, what: str, *names: Any) -> str:
-    """`text` (JSON a store is about to write) if it is at most `MAX_STORED_BYTES`
-    long in UTF-8, else a `StoreError` naming `what` (a `str.format` template, filled
-    with the reprs of `names` only then); nothing has been written yet."""
+def check_max_stored_bytes(value: Any) -> int:
+    """A store's `max_stored_bytes`: a whole number of bytes, 1 or more."""
+    if type(value) is not int or value < 1:
+        raise StoreError(f"max_stored_bytes must be a whole number of bytes, 1 or more, "
+                         f"got {value!r}")
+    return value
+
+
+def shown_bytes(size: int) -> str:
+    """`size` as a message writes it beside the exact count: 256 MiB, 64 KiB, 1000 bytes."""
+    for unit, name in ((1024 ** 3, "GiB"), (1024 ** 2, "MiB"), (1024, "KiB")):
+        if size % unit == 0:
+            return f"{size // unit} {name}"
+    return f"{size} bytes"
+
+
+def check_stored_size(text: str, what: str, *names: Any,
+                      limit: int = MAX_STORED_BYTES) -> str:
+    """`text` (JSON a store is about to write) if it is at most `limit` (the store's
+    `max_stored_bytes`) long in UTF-8, else a `StoreError` naming `what` (a `str.format`
+    template, filled with the reprs of `names` only then); nothing has been written yet."""
     size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_STORED_BYTES:
+    if size > limit:
         what = what.format(*(repr(n)[:80] for n in names))
         raise StoreError(f"{what} is {size} bytes of JSON, more than the "
-                         f"{MAX_STORED_BYTES} (256 MiB) a run store keeps in one value; "
+                         f"{limit} ({shown_bytes(limit)}) a run store keeps in one value; "
                          "nothing was written")
     return text
 

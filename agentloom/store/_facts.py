@@ -9,9 +9,9 @@ store asks the database's JSON functions (SQLite's `json_each`, PostgreSQL's
 folds, and folds them the same way (a delta's results replace the base's, then its
 `step_results_removed` drop). A row whose shape those fields depend on is not what the
 store writes (no JSON object, step results that are no object, removals that are no
-list of keys; on SQLite also a value past `MAX_STORED_BYTES`, which bounds what its JSON
-parser holds) is flagged, and the store reads that run with `load_latest`, which raises
-the `StoreCorrupt` naming it. Damage elsewhere in a row (a `state` that is a list) is
+list of keys; on SQLite also a value past the store's `max_stored_bytes`, which bounds
+what its JSON parser holds) is flagged, and the store reads that run with `load_latest`,
+which raises the `StoreCorrupt` naming it. Damage elsewhere in a row (a `state` that is a list) is
 not looked for here: `runs show` and `resume`, which decode the row, report it.
 """
 
@@ -38,7 +38,7 @@ twice."""
 
 _SQLITE_OK = (  # a CASE, whose tests run in order: json_type() of no JSON is an error
     "CASE WHEN {t}.payload IS NULL THEN 0 "
-    "WHEN length(CAST({t}.payload AS BLOB)) > " + str(MAX_STORED_BYTES) + " THEN 0 "
+    "WHEN length(CAST({t}.payload AS BLOB)) > {limit} THEN 0 "
     "WHEN NOT json_valid({t}.payload) THEN 0 WHEN json_type({t}.payload) <> 'object' THEN 0 "
     "WHEN COALESCE(json_type({t}.payload, '$.step_results'), 'null') NOT IN "
     "('object', 'null') THEN 0{more} ELSE 1 END")
@@ -54,7 +54,7 @@ _SQLITE_FACTS = ("CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.prov
                  "'$.usage.input_tokens', '$.usage.output_tokens') END")
 
 
-def _sqlite_sql(marks: str) -> str:
+def _sqlite_sql(marks: str, limit: int) -> str:
     newest = "(SELECT MAX(seq) FROM checkpoints m WHERE m.run_id = {t}.run_id)"
     # The rows, then their removals (asked only of a row that is JSON), are subqueries
     # that `OFFSET 0` keeps whole: SQLite would otherwise fold them into the join and
@@ -63,10 +63,12 @@ def _sqlite_sql(marks: str) -> str:
         f"SELECT r.run_id, r.seq, r.ok, r.removed, j.key, {_SQLITE_FACTS} FROM ("
         "SELECT w.run_id, w.seq, w.ok, CASE WHEN w.ok AND w.delta THEN json_extract("
         "w.payload, '$.step_results_removed') END AS removed, w.payload FROM ("
-        f"SELECT c.run_id, c.seq, {_SQLITE_OK.format(t='c', more='')} AS ok, 0 AS delta, "
+        f"SELECT c.run_id, c.seq, {_SQLITE_OK.format(t='c', more='', limit=limit)} AS ok, "
+        "0 AS delta, "
         f"c.payload FROM checkpoints c WHERE c.run_id IN ({marks}) AND c.seq = "
         f"{newest.format(t='c')} UNION ALL SELECT d.run_id, d.seq, "
-        f"{_SQLITE_OK.format(t='d', more=_SQLITE_DELTA_MORE.format(t='d'))}, 1, d.payload "
+        f"{_SQLITE_OK.format(t='d', more=_SQLITE_DELTA_MORE.format(t='d'), limit=limit)}, "
+        "1, d.payload "
         f"FROM checkpoint_deltas d WHERE d.run_id IN ({marks}) AND d.seq > "
         f"{newest.format(t='d')} LIMIT -1 OFFSET 0) w LIMIT -1 OFFSET 0) r "
         "LEFT JOIN json_each(CASE WHEN r.ok THEN r.payload ELSE '{}' END, "
@@ -104,10 +106,11 @@ def _pg_sql(marks: str) -> str:
         "WITH ORDINALITY AS j(key, value, n) ON true ORDER BY 1, 2, j.n")
 
 
-def facts_sql(dialect: str, count: int) -> str:
-    """The query of `fold`'s rows for `count` run ids (each id given twice)."""
+def facts_sql(dialect: str, count: int, limit: int = MAX_STORED_BYTES) -> str:
+    """The query of `fold`'s rows for `count` run ids (each id given twice); on SQLite a
+    payload past `limit` bytes (the store's `max_stored_bytes`) is flagged unread."""
     marks = ", ".join("?" for _ in range(count))
-    return _pg_sql(marks) if dialect == "postgres" else _sqlite_sql(marks)
+    return _pg_sql(marks) if dialect == "postgres" else _sqlite_sql(marks, limit)
 
 
 # --- both ---------------------------------------------------------------------------------

@@ -17,10 +17,12 @@ from decimal import Decimal
 from typing import Any
 
 from agentloom.store._base import (
+    MAX_STORED_BYTES,
     RunExists,
     RunNotFound,
     StoreError,
     check_lease,
+    check_max_stored_bytes,
     check_status,
     check_stored_size,
     check_tool_status,
@@ -69,10 +71,14 @@ class MemoryBackend:
 class MemoryStore:
     def __init__(self, backend: MemoryBackend | None = None, *, serde: Serializer | None = None,
                  now: Callable[[], datetime] | None = None,
-                 keep_checkpoints: int | None = None) -> None:
+                 keep_checkpoints: int | None = None,
+                 max_stored_bytes: int = MAX_STORED_BYTES) -> None:
+        """`max_stored_bytes`: the most JSON text one stored value holds, as a SQL store's
+        (`MAX_STORED_BYTES`); a write past it is refused."""
         if keep_checkpoints is not None and keep_checkpoints < 1:
             raise StoreError(f"keep_checkpoints must be at least 1, got {keep_checkpoints}")
         self._keep = keep_checkpoints
+        self.max_stored_bytes = check_max_stored_bytes(max_stored_bytes)
         self._b = backend if backend is not None else MemoryBackend()
         self._serde: Serializer = serde or JsonSerializer()
         self._now = now or utcnow
@@ -85,8 +91,9 @@ class MemoryStore:
         await self.close()
 
     def _dumps(self, value: Any, what: str, *names: Any) -> str:
-        """As a SQL store writes it: refused past `MAX_STORED_BYTES`, naming `what`."""
-        return check_stored_size(self._serde.dumps(value), what, *names)
+        """As a SQL store writes it: refused past `max_stored_bytes`, naming `what`."""
+        return check_stored_size(self._serde.dumps(value), what, *names,
+                                 limit=self.max_stored_bytes)
 
     def _check_open(self) -> None:
         if self._closed:

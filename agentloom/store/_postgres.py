@@ -7,6 +7,13 @@ are JSONB, read back as text so the serializer revives tagged values. Migrations
 transaction-scoped advisory lock, so two processes starting together migrate once; run
 claims are a conditional UPDATE, which PostgreSQL's row lock makes race-free.
 psycopg is imported on first use only.
+
+A TIMESTAMPTZ holds times Python's `datetime` can't (`infinity`, `-infinity`, year
+294276, BC), which psycopg refuses with a `DataError` while it converts the rows, before
+the store could say which run and column hold one. Such a read is run again with a
+timestamp loader, on that cursor only, that hands those values over as their text
+(`TimeOutOfRange`), and the store's row checks name them (`_stored.py`). Only a read
+that meets one pays for that: every other read converts as psycopg does (in C).
 """
 
 from __future__ import annotations
@@ -17,9 +24,10 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from agentloom.store._base import StoreConfigError
+from agentloom.store._base import MAX_STORED_BYTES, StoreConfigError
 from agentloom.store._serde import Serializer
 from agentloom.store._sql import Rows, SqlStore
+from agentloom.store._stored import TimeOutOfRange
 from agentloom.store._urls import shown_url
 
 _MIGRATION_LOCK_KEY = 0x61676C6D  # "aglm": any constant shared by every AgentLoom process
@@ -29,15 +37,50 @@ def _translate(sql: str) -> str:
     return sql.replace("?j", "%s::jsonb").replace("?", "%s")
 
 
+_LENIENT: Any = None
+
+
+def _lenient_loader() -> Any:
+    """psycopg's TIMESTAMPTZ loader (its Python one), but a value no `datetime` holds is
+    its text as a `TimeOutOfRange`, not a `DataError`."""
+    global _LENIENT
+    if _LENIENT is None:
+        import psycopg
+        from psycopg.types.datetime import TimestamptzLoader
+
+        class LenientTimestamptzLoader(TimestamptzLoader):
+            def load(self, data: Any) -> Any:
+                try:
+                    return super().load(data)
+                except psycopg.DataError:
+                    return TimeOutOfRange(bytes(data).decode("utf-8", "replace"))
+
+        _LENIENT = LenientTimestamptzLoader
+    return _LENIENT
+
+
 class _PgTx:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        cur = await self._conn.execute(_translate(sql), tuple(params))
+        query = _translate(sql)
+        cur = await self._conn.execute(query, tuple(params))
         if cur.description is None:
             return []
-        rows: Rows = await cur.fetchall()
+        try:
+            rows: Rows = await cur.fetchall()
+        except Exception as exc:
+            import psycopg
+
+            # A row psycopg could not convert (the server ran the query): a read is run
+            # again, on its own cursor, with the lenient loader; a write is never rerun.
+            if not (isinstance(exc, psycopg.DataError) and query.startswith("SELECT ")):
+                raise
+            cur = self._conn.cursor()
+            cur.adapters.register_loader("timestamptz", _lenient_loader())
+            await cur.execute(query, tuple(params))
+            rows = await cur.fetchall()
         return rows
 
 
@@ -135,10 +178,13 @@ class PostgresStore(SqlStore):
     def __init__(self, dsn: str, *, serde: Serializer | None = None,
                  now: Callable[[], datetime] | None = None,
                  keep_checkpoints: int | None = None,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0,
+                 max_stored_bytes: int = MAX_STORED_BYTES) -> None:
+        """`max_stored_bytes`: the most JSON text one stored value holds
+        (`MAX_STORED_BYTES`)."""
         self.dsn = dsn
         super().__init__(_PgDb(dsn, connect_timeout=connect_timeout), serde=serde, now=now,
-                         keep_checkpoints=keep_checkpoints)
+                         keep_checkpoints=keep_checkpoints, max_stored_bytes=max_stored_bytes)
 
     def __repr__(self) -> str:
         return f"PostgresStore({shown_url(self.dsn)!r})"

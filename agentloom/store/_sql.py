@@ -253,8 +253,9 @@ class SqlStore(SqlJournal):
         for start in range(0, len(ids), CHUNK):
             chunk = ids[start:start + CHUNK]
             async with self._db.transaction() as tx:
-                rows = await tx.execute(facts_sql(self._db.dialect, len(chunk)),
-                                        chunk * 2)
+                rows = await tx.execute(
+                    facts_sql(self._db.dialect, len(chunk), self.max_stored_bytes),
+                    chunk * 2)
             facts, bad = fold(rows)
             out.update(facts)
             damaged |= bad

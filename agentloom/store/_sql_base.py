@@ -20,7 +20,9 @@ from agentloom.store._base import (
     MAX_STORED_BYTES,
     StoreConfigError,
     StoreError,
+    check_max_stored_bytes,
     check_stored_size,
+    shown_bytes,
 )
 from agentloom.store._migrations import MIGRATIONS, MIGRATIONS_TABLE_SQL, migration_name
 from agentloom.store._pending import PendingWrites, Statement
@@ -32,6 +34,7 @@ from agentloom.store._stored import (
     shown,
     stored_cost,
     stored_count,
+    stored_lease,
     stored_object,
     stored_optional_text,
     stored_status,
@@ -90,7 +93,8 @@ RUN_COLS = ("run_id, workflow_name, workflow_hash, status, {meta}, started_at, u
 (the store's `run_cols`)."""
 
 TOO_BIG = "#too-big"
-"""What `SqlBase.bounded` selects in place of a value past `MAX_STORED_BYTES`: text that
+"""What `SqlBase.bounded` selects in place of a value past the store's bound
+(`max_stored_bytes`, by default `MAX_STORED_BYTES`): text that
 is no JSON, so no value the store wrote reads as it (a row a person wrote to read so,
 on SQLite, is damaged either way)."""
 
@@ -101,10 +105,14 @@ class SqlBase:
 
     def __init__(self, db: SqlDb, *, serde: Serializer | None = None,
                  now: Callable[[], datetime] | None = None,
-                 keep_checkpoints: int | None = None) -> None:
+                 keep_checkpoints: int | None = None,
+                 max_stored_bytes: int = MAX_STORED_BYTES) -> None:
         if keep_checkpoints is not None and keep_checkpoints < 1:
             raise StoreError(f"keep_checkpoints must be at least 1, got {keep_checkpoints}")
         self._keep = keep_checkpoints
+        self.max_stored_bytes = check_max_stored_bytes(max_stored_bytes)
+        """The most JSON text one stored value holds, written or read (see
+        `MAX_STORED_BYTES`, the default)."""
         self._db = db
         self._serde: Serializer = serde or JsonSerializer()
         self._now = now or utcnow
@@ -117,14 +125,14 @@ class SqlBase:
 
     def bounded(self, column: str) -> str:
         """`column` (JSON) as a read selects it: `TOO_BIG` in its place when its text is
-        longer than `MAX_STORED_BYTES`, measured in the database, so a value that big
+        longer than `max_stored_bytes`, measured in the database, so a value that big
         is never sent to Python, let alone decoded. SQLite counts the bytes of the
         text as a blob (its `length()` of text stops at a NUL); PostgreSQL the bytes of
         the JSONB's text form, which is what the client would be sent."""
         if self._db.dialect == "postgres":
-            return (f"CASE WHEN octet_length({column}::text) > {MAX_STORED_BYTES} "
+            return (f"CASE WHEN octet_length({column}::text) > {self.max_stored_bytes} "
                     f"THEN '{TOO_BIG}' ELSE {column}::text END")
-        return (f"CASE WHEN length(CAST({column} AS BLOB)) > {MAX_STORED_BYTES} "
+        return (f"CASE WHEN length(CAST({column} AS BLOB)) > {self.max_stored_bytes} "
                 f"THEN '{TOO_BIG}' ELSE {column} END")
 
     async def _send(self, statements: list[Statement]) -> list[Rows]:
@@ -198,10 +206,11 @@ class SqlBase:
     # --- conversions ------------------------------------------------------------------
 
     def _dumps(self, value: Any, what: str = "a value to store", *names: Any) -> str:
-        """JSON text of `value`; one past `MAX_STORED_BYTES` is a `StoreError` naming
+        """JSON text of `value`; one past `max_stored_bytes` is a `StoreError` naming
         `what` (see `check_stored_size`), raised before anything is written (a row
         past it would read as damaged)."""
-        return check_stored_size(self._serde.dumps(value), what, *names)
+        return check_stored_size(self._serde.dumps(value), what, *names,
+                                 limit=self.max_stored_bytes)
 
     def _loads(self, value: Any) -> Any:
         return None if value is None else self._serde.loads(value)
@@ -210,8 +219,9 @@ class SqlBase:
         """`_loads` of a stored column, whose failure (not JSON, a tagged value that
         doesn't revive) is `Damaged`."""
         if value == TOO_BIG:
-            raise Damaged(f"{what} is more than {MAX_STORED_BYTES} bytes (256 MiB) of JSON, "
-                          "more than this store writes in one value; it was not read")
+            limit = self.max_stored_bytes
+            raise Damaged(f"{what} is more than {limit} bytes ({shown_bytes(limit)}) of "
+                          "JSON, more than this store writes in one value; it was not read")
         try:
             return self._loads(value)
         except MemoryError:
@@ -243,7 +253,7 @@ class SqlBase:
                 cost_usd=stored_cost(row[7], "cost_usd"),
                 latest_seq=stored_count(row[8], "latest_seq"),
                 claimed_by=stored_optional_text(row[9], "claimed_by"),
-                lease_until=self._dt(row[10], "lease_until"),
+                lease_until=stored_lease(row[10]),
             )
         except Damaged as exc:
             raise self._damaged(row[0], str(exc)) from None

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentloom._files import create_private
-from agentloom.store._base import StoreConfigError, StoreCorrupt
+from agentloom.store._base import MAX_STORED_BYTES, StoreConfigError, StoreCorrupt
 from agentloom.store._serde import Serializer
 from agentloom.store._sql import Rows, SqlStore
 from agentloom.store._sql_base import WROTE_ROW
@@ -390,12 +390,15 @@ class SqliteStore(SqlStore):
     def __init__(self, path: str | Path = DEFAULT_PATH, *, serde: Serializer | None = None,
                  now: Callable[[], datetime] | None = None,
                  keep_checkpoints: int | None = None, busy_timeout: float = 30.0,
-                 follow_links: bool = True) -> None:
+                 follow_links: bool = True,
+                 max_stored_bytes: int = MAX_STORED_BYTES) -> None:
         """`follow_links=False` (the default store's): refuse to open when the folder or
-        any of the database's files is a symbolic link (see `refuse_links`)."""
+        any of the database's files is a symbolic link (see `refuse_links`).
+        `max_stored_bytes`: the most JSON text one stored value holds (`MAX_STORED_BYTES`)."""
         self.path = Path(path)
         db = _SqliteDb(self.path, busy_timeout=busy_timeout, follow_links=follow_links)
-        super().__init__(db, serde=serde, now=now, keep_checkpoints=keep_checkpoints)
+        super().__init__(db, serde=serde, now=now, keep_checkpoints=keep_checkpoints,
+                         max_stored_bytes=max_stored_bytes)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"

@@ -38,12 +38,26 @@ def damaged_run(place: str, run_id: Any, why: str) -> StoreCorrupt:
         "changed (delete that run's rows, or move the store aside, to go on)")
 
 
+class TimeOutOfRange(str):
+    """A time the database holds that Python's `datetime` can't (PostgreSQL's `infinity`
+    and `-infinity`, a year past 9999 or before 1), as the database's text of it: what
+    the PostgreSQL adapter reads such a value as, instead of psycopg's `DataError`."""
+
+    @property
+    def later(self) -> bool:
+        """Past year 9999 (`infinity`), not before year 1 (`-infinity`, BC)."""
+        return not (self.startswith("-") or self.endswith(" BC"))
+
+
 def stored_time(value: Any, what: str) -> datetime:
     """A timestamp column: aware `datetime` (PostgreSQL) or ISO-8601 text (SQLite); text
     without an offset is taken as UTC, which is what this store writes."""
     if isinstance(value, datetime):
         when = value
     elif isinstance(value, str) and len(value) <= 64:
+        if isinstance(value, TimeOutOfRange):
+            raise Damaged(f"{what} {shown(str(value))} is not a time between the years 1 "
+                          "and 9999")
         try:
             when = datetime.fromisoformat(value)
         except ValueError:
@@ -51,6 +65,18 @@ def stored_time(value: Any, what: str) -> datetime:
     else:
         raise Damaged(f"{what} {shown(value)} is not a time")
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def stored_lease(value: Any, what: str = "lease_until") -> datetime | None:
+    """A claim's lease end: None (no lease) or a time. One past the times a `datetime`
+    holds (PostgreSQL's `infinity`; `-infinity`) reads as the latest (earliest) time
+    there is: no claim writes it, `lease_holds` counts it as lapsed, and a claim's SQL
+    already takes the run from it, so listing the run must not fail on it either."""
+    if value is None:
+        return None
+    if isinstance(value, TimeOutOfRange):
+        return (datetime.max if value.later else datetime.min).replace(tzinfo=UTC)
+    return stored_time(value, what)
 
 
 def stored_cost(value: Any, what: str) -> Decimal | None:

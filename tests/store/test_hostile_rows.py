@@ -33,6 +33,17 @@ RUN_ROWS = {
     "cost-negative": ("cost_usd = '-5'", r"cost_usd '-5' is not a cost"),
     "meta-list": ("meta = '[1, 2]'", r"meta is a list, not an object"),
 }
+PG_ONLY_RUN_ROWS = {  # TIMESTAMPTZ holds these, Python's datetime doesn't: before, psycopg
+    # raised a bare DataError ("timestamp too large (after year 10K)") converting the row
+    "started-infinity": ("started_at = 'infinity'",
+                         r"started_at 'infinity' is not a time between the years 1 and 9999"),
+    "updated-minus-infinity": ("updated_at = '-infinity'",
+                               r"updated_at '-infinity' is not a time between the years"),
+    "updated-year-99999": ("updated_at = '99999-06-01 00:00:00+00'",
+                           r"updated_at '99999-0[56]-\d\d [^']+' is not a time between"),
+    "started-bc": ("started_at = '0044-03-15 12:00:00+00 BC'",
+                   r"started_at '0044-03-1\d [^']+ BC' is not a time between"),
+}
 SQLITE_ONLY_RUN_ROWS = {  # PostgreSQL's typed columns can't hold these
     "time-garbage": ("started_at = 'garbage'", r"started_at 'garbage' is not a time"),
     "time-year-99999": ("updated_at = '99999-01-01T00:00:00+00:00'",
@@ -161,11 +172,11 @@ async def _pg(dsn: str, sql: str, params: tuple[Any, ...] = ()) -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("case", sorted(RUN_ROWS))
+@pytest.mark.parametrize("case", sorted({**RUN_ROWS, **PG_ONLY_RUN_ROWS}))
 async def test_a_damaged_run_row_on_postgres_is_one_error_naming_the_run(
         pg_schema: str, case: str) -> None:
     await _fill(PostgresStore(pg_schema))
-    setting, pattern = RUN_ROWS[case]
+    setting, pattern = {**RUN_ROWS, **PG_ONLY_RUN_ROWS}[case]
     await _pg(pg_schema, f"UPDATE runs SET {setting} WHERE run_id = %s", ("bad\x1b[2J",))
     messages = await _reads(PostgresStore(pg_schema), "bad\x1b[2J", what="run")
     for message in messages:
@@ -189,6 +200,57 @@ async def test_a_damaged_checkpoint_on_postgres_is_one_error_naming_the_run(
     for message in await _reads(PostgresStore(pg_schema), "bad\x1b[2J", what="checkpoint"):
         assert message.startswith("run 'bad\\x1b[2J' in the run store at postgresql://")
         assert re.search(pattern, message), (pattern, message)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("table, setting, pattern", [
+    ("checkpoints", "created_at = 'infinity'",
+     r"checkpoint \d+: created_at 'infinity' is not a time between the years 1 and 9999"),
+    ("tool_calls", "updated_at = '-infinity'",
+     r"a tool call: updated_at '-infinity' is not a time between"),
+    ("model_exchanges", "created_at = '99999-06-01 00:00:00+00'",
+     r"a model exchange: created_at '99999-0[56]-\d\d [^']+' is not a time between"),
+], ids=["checkpoint-infinity", "tool-call-minus-infinity", "exchange-year-99999"])
+async def test_a_time_python_cant_hold_on_postgres_is_one_error_naming_the_run(
+        pg_schema: str, table: str, setting: str, pattern: str) -> None:
+    """The other rows' times, on every read that selects them."""
+    await _fill(PostgresStore(pg_schema))
+    async with PostgresStore(pg_schema) as store:
+        await store.record_tool_call("bad\x1b[2J", "s", 0, "c1", status="done", result=1)
+        await store.record_model_exchange("bad\x1b[2J", "s", 0, "h", {"text": "hi"})
+    await _pg(pg_schema, f"UPDATE {table} SET {setting} WHERE run_id = %s", ("bad\x1b[2J",))
+    if table == "checkpoints":
+        messages = await _reads(PostgresStore(pg_schema), "bad\x1b[2J", what="checkpoint")
+    else:
+        async with PostgresStore(pg_schema) as store:
+            read = (store.get_tool_calls if table == "tool_calls"
+                    else store.get_model_exchanges)
+            with pytest.raises(StoreCorrupt) as caught:
+                await read("bad\x1b[2J")
+            assert await store.get_run("bad\x1b[2J") is not None  # the run reads
+        messages = [str(caught.value)]
+    for message in messages:
+        assert message.startswith("run 'bad\\x1b[2J' in the run store at postgresql://")
+        assert re.search(pattern, message), (pattern, message)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("argv", [["runs"], ["runs", "show", "bad"], ["history"]],
+                         ids=["runs", "runs-show", "history"])
+def test_the_commands_print_an_infinite_time_on_postgres_as_one_line(
+        pg_schema: str, tmp_path: Path, argv: list[str]) -> None:
+    async def fill() -> None:
+        async with PostgresStore(pg_schema) as store:
+            await store.create_run("bad", "flow", "h", {"a": 1})
+        await _pg(pg_schema, "UPDATE runs SET started_at = 'infinity'")
+
+    asyncio.run(fill())
+    child = _cli([*argv, "--store", pg_schema], tmp_path)
+    assert child.returncode == 1, (child.stdout, child.stderr)
+    lines = child.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in child.stderr, child.stderr
+    assert "run 'bad' in the run store at postgresql://" in lines[0], lines[0]
+    assert "started_at 'infinity' is not a time" in lines[0], lines[0]
 
 
 def _cli(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

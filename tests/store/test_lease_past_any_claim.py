@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from _store_factories import postgres_factory
 
-from agentloom.store import MemoryBackend, MemoryStore, SqliteStore, take_claim
+from agentloom.store import MemoryBackend, MemoryStore, SqliteStore, lease_holds, take_claim
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -139,3 +139,38 @@ async def test_an_infinite_lease_on_postgres_is_lapsed(pg_server: Any) -> None:
         assert await store.claim_run("r", "w1", 60) is True
         run = await store.get_run("r")
         assert run is not None and run.claimed_by == "w1"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("until, read_as", [
+    ("infinity", datetime.max.replace(tzinfo=UTC)),
+    ("-infinity", datetime.min.replace(tzinfo=UTC)),
+    ("99999-01-01 00:00:00+00", datetime.max.replace(tzinfo=UTC)),
+], ids=["infinity", "minus-infinity", "year-99999"])
+async def test_an_infinite_lease_on_postgres_reads_as_lapsed(pg_server: Any, until: str,
+                                                              read_as: datetime) -> None:
+    """Before the run is claimed again: a lease no `datetime` holds reads as the latest
+    (earliest) time there is, which `lease_holds` counts as lapsed, as the claim does;
+    before, psycopg's DataError ("timestamp too large") failed `get_run`, `agentloom
+    runs` and the UI's list over it."""
+    import psycopg
+
+    async with postgres_factory(pg_server.admin_dsn).storage() as opener, \
+            opener(now=lambda: NOW) as store:
+        await store.create_run("r", "flow", "h", {})
+        await store.create_run("other", "flow", "h", {})
+        async with await psycopg.AsyncConnection.connect(store.dsn, autocommit=True) as conn:
+            await conn.execute("UPDATE runs SET claimed_by = 'elsewhere:1:abcd', "
+                               "lease_until = %s WHERE run_id = 'r'", (until,))
+        listed = await store.list_runs()
+        found = (await store.find_runs()).runs
+        run = await store.get_run("r")
+        for record in (run, *[r for r in [*listed, *found] if r.run_id == "r"]):
+            assert record is not None and record.claimed_by == "elsewhere:1:abcd"
+            assert record.lease_until == read_as
+            assert lease_holds(record.lease_until, NOW) is False
+        assert sorted(r.run_id for r in listed) == ["other", "r"]
+        assert await take_claim(store, "r", "me:2:beef", 120) is None  # taken at once
+        run = await store.get_run("r")
+        assert run is not None and run.claimed_by == "me:2:beef"
+        assert run.lease_until == NOW + timedelta(seconds=120)
