@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError
 from agentloom.providers import VENDORS, Endpoint, vendor_endpoint
@@ -71,7 +72,13 @@ def endpoint_from_config(
             f"{where}.{named}: unknown protocol {kind!r}; expected one of "
             f"openai, anthropic, gemini, ollama, llamacpp"
         )
-    base_url = config.get("base_url") or (existing.base_url if existing else None)
+    given_url = config.get("base_url")
+    if given_url is not None and not _http_url(given_url):
+        # `localhost:8000/v1` (no scheme) passed every check and failed each call, after
+        # its retries, as a NonHttpUrlClientError.
+        raise ConfigError(f"{where}.base_url: expected an http:// or https:// URL with a "
+                          f"host (e.g. http://localhost:8000/v1), got {str(given_url)[:200]!r}")
+    base_url = given_url or (existing.base_url if existing else None)
     try:
         endpoint = vendor_endpoint(
             preset, base_url=base_url, api_key=api_key, headers=headers, models=models
@@ -92,6 +99,16 @@ def endpoint_from_config(
     return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env,
                                max_reply_bytes=max_reply,
                                api=dict(api) if isinstance(api, Mapping) else api)
+
+
+def _http_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parts = urlsplit(value)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unclosed `[`, a port past 65535: no URL either
+        return False
 
 
 def _valid_api(api: Any) -> bool:

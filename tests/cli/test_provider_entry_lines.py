@@ -64,6 +64,12 @@ BAD = [
                  "providers.myproxy.base_url", "missing", id="no-base-url"),
     pytest.param("providers:\n  local: {models: [m]}\n", 3, "providers.local.base_url",
                  "missing", id="local-without-base-url"),
+    pytest.param("providers:\n  myproxy:\n    base_url: localhost:8000/v1\n"
+                 "    models: [m]\n", 4, "providers.myproxy.base_url",
+                 "expected an http:// or https:// URL", id="base-url-without-scheme"),
+    pytest.param("providers:\n  myproxy:\n    base_url: ftp://127.0.0.1/v1\n"
+                 "    models: [m]\n", 4, "providers.myproxy.base_url",
+                 "expected an http:// or https:// URL", id="base-url-not-http"),
     pytest.param("profiles:\n  fast:\n    provider: grpc\n    base_url: http://127.0.0.1:9/v1\n"
                  "    model: m\n", 4, "profiles.fast.provider", "unknown protocol 'grpc'",
                  id="profile-base-url-protocol"),
