@@ -38,6 +38,7 @@ from agentloom.routing._profiles import parse_profiles as parse_profiles
 from agentloom.routing._profiles import parse_rate_limits as parse_rate_limits
 from agentloom.routing._profiles import parse_retry as parse_retry
 from agentloom.routing._providers import endpoint_from_config as endpoint_from_config
+from agentloom.routing._providers import profile_endpoint as profile_endpoint
 from agentloom.routing._retry import DEFAULT_RETRYABLE_STATUS as DEFAULT_RETRYABLE_STATUS
 from agentloom.routing._retry import NO_RETRY as NO_RETRY
 from agentloom.routing._retry import RetryPolicy as RetryPolicy
@@ -77,6 +78,7 @@ __all__ = [
     "parse_rate_limits",
     "parse_retry",
     "parse_retry_after",
+    "profile_endpoint",
     "retry_after_of",
     "retry_after_seconds",
 ]

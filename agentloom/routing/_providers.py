@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentloom.errors import ConfigError
 from agentloom.providers import VENDORS, Endpoint, vendor_endpoint
 from agentloom.providers.profiles import APIS
+
+if TYPE_CHECKING:
+    from agentloom.routing._profiles import Profile
 
 PROVIDER_FIELDS = frozenset(
     {"base_url", "api_key_env", "api_key", "headers", "type", "protocol", "models",
@@ -99,6 +102,17 @@ def endpoint_from_config(
     return dataclasses.replace(endpoint, name=name, api_key_env=key_env or endpoint.api_key_env,
                                max_reply_bytes=max_reply,
                                api=dict(api) if isinstance(api, Mapping) else api)
+
+
+def profile_endpoint(profile: Profile) -> tuple[str, dict[str, Any]]:
+    """The endpoint a profile with a `base_url` stands for, as the name the runtime adds
+    it under and its `providers:` entry: the profile's provider names the wire protocol
+    (openai by default). The runtime adds it at the profile's first call; a workflow's
+    load checks it through `endpoint_from_config` first."""
+    config: dict[str, Any] = {"base_url": profile.base_url, "type": profile.provider or "openai"}
+    if profile.api_key_env:
+        config["api_key_env"] = profile.api_key_env
+    return f"profile:{profile.name}", config
 
 
 def _http_url(value: Any) -> bool:

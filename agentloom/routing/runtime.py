@@ -40,10 +40,9 @@ from agentloom.routing import (
 )
 from agentloom.routing._client_table import ProviderClients
 from agentloom.routing._lazy_client import LazyClient, UnusableClient
-from agentloom.routing._providers import endpoint_from_config
+from agentloom.routing._providers import endpoint_from_config, profile_endpoint
 from agentloom.routing._resolve import (
     ALIASES,
-    VENDOR_FAMILIES,
     pinned_endpoint,
     provider_default_model,
     resolve_model,
@@ -336,16 +335,8 @@ class Runtime:
         return Router(candidates, retry=policy, clock=self.clock, budget=budget, prices=self.prices)
 
     def _profile_endpoint(self, profile: Profile) -> Endpoint:
-        name = f"profile:{profile.name}"
+        name, config = profile_endpoint(profile)
         if name not in self._endpoints:
-            config: dict[str, Any] = {
-                "base_url": profile.base_url,
-                "type": profile.provider or "openai",
-            }
-            if profile.api_key_env:
-                config["api_key_env"] = profile.api_key_env
-            if profile.provider in VENDOR_FAMILIES:
-                config["type"] = profile.provider
             self.add_provider(name, config)
         return self._endpoints[name]
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from agentloom.workflow.load.yaml_source import Marks
-from agentloom.workflow.schema.workflow import WorkflowDefinition, known_providers
+from agentloom.workflow.schema.workflow import (
+    WorkflowDefinition,
+    known_providers,
+    unknown_provider,
+)
 
 
 def provider_name_warnings(definition: WorkflowDefinition, data: dict[str, Any],
@@ -33,9 +37,6 @@ def provider_name_warnings(definition: WorkflowDefinition, data: dict[str, Any],
     for provider, where, field in found:
         if provider in known:
             continue
-        import difflib  # on an error only (its import is ~2 M instructions)
-        close = difflib.get_close_matches(provider, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
         out.append(f"{filename}:{marks.line_of(where, 'provider')}: warning: {field}: "
-                   f"unknown provider {provider!r}{hint} (declare it under `providers:`)")
+                   f"{unknown_provider(provider, known)}")
     return out

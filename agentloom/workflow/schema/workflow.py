@@ -21,6 +21,7 @@ from agentloom.routing import (
     parse_breaker,
     parse_profiles,
     parse_rate_limits,
+    profile_endpoint,
 )
 from agentloom.workflow.schema.agents import AgentDef
 from agentloom.workflow.schema.step_types import step_union
@@ -319,6 +320,14 @@ def known_providers(declared: Any) -> frozenset[str]:
     return BUILTIN_PROVIDERS | frozenset(str(k) for k in declared)
 
 
+def unknown_provider(provider: str, known: frozenset[str]) -> str:
+    """What a name outside `known` is told: the closest known one, and where to declare."""
+    import difflib  # on an error only (its import is ~2 M instructions)
+    close = difflib.get_close_matches(provider, sorted(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown provider {provider!r}{hint} (declare it under `providers:`)"
+
+
 def _provider_checked(name: str, entry: ProviderConfig) -> None:
     """`providers.<name>` built as a run will build it; what that refuses is a ValueError
     (the loader adds file:line)."""
@@ -349,7 +358,7 @@ def valid_providers(raw: Any) -> dict[str, ProviderConfig]:
 
 def _profile_endpoints(profiles: dict[str, Profile]) -> None:
     """A profile with a `base_url` is an endpoint of its own, which the runtime builds at
-    its first call (`Runtime._profile_endpoint`: the profile's provider as the wire
+    its first call (`routing.profile_endpoint`: the profile's provider as the wire
     protocol, openai by default); what that would refuse is refused here, under the
     profile's own field names (`provider`, not the endpoint's `type`)."""
     for profile in profiles.values():
@@ -358,10 +367,7 @@ def _profile_endpoints(profiles: dict[str, Profile]) -> None:
 
 
 def _profile_endpoint(profile: Profile) -> None:
-    config: dict[str, Any] = {"base_url": profile.base_url, "type": profile.provider or "openai"}
-    if profile.api_key_env:
-        config["api_key_env"] = profile.api_key_env
-    name = f"profile:{profile.name}"
+    name, config = profile_endpoint(profile)
     try:
         endpoint_from_config(name, config, env={})
     except ConfigError as exc:

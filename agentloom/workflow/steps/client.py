@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agentloom.routing import NO_RETRY, parse_fallback
-from agentloom.workflow.schema.workflow import known_providers
+from agentloom.workflow.schema.workflow import known_providers, unknown_provider
 from agentloom.workflow.steps.profiles import profile_of
 
 if TYPE_CHECKING:
@@ -50,18 +50,11 @@ def check_choice(step: LLMCallStep, pc: PrepareContext) -> None:
     if step.provider is not None and step.provider not in known:
         # A warning, not an error: from Python, a client factory of one's own may serve
         # any name; the command line's runtime refuses a typo (`opena`) at the call.
-        pc.warn(_unknown_provider(step.provider, known), "provider")
+        pc.warn(unknown_provider(step.provider, known), "provider")
     for i, entry in enumerate(step.fallback or ()):
         provider = entry.get("provider") if isinstance(entry, dict) else None
         if isinstance(provider, str) and provider not in known:
-            pc.report(_unknown_provider(provider, known), "fallback", i, "provider")
-
-
-def _unknown_provider(provider: str, known: frozenset[str]) -> str:
-    import difflib  # on an error only (its import is ~2 M instructions)
-    close = difflib.get_close_matches(provider, sorted(known), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown provider {provider!r}{hint} (declare it under `providers:`)"
+            pc.report(unknown_provider(provider, known), "fallback", i, "provider")
 
 
 # --- run time ----------------------------------------------------------------------------
